@@ -1,0 +1,550 @@
+//! The one classifier: wire failure facts → category, reason code, failure reason, hint
+//! (spec 30 §2, G-18..G-30; README D14, D15, D18; 05 R-34).
+//!
+//! Adapters report facts ([`WireFailure`], [`NetworkFault`], SSE `error` events, 200 bodies with
+//! an `error` key); this module alone turns them into one of the four categories (30 G-1, G-18),
+//! so that every transport, the retry loop, the breaker feed and telemetry agree. It owns:
+//!
+//! - the HTTP status table (G-19), with the two body facts that change a category: the closed
+//!   list of context-overflow markers (G-20a, D14; any status, checked first) and
+//!   `insufficient_quota` on a 429 (G-20);
+//! - in-band error objects of a 200 stream or body (G-20b, D15, D18);
+//! - transport faults (G-21) and their `cause_type` (G-15);
+//! - the failure reason that feeds breaker, health and pacer (G-30);
+//! - when a Retry-After hint is parsed (G-31: `Transient` 429 and 503 only);
+//! - the message templates (G-16).
+//!
+//! Typing decisions read the **raw** body as retained by the adapter; messages and `body_text`
+//! carry the scrubbed summary (`crate::redact`, 05 R-34; G-26, G-27). Classification never
+//! depends on configuration or history, except that hints depend on the wall clock (G-29).
+//!
+//! The result is a small [`Classification`] (category + failure reason + the
+//! [`AttemptFailure`] payload) that the retry loop consumes; [`Classification::into_error`]
+//! builds the [`GatewayError`]. Protocol and verdict facts of a 200 response (malformed JSON,
+//! truncated streams, …; G-22) are judged by the streaming and verdict modules with their own
+//! reason texts; they use [`failure_reason`] for the breaker feed.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use gateway_ports::{
+    AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError, NetworkFault,
+    ReasonCode, ResultInvalidDetails, WireFailure,
+};
+use serde_json::{Map, Value};
+
+use crate::redact::{ScrubOptions, scrub, scrubbed_summary};
+use crate::retry_after::parse_retry_after;
+
+/// The closed list of context-overflow markers (README D14; 30 G-20a), lower-case. A non-200
+/// response or an in-band error frame whose raw text contains one (ASCII case-insensitive) is
+/// `RequestRejected` with reason code `context_length_exceeded`. Adding one is a spec change.
+pub const CONTEXT_OVERFLOW_MARKERS: [&str; 6] = [
+    "context_length_exceeded",
+    "exceed_context_size_error",
+    "maximum context length",
+    "context size has been exceeded",
+    "exceeds the available context size",
+    "prompt is too long",
+];
+
+/// The body fact that makes a 429 `SourceDead` (30 G-20).
+pub const INSUFFICIENT_QUOTA: &str = "insufficient_quota";
+
+/// What the classifier needs besides the fact itself (30 G-18).
+///
+/// `Debug` never prints the source key (see [`ScrubOptions`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ClassifyContext<'a> {
+    /// The source that produced the fact; named in every message.
+    pub source_name: &'a str,
+    /// The HTTP sub-operation (30 G-11), carried into the failure.
+    pub operation: ErrorOperation,
+    /// Local wall clock for HTTP-date Retry-After hints (30 G-32; 05 R-60: not the `Date`
+    /// header).
+    pub wall_now: SystemTime,
+    /// What to scrub from summaries and messages (05 R-34): the source's key, and whether IP
+    /// addresses are redacted (`PGW_REDACT_IPS`).
+    pub scrub: ScrubOptions<'a>,
+}
+
+impl<'a> ClassifyContext<'a> {
+    /// A context with the default scrubbing (no source key; IP addresses redacted).
+    pub fn new(source_name: &'a str, operation: ErrorOperation, wall_now: SystemTime) -> Self {
+        Self {
+            source_name,
+            operation,
+            wall_now,
+            scrub: ScrubOptions::default(),
+        }
+    }
+
+    /// The same context with these scrub options (05 R-34).
+    pub fn with_scrub(mut self, scrub: ScrubOptions<'a>) -> Self {
+        self.scrub = scrub;
+        self
+    }
+}
+
+/// Which core watchdog expired (40 S-90, S-93; 30 G-21): named in the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LivenessKind {
+    /// Time to first progress (`ttft`).
+    Ttft,
+    /// Gap between progress chunks (`inter_token`).
+    InterToken,
+    /// Whole-attempt budget (`total`; also the non-stream total).
+    Total,
+}
+
+impl LivenessKind {
+    /// The token used in messages: `ttft`, `inter_token`, `total` (30 G-16).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ttft => "ttft",
+            Self::InterToken => "inter_token",
+            Self::Total => "total",
+        }
+    }
+}
+
+impl fmt::Display for LivenessKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The verdict on one failure fact (30 G-18): what the retry loop, the breaker feed, telemetry
+/// and the caller's error need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Classification {
+    /// One of the four categories (30 G-2).
+    pub category: Category,
+    /// The breaker/health/pacer reason (30 G-30): `Some` for `Transient` and `SourceDead`,
+    /// `None` for `RequestRejected` and `ResultInvalid` (they feed a neutral success).
+    pub failure_reason: Option<FailureReason>,
+    /// The payload: message (G-16), source, operation, `http_status`, `retry_after_s` (only on a
+    /// `Transient` 429/503 with a usable hint, G-31), `body_text` (scrubbed summary, G-26),
+    /// `reason_code` (G-28), `cause` (G-15).
+    pub failure: AttemptFailure,
+}
+
+impl Classification {
+    /// Builds a classification, deriving the failure reason from the payload (30 G-30).
+    pub fn new(category: Category, failure: AttemptFailure) -> Self {
+        Self {
+            category,
+            failure_reason: failure_reason(category, &failure),
+            failure,
+        }
+    }
+
+    /// The reason code (30 G-28), if any.
+    pub fn reason_code(&self) -> Option<ReasonCode> {
+        self.failure.reason_code
+    }
+
+    /// The HTTP status received, if the fact was an HTTP failure.
+    pub fn http_status(&self) -> Option<u16> {
+        self.failure.http_status
+    }
+
+    /// The server hint in seconds (30 §3), if one was parsed.
+    pub fn retry_after_s(&self) -> Option<f64> {
+        self.failure.retry_after_s
+    }
+
+    /// `true` when the failure reason is `rate_limited` (an HTTP 429 or an in-band 429): the
+    /// round is rate-limited (30 G-30) — budget-exempt in chat, a pacer cut, counted in neither
+    /// breaker channel.
+    pub fn is_rate_limited(&self) -> bool {
+        self.failure_reason == Some(FailureReason::RateLimited)
+    }
+
+    /// The `GatewayError` of this verdict (30 §1.2): `Transient`, `SourceDead`,
+    /// `RequestRejected`, or `ResultInvalid` wrapping the failure with no validation data.
+    pub fn into_error(self) -> GatewayError {
+        match self.category {
+            Category::Transient => GatewayError::transient(self.failure),
+            Category::SourceDead => GatewayError::source_dead(self.failure),
+            Category::RequestRejected => GatewayError::request_rejected(self.failure),
+            Category::ResultInvalid => {
+                GatewayError::result_invalid(ResultInvalidDetails::new(self.failure))
+            }
+        }
+    }
+}
+
+impl From<Classification> for GatewayError {
+    fn from(classification: Classification) -> Self {
+        classification.into_error()
+    }
+}
+
+/// Classifies any failure a transport returns from `send` (10 §7; 30 G-19..G-21, S-111 step 1).
+///
+/// - `Http` → [`classify_http`];
+/// - `Network` (before a status line) → [`classify_network_fault`];
+/// - `ReadError` (a 200 body that broke) → [`classify_read_error`];
+/// - `FrameTooLarge` → `ResultInvalid(response_too_large)` (40 S-17);
+/// - `Unsupported` → `RequestRejected` with no reason code (30 G-21, G-24).
+pub fn classify_wire_failure(failure: &WireFailure, ctx: &ClassifyContext<'_>) -> Classification {
+    match failure {
+        WireFailure::Http {
+            status,
+            headers,
+            body,
+        } => classify_http(*status, headers, body, ctx),
+        WireFailure::Network(fault) => classify_network_fault(fault, ctx),
+        WireFailure::ReadError(fault) => classify_read_error(fault, ctx),
+        WireFailure::FrameTooLarge { limit } => classify_frame_too_large(*limit, ctx),
+        WireFailure::Unsupported { what } => {
+            let failure = base_failure(
+                ctx,
+                format!(
+                    "{}: transport cannot serve this request: {what}",
+                    ctx.source_name
+                ),
+            );
+            Classification::new(Category::RequestRejected, failure)
+        }
+    }
+}
+
+/// Classifies an HTTP response whose status is not 200 (30 G-19, G-20, G-20a, G-31; D14).
+///
+/// `headers` are the response headers (names lower-cased); `raw_body` is the body as retained
+/// by the adapter (up to `max_error_body_bytes`), never a summary — typing decisions read it.
+///
+/// Order: a context-overflow marker in the raw body (any status) → `RequestRejected`
+/// `context_length_exceeded`; then the status table: 400 → `RequestRejected`; 401/403 →
+/// `SourceDead`; 429 with `insufficient_quota` → `SourceDead` (no hint parsed, no warning);
+/// other 429 → `Transient` `rate_limited` with the Retry-After hint; 5xx → `Transient` (503 with
+/// the hint; 504 `timeout`); 408/425 → `Transient`; 402/404/405/501/505/3xx → `SourceDead`;
+/// other 4xx → `RequestRejected`; other values → `Transient`.
+///
+/// The failure carries `http_status`, `body_text` = the scrubbed summary (G-26, R-34) and the
+/// G-16 message `"{source}: HTTP {status} | {summary}"` (or its 429 / context-overflow form).
+pub fn classify_http(
+    status: u16,
+    headers: &[(String, String)],
+    raw_body: &str,
+    ctx: &ClassifyContext<'_>,
+) -> Classification {
+    let source = ctx.source_name;
+    let summary = scrubbed_summary(raw_body, &ctx.scrub);
+
+    let (category, reason_code, parse_hint, prefix) = if contains_context_overflow_marker(raw_body)
+    {
+        (
+            Category::RequestRejected,
+            Some(ReasonCode::ContextLengthExceeded),
+            false,
+            format!("{source}: HTTP {status} (context_length_exceeded)"),
+        )
+    } else if status == 429 && is_insufficient_quota(raw_body) {
+        (
+            Category::SourceDead,
+            None,
+            false,
+            format!("{source}: insufficient_quota: 429"),
+        )
+    } else if status == 429 {
+        (
+            Category::Transient,
+            None,
+            true,
+            format!("{source}: rate limited: 429"),
+        )
+    } else {
+        let (category, parse_hint) = status_row(status);
+        (
+            category,
+            None,
+            parse_hint,
+            format!("{source}: HTTP {status}"),
+        )
+    };
+
+    let mut failure = base_failure(ctx, compose(prefix, &summary));
+    failure.http_status = Some(status);
+    failure.reason_code = reason_code;
+    failure.retry_after_s = if parse_hint {
+        parse_retry_after(headers, source, ctx.wall_now)
+    } else {
+        None
+    };
+    failure.body_text = Some(summary);
+    Classification::new(category, failure)
+}
+
+/// The category of a status without body facts, and whether a Retry-After hint is parsed
+/// (30 G-19 rows after the first; 429 is handled by the caller).
+fn status_row(status: u16) -> (Category, bool) {
+    match status / 100 {
+        4 => match status {
+            // 401, 403 credentials; 402 billing; 404, 405 endpoint or model missing.
+            401..=405 => (Category::SourceDead, false),
+            408 | 425 | 429 => (Category::Transient, false),
+            // 400 and every other client error: not retried (no retry amplification).
+            _ => (Category::RequestRejected, false),
+        },
+        5 => match status {
+            501 | 505 => (Category::SourceDead, false),
+            503 => (Category::Transient, true),
+            _ => (Category::Transient, false),
+        },
+        // Redirects are not followed: a misconfigured `base_url`.
+        3 => (Category::SourceDead, false),
+        // 2xx other than 200, and anything below 200 or from 600 on.
+        _ => (Category::Transient, false),
+    }
+}
+
+/// Classifies a failure before a status line (DNS, connect, TLS, request write, pool): always
+/// `Transient`, cause per 30 G-15, failure reason `timeout` for the timeout kinds else
+/// `network_error` (G-21, G-30), no reason code. Message (G-16):
+/// `"{source}: network error ({cause}): {detail}"`, the detail scrubbed and replaced by
+/// the cause name when empty.
+pub fn classify_network_fault(fault: &NetworkFault, ctx: &ClassifyContext<'_>) -> Classification {
+    let cause = fault.kind.cause_kind();
+    let mut failure = base_failure(ctx, network_message(ctx, cause, &fault.detail));
+    failure.cause = Some(cause);
+    Classification::new(Category::Transient, failure)
+}
+
+/// Classifies a body that broke after a 200 status (mid-stream `WireEvent::ReadError`, or
+/// `WireFailure::ReadError` of a non-stream body): `Transient` with reason code `read_error`
+/// and the fault's cause (`ReadError`, `RemoteProtocolError`, …) — never a clean end, even after
+/// a finish_reason and usage (30 G-21; 40 S-29, S-33).
+pub fn classify_read_error(fault: &NetworkFault, ctx: &ClassifyContext<'_>) -> Classification {
+    let cause = fault.kind.cause_kind();
+    let mut failure = base_failure(ctx, network_message(ctx, cause, &fault.detail));
+    failure.cause = Some(cause);
+    failure.reason_code = Some(ReasonCode::ReadError);
+    Classification::new(Category::Transient, failure)
+}
+
+/// Classifies a frame or 200 body over the framing cap: `ResultInvalid(response_too_large)`
+/// (30 G-22; 40 S-17, S-33). `limit_bytes` is the cap that was exceeded.
+pub fn classify_frame_too_large(limit_bytes: usize, ctx: &ClassifyContext<'_>) -> Classification {
+    let mut failure = base_failure(
+        ctx,
+        format!(
+            "{}: response too large (response_too_large): over {limit_bytes} bytes",
+            ctx.source_name
+        ),
+    );
+    failure.reason_code = Some(ReasonCode::ResponseTooLarge);
+    Classification::new(Category::ResultInvalid, failure)
+}
+
+/// Classifies a core watchdog expiry: `Transient(liveness_timeout)`, cause
+/// `StreamLivenessTimeout`, failure reason `timeout` (30 G-15, G-21, G-30; 40 S-90, S-93).
+/// Message: `"{source}: stream liveness timeout ({kind})"` (G-16).
+pub fn classify_liveness_timeout(kind: LivenessKind, ctx: &ClassifyContext<'_>) -> Classification {
+    let mut failure = base_failure(
+        ctx,
+        format!("{}: stream liveness timeout ({kind})", ctx.source_name),
+    );
+    failure.cause = Some(CauseKind::StreamLivenessTimeout);
+    failure.reason_code = Some(ReasonCode::LivenessTimeout);
+    Classification::new(Category::Transient, failure)
+}
+
+/// Classifies a chunk or 200 non-stream body with a top-level `error` key, whatever its value
+/// (`null` and `{}` included): an in-band error frame (30 G-20b, G-22; 40 S-35; README D15).
+///
+/// `error_value` is the value of the `error` key. The frame text is the compact JSON text of
+/// `{"error": value}`; the error object is the value when it is a JSON object. See
+/// [`classify_error_event`] for the rows.
+pub fn classify_error_value(error_value: &Value, ctx: &ClassifyContext<'_>) -> Classification {
+    let frame_text = format!("{{\"error\":{error_value}}}");
+    classify_in_band(&frame_text, error_value.as_object(), ctx)
+}
+
+/// Classifies an SSE event of type `error`, an SSE field line named `error`, or a non-SSE line
+/// of a 200 event-stream that is a JSON object with an `error` key — all reported as
+/// `WireEvent::ErrorEvent { data }` (30 G-20b; 40 S-22, S-33; README D15, D18; 05 R-26).
+///
+/// The frame text is `data`; the error object is the `error` member of `data` when `data`
+/// parses as a JSON object and that member is an object. Rows, first match wins:
+/// 1. the frame text contains a context-overflow marker → `RequestRejected`
+///    `context_length_exceeded`;
+/// 2. in-band status 429 and `insufficient_quota` (G-20 applied to the frame text) →
+///    `SourceDead`;
+/// 3. in-band status 429 → `Transient` `rate_limited` (a rate-limited failure in every respect);
+/// 4. in-band status 401 or 403 → `SourceDead`;
+/// 5. anything else → `Transient` `upstream_error_frame` (failure reason `network_error`).
+///
+/// The in-band status is the first of the error object's `code` and `status` members that is a
+/// JSON integer, or a string of exactly three ASCII digits, in `100..=599`. Every row:
+/// `http_status = None`, no Retry-After (a frame has no headers, G-31), `cause = None`,
+/// `body_text` = the scrubbed summary of the frame text, message per G-16.
+pub fn classify_error_event(data: &str, ctx: &ClassifyContext<'_>) -> Classification {
+    let parsed: Option<Value> = serde_json::from_str(data).ok();
+    let error_object = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .and_then(Value::as_object);
+    classify_in_band(data, error_object, ctx)
+}
+
+/// The G-20b rows over a frame text and its error object.
+fn classify_in_band(
+    frame_text: &str,
+    error_object: Option<&Map<String, Value>>,
+    ctx: &ClassifyContext<'_>,
+) -> Classification {
+    let source = ctx.source_name;
+    let summary = scrubbed_summary(frame_text, &ctx.scrub);
+    let status = error_object.and_then(in_band_status);
+
+    let (category, reason_code) = if contains_context_overflow_marker(frame_text) {
+        (
+            Category::RequestRejected,
+            Some(ReasonCode::ContextLengthExceeded),
+        )
+    } else if status == Some(429) && is_insufficient_quota(frame_text) {
+        (Category::SourceDead, None)
+    } else if status == Some(429) {
+        (Category::Transient, Some(ReasonCode::RateLimited))
+    } else if matches!(status, Some(401 | 403)) {
+        (Category::SourceDead, None)
+    } else {
+        (Category::Transient, Some(ReasonCode::UpstreamErrorFrame))
+    };
+
+    let prefix = match reason_code {
+        Some(code @ (ReasonCode::ContextLengthExceeded | ReasonCode::RateLimited)) => {
+            format!("{source}: upstream chat error frame ({code})")
+        }
+        _ => format!("{source}: upstream chat error frame"),
+    };
+    let mut failure = base_failure(ctx, compose(prefix, &summary));
+    failure.reason_code = reason_code;
+    failure.body_text = Some(summary);
+    Classification::new(category, failure)
+}
+
+/// The in-band status of an error object (30 G-20b): the first of `code` and `status` that is a
+/// JSON integer or a string of exactly three ASCII digits, with a value in `100..=599`.
+/// Booleans, floats, other strings and out-of-range numbers do not count.
+pub fn in_band_status(error_object: &Map<String, Value>) -> Option<u16> {
+    ["code", "status"]
+        .into_iter()
+        .filter_map(|key| error_object.get(key))
+        .find_map(|value| {
+            let status = match value {
+                Value::Number(n) => n.as_u64().and_then(|u| u16::try_from(u).ok()),
+                Value::String(s) if s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()) => {
+                    s.parse::<u16>().ok()
+                }
+                _ => None,
+            };
+            status.filter(|s| (100..=599).contains(s))
+        })
+}
+
+/// `true` when `raw` contains a context-overflow marker (README D14; 30 G-20a): a substring
+/// search in which only the ASCII letters fold case; every other byte must match exactly.
+pub fn contains_context_overflow_marker(raw: &str) -> bool {
+    // `to_ascii_lowercase` folds A–Z only, so this is exactly the G-20a comparison.
+    let folded = raw.to_ascii_lowercase();
+    CONTEXT_OVERFLOW_MARKERS
+        .iter()
+        .any(|marker| folded.contains(marker))
+}
+
+/// `true` when a raw body says `insufficient_quota` (30 G-20): parsed as JSON, `error.type` or
+/// `error.code` equals `"insufficient_quota"`; if it is not JSON, or its `error` has neither
+/// field (a `null` field counts as absent), the raw text contains the byte string
+/// `insufficient_quota` (case-sensitive). Reads the untruncated raw body, never a summary.
+pub fn is_insufficient_quota(raw: &str) -> bool {
+    let parsed: Option<Value> = serde_json::from_str(raw).ok();
+    let error = parsed
+        .as_ref()
+        .and_then(|top| top.get("error"))
+        .and_then(Value::as_object);
+    if let Some(error) = error {
+        let fields: Vec<&Value> = ["type", "code"]
+            .into_iter()
+            .filter_map(|key| error.get(key))
+            .filter(|v| !v.is_null())
+            .collect();
+        if !fields.is_empty() {
+            return fields
+                .iter()
+                .any(|v| v.as_str() == Some(INSUFFICIENT_QUOTA));
+        }
+    }
+    raw.contains(INSUFFICIENT_QUOTA)
+}
+
+/// The failure reason of a classified attempt (30 G-30): `SourceDead` → `source_dead`;
+/// `Transient` with status 429 or reason code `rate_limited` → `rate_limited`; `Transient` with
+/// a timeout cause (`ConnectTimeout`, `ReadTimeout`, `WriteTimeout`, `PoolTimeout`,
+/// `StreamLivenessTimeout`) or status 408/504 → `timeout`; every other `Transient` →
+/// `network_error`; `RequestRejected` and `ResultInvalid` → `None`.
+pub fn failure_reason(category: Category, failure: &AttemptFailure) -> Option<FailureReason> {
+    match category {
+        Category::SourceDead => Some(FailureReason::SourceDead),
+        Category::Transient => Some(
+            if failure.http_status == Some(429)
+                || failure.reason_code == Some(ReasonCode::RateLimited)
+            {
+                FailureReason::RateLimited
+            } else if matches!(
+                failure.cause,
+                Some(
+                    CauseKind::ConnectTimeout
+                        | CauseKind::ReadTimeout
+                        | CauseKind::WriteTimeout
+                        | CauseKind::PoolTimeout
+                        | CauseKind::StreamLivenessTimeout
+                )
+            ) || matches!(failure.http_status, Some(408 | 504))
+            {
+                FailureReason::Timeout
+            } else {
+                FailureReason::NetworkError
+            },
+        ),
+        Category::RequestRejected | Category::ResultInvalid => None,
+    }
+}
+
+/// [`failure_reason`] of a `GatewayError` (30 G-30): `None` outside the four categories.
+pub fn failure_reason_of(error: &GatewayError) -> Option<FailureReason> {
+    failure_reason(error.category()?, error.attempt_failure()?)
+}
+
+/// `compose(prefix, summary)` of 30 G-16: `prefix` alone when the summary is empty, else
+/// `"{prefix} | {summary}"`.
+pub fn compose(prefix: String, summary: &str) -> String {
+    if summary.is_empty() {
+        prefix
+    } else {
+        format!("{prefix} | {summary}")
+    }
+}
+
+/// A failure naming the context's source and operation, with every optional field `None`.
+fn base_failure(ctx: &ClassifyContext<'_>, message: String) -> AttemptFailure {
+    let mut failure = AttemptFailure::new(message, ctx.operation);
+    failure.source_name = Some(ctx.source_name.to_owned());
+    failure
+}
+
+/// `"{source}: network error ({cause}): {detail}"` (30 G-16); an empty detail falls back to the
+/// cause name; the detail is scrubbed (05 R-34).
+fn network_message(ctx: &ClassifyContext<'_>, cause: CauseKind, detail: &str) -> String {
+    let detail = detail.trim();
+    let detail = if detail.is_empty() {
+        cause.as_str().to_owned()
+    } else {
+        scrub(detail, &ctx.scrub)
+    };
+    format!("{}: network error ({cause}): {detail}", ctx.source_name)
+}

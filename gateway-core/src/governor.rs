@@ -1,0 +1,520 @@
+//! The `Governor`: the client minus wiring (05 ).
+//!
+//! Owns one scope's governance state — sources, limiter, breaker, pacer, cooldown memo,
+//! selector, clock, jitter, policies, the row sink and the cleanup queue — and the public
+//! boundary of every call: the closed check (`ClientClosed`, R-17), the per-call deadline
+//! resolution (before the statistics boundary, G-98), the call context and its `CallGuard`,
+//! the deadline wrapper (G-99..G-101), the retry loop, and the terminal row of a failed call
+//! (G-121). `run_chat` / `run_embed` / `run_ocr` are the same loop with different
+//! [`LoopPolicy`] and settlement. The facade clients wrap it; issue-level tests in the
+//! core call it directly.
+//!
+//! Tracing: `pgw.call` (`logical_call_id`, `scope`, `operation`) → `pgw.round` →
+//! `pgw.attempt`; no content, no secrets.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use gateway_ports::{
+    BackpressurePolicy, CallOperation, CallStats, CircuitBreaker, Clock, GatewayError,
+    RateLimiter, RetryPolicy, SourceConfig, WaitPolicy,
+};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::Notify;
+use tracing::Instrument;
+
+use crate::admission::{Admission, AdmissionParts, AdmissionPolicy, DEFAULT_MAX_WAITERS};
+use crate::attempt::{AttemptRunner, SettleMode, TransportResult};
+use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
+use crate::clock::TokioClock;
+use crate::deadline::{resolve_call_deadline, with_deadline};
+use crate::pacer::{AimdPacer, Pacer};
+use crate::retry_loop::{LoopEnv, LoopPolicy, run_loop};
+use crate::rows::{NoopRowSink, RowCall, RowSink};
+use crate::select::{HealthAwareSelector, Selector};
+use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
+
+/// The injected jitter source (30 vocabulary "rng"): nominally uniform in `[0, 1)`.
+pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// How long `close()` waits for the cleanup queue to drain (30 G-111).
+pub const CLOSE_DRAIN_BOUND: Duration = Duration::from_secs(30);
+
+/// The shared state of a governor (crate-internal; the loop reads it).
+pub(crate) struct GovernorInner {
+    pub(crate) scope: String,
+    pub(crate) admission: Admission,
+    pub(crate) limiter: Arc<dyn RateLimiter>,
+    pub(crate) breaker: Arc<dyn CircuitBreaker>,
+    pub(crate) pacer: Arc<dyn Pacer>,
+    pub(crate) selector: Arc<dyn Selector>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) jitter: Jitter,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) backpressure: BackpressurePolicy,
+    pub(crate) call_deadline: Option<Duration>,
+    pub(crate) sink: Arc<dyn RowSink>,
+    pub(crate) queue: Arc<CleanupQueue>,
+    closed: AtomicBool,
+}
+
+impl fmt::Debug for GovernorInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GovernorInner")
+            .field("scope", &self.scope)
+            .field("admission", &self.admission)
+            .field("retry", &self.retry)
+            .field("backpressure", &self.backpressure)
+            .field("call_deadline", &self.call_deadline)
+            .field("closed", &self.closed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The governance core of one client scope (05 R-1). Cheap to clone (an `Arc` inside).
+#[derive(Debug, Clone)]
+pub struct Governor {
+    inner: Arc<GovernorInner>,
+}
+
+/// Per-call options of a governed call.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Per-call deadline override (`None` inherits the assembled one; zero is
+    /// `InvalidArgument`, 30 G-96..G-98).
+    pub call_deadline: Option<Duration>,
+    /// Origin named by an invalid per-call deadline (default `"ChatOptions::call_deadline"`).
+    pub deadline_origin: Option<String>,
+    /// Emitter-owned call input for the call-level row columns (opaque, 05 R-3).
+    pub row_input: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("call_deadline", &self.call_deadline)
+            .field("deadline_origin", &self.deadline_origin)
+            .field("row_input", &self.row_input.as_ref().map(|_| "<opaque>"))
+            .finish()
+    }
+}
+
+impl CallOptions {
+    /// Options with this per-call deadline.
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.call_deadline = Some(deadline);
+        self
+    }
+
+    /// Options carrying this row input.
+    pub fn with_row_input(mut self, input: Arc<dyn Any + Send + Sync>) -> Self {
+        self.row_input = Some(input);
+        self
+    }
+}
+
+/// A governed success: the winning attempt and the call's frozen statistics.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Governed {
+    /// The winning attempt's judged result.
+    pub result: Box<TransportResult>,
+    /// The winning source.
+    pub source: Arc<SourceConfig>,
+    /// The winning attempt's `call_id`.
+    pub call_id: String,
+    /// Winning attempt latency in ms (injected clock).
+    pub latency_ms: u64,
+    /// The call's statistics, snapshotted just before returning (30 G-120).
+    pub stats: CallStats,
+}
+
+/// Builds a [`Governor`] (the builder path may inject every component, 05 R-5).
+pub struct GovernorBuilder {
+    scope: String,
+    sources: Vec<Arc<SourceConfig>>,
+    limiter: Arc<dyn RateLimiter>,
+    breaker: Arc<dyn CircuitBreaker>,
+    pacer: Option<Arc<dyn Pacer>>,
+    selector: Option<Arc<dyn Selector>>,
+    clock: Option<Arc<dyn Clock>>,
+    jitter: Option<Jitter>,
+    retry: RetryPolicy,
+    backpressure: BackpressurePolicy,
+    admission: AdmissionPolicy,
+    call_deadline: Option<Duration>,
+    sink: Option<Arc<dyn RowSink>>,
+    wakeups: Vec<Arc<Notify>>,
+    queue_capacity: Option<usize>,
+}
+
+impl fmt::Debug for GovernorBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GovernorBuilder")
+            .field("scope", &self.scope)
+            .field("sources", &self.sources.len())
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GovernorBuilder {
+    /// A builder for `scope` over `sources` with this limiter and breaker; everything else at
+    /// its default (AIMD pacer, health-aware selector, `TokioClock`, seeded jitter, D3 retry,
+    /// D7 backpressure, `QUOTA_FULL=wait`, `CIRCUIT_OPEN=fail_fast`, no deadline, no rows).
+    pub fn new(
+        scope: impl Into<String>,
+        sources: Vec<SourceConfig>,
+        limiter: Arc<dyn RateLimiter>,
+        breaker: Arc<dyn CircuitBreaker>,
+    ) -> Self {
+        Self {
+            scope: scope.into(),
+            sources: sources.into_iter().map(Arc::new).collect(),
+            limiter,
+            breaker,
+            pacer: None,
+            selector: None,
+            clock: None,
+            jitter: None,
+            retry: RetryPolicy::default(),
+            backpressure: BackpressurePolicy::default(),
+            admission: AdmissionPolicy::default(),
+            call_deadline: None,
+            sink: None,
+            wakeups: Vec::new(),
+            queue_capacity: None,
+        }
+    }
+
+    /// Injects the pacer (default `AimdPacer::for_sources`).
+    pub fn pacer(mut self, pacer: Arc<dyn Pacer>) -> Self {
+        self.pacer = Some(pacer);
+        self
+    }
+
+    /// Injects the selector (default `HealthAwareSelector`).
+    pub fn selector(mut self, selector: Arc<dyn Selector>) -> Self {
+        self.selector = Some(selector);
+        self
+    }
+
+    /// Injects the clock (default `TokioClock`).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Injects the jitter source (default: a `SmallRng` seeded once per governor).
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = Some(jitter);
+        self
+    }
+
+    /// Retry policy (D3, R-35).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Backpressure policy (stall window, poll interval).
+    pub fn backpressure(mut self, backpressure: BackpressurePolicy) -> Self {
+        self.backpressure = backpressure;
+        self
+    }
+
+    /// `QUOTA_FULL` policy.
+    pub fn quota_full(mut self, policy: WaitPolicy) -> Self {
+        self.admission.quota_full = policy;
+        self
+    }
+
+    /// `CIRCUIT_OPEN` policy.
+    pub fn circuit_open(mut self, policy: WaitPolicy) -> Self {
+        self.admission.circuit_open = policy;
+        self
+    }
+
+    /// The breaker's first-open cooldown in seconds (the `CircuitOpen` hint fallback, G-12).
+    pub fn breaker_cooldown_s(mut self, cooldown_s: f64) -> Self {
+        self.admission.breaker_cooldown_s = cooldown_s;
+        self
+    }
+
+    /// `MAX_WAITERS` (R-37; default 10 000).
+    pub fn max_waiters(mut self, max_waiters: usize) -> Self {
+        self.admission.max_waiters = max_waiters;
+        self
+    }
+
+    /// The assembled call deadline (30 §8).
+    pub fn call_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.call_deadline = deadline;
+        self
+    }
+
+    /// The row sink (default: none).
+    pub fn row_sink(mut self, sink: Arc<dyn RowSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// An extra wakeup handle for waiting picks, e.g. the memory limiter's release `Notify`
+    /// . The pacer's own handle is added automatically.
+    pub fn wakeup(mut self, notify: Arc<Notify>) -> Self {
+        self.wakeups.push(notify);
+        self
+    }
+
+    /// Cleanup queue capacity (default 4096, G-110).
+    pub fn cleanup_capacity(mut self, capacity: usize) -> Self {
+        self.queue_capacity = Some(capacity);
+        self
+    }
+
+    /// Builds the governor and the receiver its cleanup worker must run
+    /// (`tokio::spawn(run_cleanup_worker(rx))` in the facade, R-10).
+    pub fn build(self) -> (Governor, CleanupReceiver) {
+        let (queue, rx) =
+            CleanupQueue::with_capacity(self.queue_capacity.unwrap_or(crate::cleanup::CLEANUP_QUEUE_CAPACITY));
+        let clock: Arc<dyn Clock> = self.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
+        let pacer: Arc<dyn Pacer> = self.pacer.unwrap_or_else(|| {
+            let plain: Vec<SourceConfig> = self.sources.iter().map(|s| (**s).clone()).collect();
+            Arc::new(AimdPacer::for_sources(&plain))
+        });
+        let selector: Arc<dyn Selector> = self
+            .selector
+            .unwrap_or_else(|| Arc::new(HealthAwareSelector::new(Arc::clone(&clock))));
+        let jitter = self.jitter.unwrap_or_else(default_jitter);
+        let mut admission = self.admission;
+        admission.poll_interval_s = self.backpressure.poll_interval_s;
+        if admission.max_waiters == 0 {
+            admission.max_waiters = DEFAULT_MAX_WAITERS;
+        }
+        let mut parts = AdmissionParts::new(
+            self.scope.clone(),
+            self.sources,
+            Arc::clone(&self.limiter),
+            Arc::clone(&self.breaker),
+            Arc::clone(&pacer),
+            Arc::clone(&selector),
+            Arc::clone(&clock),
+            Arc::clone(&queue),
+        );
+        parts.policy = admission;
+        parts.wakeups = self.wakeups;
+        let inner = GovernorInner {
+            scope: self.scope,
+            admission: Admission::new(parts),
+            limiter: self.limiter,
+            breaker: self.breaker,
+            pacer,
+            selector,
+            clock,
+            jitter,
+            retry: self.retry,
+            backpressure: self.backpressure,
+            call_deadline: self.call_deadline,
+            sink: self.sink.unwrap_or_else(|| Arc::new(NoopRowSink)),
+            queue,
+            closed: AtomicBool::new(false),
+        };
+        (
+            Governor {
+                inner: Arc::new(inner),
+            },
+            rx,
+        )
+    }
+}
+
+/// A jitter source seeded once per governor (never OS randomness per call, 05 R-56).
+fn default_jitter() -> Jitter {
+    let seed = new_uuid_v4()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let rng = Mutex::new(SmallRng::seed_from_u64(seed));
+    Arc::new(move || {
+        rng.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .r#gen::<f64>()
+    })
+}
+
+impl Governor {
+    /// The scope label.
+    pub fn scope(&self) -> &str {
+        &self.inner.scope
+    }
+
+    /// The admission (introspection: memo, waiters, sources).
+    pub fn admission(&self) -> &Admission {
+        &self.inner.admission
+    }
+
+    /// The cleanup queue's counters.
+    pub fn cleanup_stats(&self) -> CleanupStats {
+        self.inner.queue.stats()
+    }
+
+    /// Runs one chat call (05 R-4: `LoopPolicy::CHAT`, settles prompt + completion).
+    pub async fn run_chat<R: AttemptRunner>(
+        &self,
+        runner: &R,
+        options: CallOptions,
+    ) -> Result<Governed, GatewayError> {
+        self.run(
+            runner,
+            options,
+            CallOperation::Chat,
+            LoopPolicy::CHAT,
+            SettleMode::PromptAndCompletion,
+        )
+        .await
+    }
+
+    /// Runs one embedding call as a single loop (`LoopPolicy::EMBED`, settles prompt tokens).
+    /// Multi-batch calls (90 E-10) are a later capability.
+    pub async fn run_embed<R: AttemptRunner>(
+        &self,
+        runner: &R,
+        options: CallOptions,
+    ) -> Result<Governed, GatewayError> {
+        self.run(
+            runner,
+            options,
+            CallOperation::Embed,
+            LoopPolicy::EMBED,
+            SettleMode::PromptOnly,
+        )
+        .await
+    }
+
+    /// Runs one OCR call (`LoopPolicy::OCR`, settles 0: S6). `operation` is
+    /// `RecognizeText` or `ParseLayout`.
+    pub async fn run_ocr<R: AttemptRunner>(
+        &self,
+        runner: &R,
+        operation: CallOperation,
+        options: CallOptions,
+    ) -> Result<Governed, GatewayError> {
+        self.run(runner, options, operation, LoopPolicy::OCR, SettleMode::Zero)
+            .await
+    }
+
+    /// The one governed call path behind `run_chat` / `run_embed` / `run_ocr`.
+    pub async fn run<R: AttemptRunner>(
+        &self,
+        runner: &R,
+        options: CallOptions,
+        operation: CallOperation,
+        policy: LoopPolicy,
+        settle: SettleMode,
+    ) -> Result<Governed, GatewayError> {
+        let gov = &*self.inner;
+        if gov.closed.load(Ordering::SeqCst) {
+            return Err(GatewayError::ClientClosed); // before the stats boundary
+        }
+        let origin = options
+            .deadline_origin
+            .as_deref()
+            .unwrap_or("ChatOptions::call_deadline");
+        let deadline = resolve_call_deadline(gov.call_deadline, options.call_deadline, origin)?;
+        // The statistics boundary (G-117).
+        let mut row_call = RowCall::new(new_uuid_v4(), operation, gov.scope.clone());
+        row_call.input = options.row_input;
+        let ctx = Arc::new(CallContext::new(Arc::clone(&gov.clock), row_call));
+        let mut guard = CallGuard::new(
+            Arc::clone(&ctx),
+            Arc::clone(&gov.sink),
+            Arc::clone(&gov.queue),
+        );
+        let span = tracing::info_span!(
+            "pgw.call",
+            logical_call_id = %ctx.logical_call_id(),
+            scope = %gov.scope,
+            operation = %operation,
+        );
+        let outcome = async {
+            let env = LoopEnv {
+                gov,
+                ctx: &ctx,
+                policy,
+                settle,
+                deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+            };
+            match with_deadline(deadline, run_loop(env, runner)).await {
+                Ok(result) => result,
+                Err(expired) => {
+                    // G-101: the governed future is dropped; await this call's cleanup jobs
+                    // (the cancelled attempt is settled and its row written first).
+                    gov.queue.wait_call_idle(ctx.logical_call_id()).await;
+                    Err(expired.into_error(&gov.scope))
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+        match outcome {
+            Ok(success) => {
+                guard.disarm();
+                Ok(Governed {
+                    result: success.result,
+                    source: success.source,
+                    call_id: success.call_id,
+                    latency_ms: success.latency_ms,
+                    stats: ctx.snapshot(),
+                })
+            }
+            Err(error) => {
+                // G-121: claim, snapshot, write inline; a drop during the write leaves the
+                // claim consumed, so the guard writes nothing more.
+                emit_terminal_failure(&ctx, gov.sink.as_ref(), &error).await;
+                guard.disarm();
+                Err(error)
+            }
+        }
+    }
+
+    /// Waits until the cleanup queue holds no pending job, then flushes the row sink
+    /// (05 R-24; 30 G-112). Keeps accepting calls.
+    pub async fn quiesce(&self) {
+        self.inner.queue.wait_idle().await;
+        self.inner.sink.flush().await;
+    }
+
+    /// Closes the governor (30 G-111; 05 ): idempotent; later calls return
+    /// `ClientClosed`; waits up to 30 s for the cleanup queue to drain (a remainder is
+    /// abandoned with a warning), flushes the sink, then shuts the queue so the worker returns.
+    /// Injected components are not closed here (the facade closes what it owns).
+    pub async fn close(&self) {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if tokio::time::timeout(CLOSE_DRAIN_BOUND, self.inner.queue.wait_idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                code = "cleanup.close_timeout",
+                pending = self.inner.queue.stats().pending,
+                "close(): cleanup queue not drained within {} s; remainder abandoned (leases reclaim)",
+                CLOSE_DRAIN_BOUND.as_secs()
+            );
+        }
+        self.inner.sink.flush().await;
+        self.inner.queue.shutdown();
+    }
+
+    /// `true` after [`Governor::close`].
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,27 @@
+//! PolyGateway governance core: every decision about one logical call — classification,
+//! Retry-After, backoff, the retry loop, admission, the completion verdict, hedging — as pure
+//! logic over the ports of `gateway-ports`, plus the in-memory backends (the embedded default).
+//!
+//! Adapters report wire facts; this crate judges them (spec README, "adapters report wire facts,
+//! the core judges"). It never depends on reqwest, hyper, fred, tokio-postgres or rusqlite.
+
+pub mod admission;
+pub mod attempt;
+pub mod backoff;
+pub mod classify;
+pub mod cleanup;
+pub mod clock;
+pub mod deadline;
+pub mod governor;
+pub mod memory;
+pub mod pacer;
+pub mod redact;
+pub mod request;
+pub mod retry_after;
+pub mod retry_loop;
+pub mod rows;
+pub mod select;
+pub mod stall;
+pub mod stats;
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -1,0 +1,588 @@
+//! `MemoryRateLimiter`: the in-process implementation of the `RateLimiter` port (10 §8.4;
+//! 30 §6.6 G-73, G-74; README D2, D11; 05 ).
+//!
+//! Owns the six gates (source and global concurrency, RPM, TPM; `0` = unlimited) over exact
+//! per-permit entries in a sliding 60 s window, the reserve-then-settle TPM arithmetic,
+//! and the permit leases that reclaim concurrency slots of holders that never released, whether
+//! or not they settled (D11, CT-LIM-06).
+//!
+//! All state sits behind one `std::sync::Mutex` that is never held across an await, so
+//! `settle_and_release_now` does the work synchronously and returns `true`. Releases,
+//! reclaims and refunding settles signal a `tokio::sync::Notify` (`notify_waiters`) so waiting
+//! picks wake instead of polling; capacity freed by entries ageing out of the window is
+//! not signalled (the caller's `poll_interval_s` bound, or the `wait_hint_s` of a denial, covers
+//! it). Limits are per process: multi-process deployments use the Redis limiter (G-74).
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gateway_ports::{
+    Acquire, BackendError, Clock, GlobalLimits, LimitGate, Permit, RateLimiter, SourceConfig,
+    SourceStats,
+};
+use tokio::sync::Notify;
+
+/// Length of the RPM/TPM sliding window (30 G-74).
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Limits {
+    max_concurrency: u32,
+    rpm: u32,
+    tpm: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    inflight: u32,
+    rpm_used: u32,
+    tpm_used: u64,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    name: Arc<str>,
+    limits: Limits,
+    usage: Usage,
+    /// Permit ids in grant order whose entry is still in the window.
+    window: VecDeque<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    source: usize,
+    est: u64,
+    /// Tokens the entry currently charges (est until settled).
+    tokens: u64,
+    granted_at: Duration,
+    in_window: bool,
+    holds_slot: bool,
+    settled: bool,
+    released: bool,
+}
+
+#[derive(Debug)]
+struct State {
+    sources: Vec<Bucket>,
+    global_limits: Limits,
+    global: Usage,
+    /// All permit ids in grant order whose entry is still in the window.
+    window: VecDeque<u64>,
+    /// Permit ids in grant order that may still hold a slot (lazily cleaned).
+    leases: VecDeque<u64>,
+    recs: HashMap<u64, Rec>,
+    next_id: u64,
+    last_progress: Duration,
+    closed: bool,
+}
+
+impl State {
+    fn forget_if_done(&mut self, id: u64) {
+        if self
+            .recs
+            .get(&id)
+            .is_some_and(|r| !r.in_window && !r.holds_slot)
+        {
+            self.recs.remove(&id);
+        }
+    }
+
+    /// Ages entries out of the window and reclaims expired leases (D11).
+    fn maintain(&mut self, now: Duration, lease_ttl: Duration) -> bool {
+        while let Some(&id) = self.window.front() {
+            let Some(r) = self.recs.get(&id).copied() else {
+                self.window.pop_front();
+                continue;
+            };
+            if now.saturating_sub(r.granted_at) < WINDOW {
+                break;
+            }
+            self.window.pop_front();
+            if let Some(b) = self.sources.get_mut(r.source) {
+                if b.window.front() == Some(&id) {
+                    b.window.pop_front();
+                } else {
+                    b.window.retain(|x| *x != id);
+                }
+                b.usage.rpm_used = b.usage.rpm_used.saturating_sub(1);
+                b.usage.tpm_used = b.usage.tpm_used.saturating_sub(r.tokens);
+            }
+            self.global.rpm_used = self.global.rpm_used.saturating_sub(1);
+            self.global.tpm_used = self.global.tpm_used.saturating_sub(r.tokens);
+            if let Some(rm) = self.recs.get_mut(&id) {
+                rm.in_window = false;
+            }
+            self.forget_if_done(id);
+        }
+        let mut reclaimed = false;
+        while let Some(&id) = self.leases.front() {
+            let Some(r) = self.recs.get(&id).copied() else {
+                self.leases.pop_front();
+                continue;
+            };
+            if !r.holds_slot {
+                self.leases.pop_front();
+                continue;
+            }
+            if now.saturating_sub(r.granted_at) < lease_ttl {
+                break;
+            }
+            self.leases.pop_front();
+            self.free_slot(id);
+            reclaimed = true;
+        }
+        reclaimed
+    }
+
+    fn free_slot(&mut self, id: u64) -> bool {
+        let Some(r) = self.recs.get_mut(&id) else {
+            return false;
+        };
+        if !r.holds_slot {
+            return false;
+        }
+        r.holds_slot = false;
+        let source = r.source;
+        if let Some(b) = self.sources.get_mut(source) {
+            b.usage.inflight = b.usage.inflight.saturating_sub(1);
+        }
+        self.global.inflight = self.global.inflight.saturating_sub(1);
+        self.forget_if_done(id);
+        true
+    }
+
+    /// Applies `actual − est` once; `true` if tokens were refunded (capacity freed).
+    fn settle(&mut self, id: u64, actual: u64) -> bool {
+        let Some(r) = self.recs.get_mut(&id) else {
+            return false;
+        };
+        if r.settled || r.released {
+            return false;
+        }
+        r.settled = true;
+        // tokens + (actual − est), never below zero (30 G-74).
+        let new_tokens = (r.tokens.saturating_add(actual)).saturating_sub(r.est);
+        let old_tokens = r.tokens;
+        r.tokens = new_tokens;
+        if !r.in_window {
+            return false;
+        }
+        let source = r.source;
+        let apply = |u: &mut Usage| {
+            u.tpm_used = u
+                .tpm_used
+                .saturating_sub(old_tokens)
+                .saturating_add(new_tokens);
+        };
+        if let Some(b) = self.sources.get_mut(source) {
+            apply(&mut b.usage);
+        }
+        apply(&mut self.global);
+        new_tokens < old_tokens
+    }
+
+    fn release(&mut self, id: u64) -> bool {
+        let Some(r) = self.recs.get_mut(&id) else {
+            return false;
+        };
+        if r.released {
+            return false;
+        }
+        r.released = true;
+        self.free_slot(id)
+    }
+
+    /// Seconds until enough of `window` ages out for one more request (`rpm`) or for `need`
+    /// more tokens to fit under `limit` (`tpm`).
+    fn hint_rpm(&self, window: &VecDeque<u64>, used: u32, limit: u32, now: Duration) -> Option<f64> {
+        let must_free = (used + 1).saturating_sub(limit) as usize;
+        let id = window.get(must_free.checked_sub(1)?)?;
+        self.age_out_s(*id, now)
+    }
+
+    fn hint_tpm(
+        &self,
+        window: &VecDeque<u64>,
+        used: u64,
+        limit: u64,
+        est: u64,
+        now: Duration,
+    ) -> Option<f64> {
+        if est > limit {
+            return None;
+        }
+        let mut remaining = used.saturating_add(est);
+        for id in window {
+            let r = self.recs.get(id)?;
+            remaining = remaining.saturating_sub(r.tokens);
+            if remaining <= limit {
+                return self.age_out_s(*id, now);
+            }
+        }
+        None
+    }
+
+    fn age_out_s(&self, id: u64, now: Duration) -> Option<f64> {
+        let r = self.recs.get(&id)?;
+        Some(
+            (r.granted_at + WINDOW)
+                .saturating_sub(now)
+                .as_secs_f64(),
+        )
+    }
+
+    fn check(&self, idx: usize, est: u64, now: Duration) -> Option<(LimitGate, Option<f64>)> {
+        let b = self.sources.get(idx)?;
+        let (l, u) = (b.limits, b.usage);
+        if l.max_concurrency > 0 && u.inflight >= l.max_concurrency {
+            return Some((LimitGate::SourceConcurrency, None));
+        }
+        if l.rpm > 0 && u.rpm_used >= l.rpm {
+            return Some((
+                LimitGate::SourceRpm,
+                self.hint_rpm(&b.window, u.rpm_used, l.rpm, now),
+            ));
+        }
+        if l.tpm > 0 && u.tpm_used.saturating_add(est) > l.tpm {
+            return Some((
+                LimitGate::SourceTpm,
+                self.hint_tpm(&b.window, u.tpm_used, l.tpm, est, now),
+            ));
+        }
+        let (l, u) = (self.global_limits, self.global);
+        if l.max_concurrency > 0 && u.inflight >= l.max_concurrency {
+            return Some((LimitGate::GlobalConcurrency, None));
+        }
+        if l.rpm > 0 && u.rpm_used >= l.rpm {
+            return Some((
+                LimitGate::GlobalRpm,
+                self.hint_rpm(&self.window, u.rpm_used, l.rpm, now),
+            ));
+        }
+        if l.tpm > 0 && u.tpm_used.saturating_add(est) > l.tpm {
+            return Some((
+                LimitGate::GlobalTpm,
+                self.hint_tpm(&self.window, u.tpm_used, l.tpm, est, now),
+            ));
+        }
+        None
+    }
+
+    fn grant(&mut self, idx: usize, est: u64, now: Duration) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.recs.insert(
+            id,
+            Rec {
+                source: idx,
+                est,
+                tokens: est,
+                granted_at: now,
+                in_window: true,
+                holds_slot: true,
+                settled: false,
+                released: false,
+            },
+        );
+        let take = |u: &mut Usage| {
+            u.inflight = u.inflight.saturating_add(1);
+            u.rpm_used = u.rpm_used.saturating_add(1);
+            u.tpm_used = u.tpm_used.saturating_add(est);
+        };
+        if let Some(b) = self.sources.get_mut(idx) {
+            take(&mut b.usage);
+            b.window.push_back(id);
+        }
+        take(&mut self.global);
+        self.window.push_back(id);
+        self.leases.push_back(id);
+        id
+    }
+}
+
+struct Inner {
+    scope: String,
+    index: HashMap<String, usize>,
+    lease_ttl: Duration,
+    clock: Arc<dyn Clock>,
+    notify: Arc<Notify>,
+    state: Mutex<State>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Locks, ages the window and reclaims expired leases; wakes waiters if a slot was reclaimed.
+    fn locked_now(&self) -> (MutexGuard<'_, State>, Duration) {
+        let now = self.clock.monotonic();
+        let mut st = self.lock();
+        if st.maintain(now, self.lease_ttl) {
+            self.notify.notify_waiters();
+        }
+        (st, now)
+    }
+
+    fn settle_release(&self, id: u64, settle: Option<u64>, release: bool) {
+        let (mut st, _) = self.locked_now();
+        let mut freed = false;
+        if let Some(actual) = settle {
+            freed |= st.settle(id, actual);
+        }
+        if release {
+            freed |= st.release(id);
+        }
+        drop(st);
+        if freed {
+            self.notify.notify_waiters();
+        }
+    }
+}
+
+/// The in-memory rate limiter (10 §8.4; 30 G-73, G-74; D11).
+///
+/// Built from `(scope, &[SourceConfig], GlobalLimits, lease_ttl_s, Arc<dyn Clock>)`; only the
+/// sources it was built with are known (others → `SourceNotConfigured`, CT-LIM-08). After
+/// [`RateLimiter::close`] every entry point (`try_acquire`, `source_stats`, progress) answers
+/// `Unavailable` (fail closed, CT-LIM-09) while permit `settle`/`release` keep working so
+/// cleanup never fails.
+#[derive(Clone)]
+pub struct MemoryRateLimiter {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for MemoryRateLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryRateLimiter")
+            .field("scope", &self.inner.scope)
+            .field("sources", &self.inner.index.len())
+            .field("lease_ttl", &self.inner.lease_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Converts a settings-edge lease TTL in seconds: NaN or ≤ 0 → zero (reclaim at once), too large
+/// or +∞ → effectively never. Assembly validates the value before it gets here (20).
+fn lease_duration(lease_ttl_s: f64) -> Duration {
+    if lease_ttl_s.is_nan() || lease_ttl_s <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(lease_ttl_s).unwrap_or(Duration::MAX)
+}
+
+impl MemoryRateLimiter {
+    /// Builds a limiter for `sources` (their `max_concurrency`, `rpm`, `tpm`; `0` = unlimited)
+    /// and the scope-wide `global` limits. `lease_ttl_s` (seconds; default at assembly
+    /// `max timeout_s + 30`, D7) bounds how long a permit may hold its concurrency slots without
+    /// `release` (D11). A duplicate source name keeps the first configuration.
+    pub fn new(
+        scope: &str,
+        sources: &[SourceConfig],
+        global: GlobalLimits,
+        lease_ttl_s: f64,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let mut index = HashMap::new();
+        let mut buckets = Vec::new();
+        for s in sources {
+            if index.contains_key(&s.name) {
+                continue;
+            }
+            index.insert(s.name.clone(), buckets.len());
+            buckets.push(Bucket {
+                name: Arc::from(s.name.as_str()),
+                limits: Limits {
+                    max_concurrency: s.max_concurrency,
+                    rpm: s.rpm,
+                    tpm: s.tpm,
+                },
+                usage: Usage::default(),
+                window: VecDeque::new(),
+            });
+        }
+        let now = clock.monotonic();
+        Self {
+            inner: Arc::new(Inner {
+                scope: scope.to_owned(),
+                index,
+                lease_ttl: lease_duration(lease_ttl_s),
+                clock,
+                notify: Arc::new(Notify::new()),
+                state: Mutex::new(State {
+                    sources: buckets,
+                    global_limits: Limits {
+                        max_concurrency: global.max_concurrency,
+                        rpm: global.rpm,
+                        tpm: global.tpm,
+                    },
+                    global: Usage::default(),
+                    window: VecDeque::new(),
+                    leases: VecDeque::new(),
+                    recs: HashMap::new(),
+                    next_id: 1,
+                    last_progress: now,
+                    closed: false,
+                }),
+            }),
+        }
+    }
+
+    /// Uses `notify` as the wakeup handle (e.g. shared with the pacer, 05 R-11). Call it before
+    /// the limiter is shared.
+    pub fn with_notify(mut self, notify: Arc<Notify>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.notify = notify;
+        }
+        self
+    }
+
+    /// The wakeup handle signalled (`notify_waiters`) on every release, lease reclaim and
+    /// refunding settle (05 R-11). A waiter creates and `enable`s its `notified()` future before
+    /// it calls `try_acquire`, then awaits it bounded by `poll_interval_s`.
+    pub fn notify(&self) -> Arc<Notify> {
+        Arc::clone(&self.inner.notify)
+    }
+
+    /// The scope this limiter was built for.
+    pub fn scope(&self) -> &str {
+        &self.inner.scope
+    }
+
+    /// Scope-wide usage (all sources), after ageing the window and reclaiming expired leases.
+    pub fn global_stats(&self) -> SourceStats {
+        let (st, _) = self.inner.locked_now();
+        SourceStats::new(st.global.tpm_used, st.global.rpm_used, st.global.inflight)
+    }
+
+    /// Number of permits the limiter still tracks (in the window or holding a slot): a leak check
+    /// for tests; it returns to 0 once every permit was released or reclaimed and 60 s passed.
+    pub fn tracked_permits(&self) -> usize {
+        let (st, _) = self.inner.locked_now();
+        st.recs.len()
+    }
+
+    fn source_index(&self, source: &str) -> Result<usize, BackendError> {
+        self.inner
+            .index
+            .get(source)
+            .copied()
+            .ok_or_else(|| BackendError::source_not_configured(source))
+    }
+}
+
+fn closed_error() -> BackendError {
+    BackendError::unavailable("memory limiter is closed")
+}
+
+#[async_trait]
+impl RateLimiter for MemoryRateLimiter {
+    async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
+        let idx = self.source_index(source)?;
+        let (mut st, now) = self.inner.locked_now();
+        if st.closed {
+            return Err(closed_error());
+        }
+        if let Some((gate, wait_hint_s)) = st.check(idx, est_tokens, now) {
+            return Ok(Acquire::Denied { gate, wait_hint_s });
+        }
+        let id = st.grant(idx, est_tokens, now);
+        let name = st
+            .sources
+            .get(idx)
+            .map_or_else(|| Arc::from(source), |b| Arc::clone(&b.name));
+        drop(st);
+        Ok(Acquire::Granted(Box::new(MemoryPermit {
+            id,
+            id_text: format!("{}:{id}", self.inner.scope),
+            source: name,
+            est_tokens,
+            inner: Arc::clone(&self.inner),
+        })))
+    }
+
+    async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
+        let idx = self.source_index(source)?;
+        let (st, _) = self.inner.locked_now();
+        if st.closed {
+            return Err(closed_error());
+        }
+        let u = st.sources.get(idx).map(|b| b.usage).unwrap_or_default();
+        Ok(SourceStats::new(u.tpm_used, u.rpm_used, u.inflight))
+    }
+
+    async fn mark_progress(&self) -> Result<(), BackendError> {
+        let (mut st, now) = self.inner.locked_now();
+        if st.closed {
+            return Err(closed_error());
+        }
+        st.last_progress = now;
+        Ok(())
+    }
+
+    async fn progress_age_s(&self) -> Result<f64, BackendError> {
+        let (st, now) = self.inner.locked_now();
+        if st.closed {
+            return Err(closed_error());
+        }
+        Ok(now.saturating_sub(st.last_progress).as_secs_f64())
+    }
+
+    async fn close(&self) {
+        self.inner.lock().closed = true;
+        self.inner.notify.notify_waiters();
+    }
+}
+
+/// A permit of [`MemoryRateLimiter`] (10 §8.4). Dropping it without `release` is a cancellation:
+/// its slots stay held until its lease expires (D11). `Debug` prints ids only.
+pub struct MemoryPermit {
+    id: u64,
+    id_text: String,
+    source: Arc<str>,
+    est_tokens: u64,
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for MemoryPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryPermit")
+            .field("id", &self.id_text)
+            .field("source", &self.source)
+            .field("est_tokens", &self.est_tokens)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Permit for MemoryPermit {
+    fn id(&self) -> &str {
+        &self.id_text
+    }
+
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn est_tokens(&self) -> u64 {
+        self.est_tokens
+    }
+
+    async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError> {
+        self.inner.settle_release(self.id, Some(actual_tokens), false);
+        Ok(())
+    }
+
+    async fn release(&self) -> Result<(), BackendError> {
+        self.inner.settle_release(self.id, None, true);
+        Ok(())
+    }
+
+    fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
+        self.inner.settle_release(self.id, Some(actual_tokens), true);
+        true
+    }
+}

@@ -1,0 +1,211 @@
+//! Server wait hints: `retry-after-ms`, `x-ms-retry-after-ms` and `Retry-After` → seconds.
+//!
+//! Owns the parsing of the hint a server attaches to a failed HTTP response (spec 30 §3,
+//! G-31..G-37; README D4; 05 R-33) and the pure decision of the optional hint cap (05 R-35).
+//! It does not decide *when* a hint is parsed — the classifier (`crate::classify`) calls it only
+//! for `Transient` 429 and 503 responses (G-31) — nor how long to sleep: the backoff
+//! (`crate::backoff`) takes the larger of its own delay and the hint, never clamping the hint
+//! (G-35).
+//!
+//! Why a module of its own: a bad header must never change a category (G-34), never panic, and
+//! never flood the logs with the raw header under a 429 storm (G-33). Keeping the parser pure
+//! (headers and the wall clock are passed in) lets tests pin every value of G-37.
+
+use std::time::SystemTime;
+
+/// Stable `code` field of the one warning this module logs (G-33): a hint header was not finite
+/// (`inf`, `-inf`, `Infinity`, `1e999`) and was treated as "no hint".
+pub const RETRY_AFTER_NOT_FINITE: &str = "retry_after_not_finite";
+
+/// The millisecond hint headers, in the order they are consulted (G-32 step 1; 05 R-33).
+/// Both are preferred over `Retry-After` when they hold a usable value.
+pub const MS_HINT_HEADERS: [&str; 2] = ["retry-after-ms", "x-ms-retry-after-ms"];
+
+/// The seconds-or-HTTP-date hint header (G-32 step 2).
+pub const RETRY_AFTER_HEADER: &str = "retry-after";
+
+/// What one header value says, before the warning discipline is applied.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reading {
+    /// A usable hint, in seconds: finite and `> 0`.
+    Hint(f64),
+    /// `±inf`: ignored with one warning (G-33).
+    NotFinite,
+    /// NaN, `<= 0`, a past date, empty or garbage: ignored silently (G-33).
+    Unusable,
+}
+
+/// Parses the server's wait hint from the response headers, in seconds.
+///
+/// `headers` are `(name, value)` pairs as the adapter reports them (names lower-cased by the
+/// adapter; matched here ASCII case-insensitively anyway; the first occurrence of a name wins).
+/// `source_name` only names the source in the warning. `wall_now` is the local wall clock used
+/// for HTTP-date hints (the response's `Date` header is deliberately not consulted: 05 R-60,
+/// wire case 031).
+///
+/// Algorithm (30 G-32, README D4, 05 R-33):
+/// 1. `retry-after-ms`, then `x-ms-retry-after-ms`: finite and `> 0` → `ms / 1000`;
+/// 2. `retry-after`: a decimal number of seconds (finite `> 0` → that value);
+/// 3. otherwise an HTTP-date (IMF-fixdate, RFC 850, asctime; the weekday is not checked):
+///    `date − wall_now` when positive.
+///
+/// Returns `None` when no header yields a usable hint. A non-finite value (`±inf`, `1e999`)
+/// logs exactly one `warn` per call (field `code` = [`RETRY_AFTER_NOT_FINITE`], naming the
+/// source and the header, never the raw value); NaN, zero, negative, past dates, empty and
+/// garbage values are ignored silently (G-33). Never panics, for any input. The returned value
+/// is always finite and `> 0`; it may be huge (`Retry-After: 1e300`, G-36).
+pub fn parse_retry_after(
+    headers: &[(String, String)],
+    source_name: &str,
+    wall_now: SystemTime,
+) -> Option<f64> {
+    let mut warned = false;
+    let mut warn_once = |header: &'static str| {
+        if !warned {
+            warned = true;
+            tracing::warn!(
+                code = RETRY_AFTER_NOT_FINITE,
+                source = source_name,
+                header,
+                "{source_name}: Retry-After is not finite; treated as no hint ({RETRY_AFTER_NOT_FINITE})"
+            );
+        }
+    };
+
+    for name in MS_HINT_HEADERS {
+        let Some(value) = first_header(headers, name) else {
+            continue;
+        };
+        match read_milliseconds(value) {
+            Reading::Hint(seconds) => return Some(seconds),
+            Reading::NotFinite => warn_once(name),
+            Reading::Unusable => {}
+        }
+    }
+
+    let value = first_header(headers, RETRY_AFTER_HEADER)?;
+    match read_retry_after(value, wall_now) {
+        Reading::Hint(seconds) => Some(seconds),
+        Reading::NotFinite => {
+            warn_once(RETRY_AFTER_HEADER);
+            None
+        }
+        Reading::Unusable => None,
+    }
+}
+
+/// R-35 hint cap: `true` when a cap is configured (`{SCOPE}__RETRY__MAX_HINT_S`) and the server
+/// hint exceeds it, i.e. the call fails at once carrying `retry_after_s = hint_s` instead of
+/// sleeping (05 R-35; 30 G-35 note). This is a decision, never a clamp: when it returns `false`
+/// the hint is slept in full (bounded only by the call deadline).
+///
+/// `max_hint_s = None` (unset) never caps. A non-finite cap is treated as unset (the config
+/// guard only admits finite values `> 0`).
+pub fn hint_exceeds_cap(hint_s: f64, max_hint_s: Option<f64>) -> bool {
+    match max_hint_s {
+        Some(cap) if cap.is_finite() => hint_s > cap,
+        _ => false,
+    }
+}
+
+/// First value of the header `name` (ASCII case-insensitive), if any.
+fn first_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// Reads a millisecond header value (G-32 step 1).
+fn read_milliseconds(value: &str) -> Reading {
+    match value.trim_ascii().parse::<f64>() {
+        Ok(ms) => positive_seconds(ms / 1000.0),
+        Err(_) => Reading::Unusable,
+    }
+}
+
+/// Reads a `Retry-After` value: a number of seconds or an HTTP-date (G-32 steps 2–3).
+fn read_retry_after(value: &str, wall_now: SystemTime) -> Reading {
+    let value = value.trim_ascii();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return positive_seconds(seconds);
+    }
+    match parse_http_date_any_weekday(value) {
+        Some(date) => match date.duration_since(wall_now) {
+            Ok(ahead) if !ahead.is_zero() => Reading::Hint(ahead.as_secs_f64()),
+            _ => Reading::Unusable,
+        },
+        None => Reading::Unusable,
+    }
+}
+
+/// Sorts a number of seconds into hint / not finite / unusable.
+fn positive_seconds(seconds: f64) -> Reading {
+    if seconds.is_infinite() {
+        Reading::NotFinite
+    } else if seconds > 0.0 {
+        Reading::Hint(seconds)
+    } else {
+        // NaN, zero, negative (a tiny ms value that underflows to 0 lands here too).
+        Reading::Unusable
+    }
+}
+
+/// Day names as the three HTTP-date formats spell them (short for IMF-fixdate and asctime, long
+/// for RFC 850).
+const WEEKDAYS: [&str; 14] = [
+    "Mon",
+    "Tue",
+    "Wed",
+    "Thu",
+    "Fri",
+    "Sat",
+    "Sun",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// Parses an HTTP-date (RFC 9110 §5.6.7) with `httpdate`, without checking the weekday against
+/// the date (G-32 step 3): `httpdate` rejects a wrong weekday, so on failure the leading day
+/// name is replaced by each day name in turn (at most one can match the date).
+fn parse_http_date_any_weekday(value: &str) -> Option<SystemTime> {
+    if let Ok(date) = httpdate::parse_http_date(value) {
+        return Some(date);
+    }
+    let name_len = value.bytes().take_while(u8::is_ascii_alphabetic).count();
+    if name_len == 0 {
+        return None;
+    }
+    // `name_len` counts ASCII bytes only, so it is a char boundary.
+    let rest = value.get(name_len..)?;
+    WEEKDAYS
+        .iter()
+        .find_map(|day| httpdate::parse_http_date(&format!("{day}{rest}")).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positive_seconds_sorts_values() {
+        assert_eq!(positive_seconds(2.5), Reading::Hint(2.5));
+        assert_eq!(positive_seconds(f64::INFINITY), Reading::NotFinite);
+        assert_eq!(positive_seconds(f64::NEG_INFINITY), Reading::NotFinite);
+        assert_eq!(positive_seconds(f64::NAN), Reading::Unusable);
+        assert_eq!(positive_seconds(0.0), Reading::Unusable);
+        assert_eq!(positive_seconds(-0.0), Reading::Unusable);
+    }
+
+    #[test]
+    fn weekday_fallback_only_on_alphabetic_prefix() {
+        assert!(parse_http_date_any_weekday("12345").is_none());
+        assert!(parse_http_date_any_weekday("").is_none());
+        assert!(parse_http_date_any_weekday("Xyz, 21 Oct 2015 07:28:00 GMT").is_some());
+    }
+}

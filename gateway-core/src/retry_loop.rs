@@ -1,0 +1,554 @@
+//! The one retry loop (30 §5, G-42..G-57; 05) and the attempt step
+//! (30 §7, G-85..G-90).
+//!
+//! Owns the only place that re-sends a request (G-42). One generic loop serves chat, embedding
+//! and OCR, parameterised by [`LoopPolicy`] `{ exempt_429, refund_stall, hedging }`:
+//! budget (`fails` vs `max_attempts`), the chat 429 exemption (counted in `attempts`, refunded
+//! into the stall account), `SourceDead` → immediate switch without backoff, `RequestRejected` /
+//! `ResultInvalid` propagate at once, `AllSourcesExhausted` with reason, per-source reasons and
+//! `last_failure`, `NoSources` (G-49), the stall death rule before every non-productive wait
+//! (G-55), the nothing-runnable policies (G-80) and the optional R-35 hint cap.
+//!
+//! A *round* is a function ([`run_round`]); today it runs a single attempt. The hedged round
+//! (issue "hedging", 60) plugs in there: it returns the same [`RoundOutcome`] with one
+//! [`LegDelta`] per leg, and the loop applies the deltas after adjudication — legs never
+//! share `&mut` loop state.
+//!
+//! The attempt step ([`run_attempt`]) wraps the [`AttemptRunner`] with governance: register the
+//! attempt, arm the guard, race the runner against the leg's loser cancel, store the
+//! settlement before the first await (G-86), write back quietly (G-7), emit the row, then
+//! settle and release (step 8).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use gateway_ports::{
+    AttemptFailure, Category, ErrorOperation, FailureReason, GatewayError, ScopeReason, SourceConfig, Unavailable,
+};
+use tracing::Instrument;
+
+use crate::admission::{Admitted, NoRunnable, Pick, WaiterSlot, backend_error};
+use crate::attempt::{
+    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, SettleMode,
+    TransportResult,
+};
+use crate::backoff::backoff_delay;
+use crate::classify::failure_reason_of;
+use crate::cleanup::AttemptRowInfo;
+use crate::governor::GovernorInner;
+use crate::retry_after::hint_exceeds_cap;
+use crate::rows::{AttemptRowOutcome, CancelLabel};
+use crate::stall::StallClock;
+use crate::stats::CallContext;
+
+/// The three knobs that distinguish the chat, embedding and OCR loops (05 R-4; 30 G-57).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopPolicy {
+    /// A rate-limited round does not consume budget (chat only, G-46).
+    pub exempt_429: bool,
+    /// A rate-limited round's duration is refunded into the stall account (chat only, G-53).
+    pub refund_stall: bool,
+    /// Rounds may be hedged (chat only, 60).
+    pub hedging: bool,
+}
+
+impl LoopPolicy {
+    /// Chat: `(true, true, true)`.
+    pub const CHAT: Self = Self {
+        exempt_429: true,
+        refund_stall: true,
+        hedging: true,
+    };
+    /// Embedding: `(false, false, false)`.
+    pub const EMBED: Self = Self {
+        exempt_429: false,
+        refund_stall: false,
+        hedging: false,
+    };
+    /// OCR: `(false, false, false)`.
+    pub const OCR: Self = Self::EMBED;
+}
+
+/// A successful loop: the winning attempt's result and provenance.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct LoopSuccess {
+    /// The judged result.
+    pub result: Box<TransportResult>,
+    /// The winning source.
+    pub source: Arc<SourceConfig>,
+    /// The winning attempt's `call_id`.
+    pub call_id: String,
+    /// Injected-clock ms from attempt start to the end of its bookkeeping (10 §4.1).
+    pub latency_ms: u64,
+}
+
+/// One leg's contribution to the loop state (05 R-6), applied by the loop after adjudication.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LegDelta {
+    /// The leg's source.
+    pub source: String,
+    /// Its failure reason (30 G-30): written to `reasons[source]` and `attempt_fails[source]`.
+    pub failure_reason: FailureReason,
+}
+
+/// The outcome of one round (30 G-44).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RoundOutcome {
+    /// A deliverable result.
+    Success(LoopSuccess),
+    /// An error that ends the call now (`RequestRejected`, `ResultInvalid`, a backend error).
+    Propagate(GatewayError),
+    /// The round failed; `failure` is the (combined, 60 G-51) failure; `immediate` = switch
+    /// without backoff (`SourceDead`).
+    Failed {
+        /// The round's failure (`Transient` or `SourceDead`).
+        failure: GatewayError,
+        /// `SourceDead`: continue without backoff (G-47).
+        immediate: bool,
+        /// Per-leg deltas (05 R-6).
+        deltas: Vec<LegDelta>,
+    },
+}
+
+/// The outcome of one leg after the attempt step.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LegResult {
+    /// Success.
+    Success(LoopSuccess),
+    /// A propagating error.
+    Propagate(GatewayError),
+    /// A `Transient` / `SourceDead` failure and its delta.
+    Failed {
+        /// The failure.
+        failure: GatewayError,
+        /// `SourceDead`?
+        dead: bool,
+        /// Delta for the loop.
+        delta: LegDelta,
+    },
+    /// The leg was cancelled as a hedge loser (05 R-8).
+    CancelledAsLoser,
+}
+
+/// Everything the loop needs about the call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoopEnv<'a> {
+    pub(crate) gov: &'a GovernorInner,
+    pub(crate) ctx: &'a CallContext,
+    pub(crate) policy: LoopPolicy,
+    pub(crate) settle: SettleMode,
+    pub(crate) deadline_at: Option<tokio::time::Instant>,
+}
+
+struct LoopState {
+    fails: u32,
+    failed_rounds: u32,
+    reasons: BTreeMap<String, FailureReason>,
+    attempt_fails: HashMap<String, u32>,
+    stall: StallClock,
+    largest_hint: Option<f64>,
+    last_failure: Option<GatewayError>,
+    waiter: Option<WaiterSlot>,
+}
+
+impl LoopState {
+    fn unavailable(&self, scope: &str, reason: ScopeReason, retry_after_s: f64) -> GatewayError {
+        let mut u = Unavailable::new(scope, reason, retry_after_s);
+        u.per_source_reasons = self.reasons.clone();
+        u.last_failure = self.last_failure.clone().map(Box::new);
+        GatewayError::all_sources_exhausted(u)
+    }
+}
+
+/// The retry loop (30 G-44; 05 R-4). Returns the winning attempt or the call's error.
+pub(crate) async fn run_loop<R: AttemptRunner>(
+    env: LoopEnv<'_>,
+    runner: &R,
+) -> Result<LoopSuccess, GatewayError> {
+    let gov = env.gov;
+    let scope = gov.scope.as_str();
+    if gov.admission.sources().is_empty() {
+        // G-49: inside the stats boundary and the deadline, so the terminal row is written.
+        return Err(GatewayError::all_sources_exhausted(Unavailable::new(
+            scope,
+            ScopeReason::NoSources,
+            0.0,
+        )));
+    }
+    let retry = gov.retry;
+    let window_s = gov.backpressure.stall_window_s;
+    let mut st = LoopState {
+        fails: 0,
+        failed_rounds: 0,
+        reasons: BTreeMap::new(),
+        attempt_fails: HashMap::new(),
+        stall: StallClock::start(Arc::clone(&gov.clock)),
+        largest_hint: None,
+        last_failure: None,
+        waiter: None,
+    };
+    loop {
+        let wakeups = gov.admission.arm_wakeups();
+        let pick = gov
+            .admission
+            .pick(
+                env.ctx.logical_call_id(),
+                &mut st.reasons,
+                &st.attempt_fails,
+                &[],
+            )
+            .await?;
+        let admitted = match pick {
+            Pick::Picked(admitted) => admitted,
+            Pick::NothingRunnable(rej) => {
+                match gov.admission.on_no_runnable(&rej, &st.reasons) {
+                    NoRunnable::Fail(e) => return Err(e),
+                    NoRunnable::Nap => {
+                        if st.waiter.is_none() {
+                            match gov.admission.try_wait_slot() {
+                                Some(slot) => st.waiter = Some(slot),
+                                // shed load beyond MAX_WAITERS.
+                                None => {
+                                    return Err(gov.admission.quota_full_error(&rej, &st.reasons));
+                                }
+                            }
+                        }
+                        check_death(env, &st, window_s).await?;
+                        gov.admission.nap(wakeups).await;
+                        continue;
+                    }
+                }
+            }
+        };
+        st.waiter = None;
+        drop(wakeups);
+
+        let mark = st.stall.round_started();
+        let outcome = run_round(env, runner, admitted)
+            .instrument(tracing::debug_span!("pgw.round"))
+            .await;
+        match outcome {
+            RoundOutcome::Success(success) => {
+                st.stall.round_ended(mark, false);
+                return Ok(success);
+            }
+            RoundOutcome::Propagate(e) => return Err(e),
+            RoundOutcome::Failed {
+                failure,
+                immediate,
+                deltas,
+            } => {
+                // apply the legs' deltas after adjudication.
+                for d in &deltas {
+                    st.reasons.insert(d.source.clone(), d.failure_reason);
+                    *st.attempt_fails.entry(d.source.clone()).or_insert(0) += 1;
+                }
+                let rate_limited = failure_reason_of(&failure) == Some(FailureReason::RateLimited);
+                st.stall
+                    .round_ended(mark, rate_limited && env.policy.refund_stall);
+                st.failed_rounds = st.failed_rounds.saturating_add(1);
+                if !(rate_limited && env.policy.exempt_429) {
+                    st.fails = st.fails.saturating_add(1);
+                }
+                let hint = failure
+                    .attempt_failure()
+                    .and_then(|f| f.retry_after_s)
+                    .filter(|h| h.is_finite() && *h > 0.0);
+                if let Some(h) = hint {
+                    st.largest_hint = Some(st.largest_hint.map_or(h, |l: f64| l.max(h)));
+                }
+                st.last_failure = Some(failure);
+                // a hint above the cap fails the call at once, carrying the hint.
+                if let Some(h) = hint.filter(|h| hint_exceeds_cap(*h, retry.max_hint_s)) {
+                    return Err(st.unavailable(scope, ScopeReason::RetryExhausted, h));
+                }
+                if st.fails >= retry.max_attempts {
+                    // G-48, G-12: no sleep after the exhausting round.
+                    let ra = st
+                        .largest_hint
+                        .map_or(retry.backoff_base_s, |h| h.max(retry.backoff_base_s));
+                    return Err(st.unavailable(scope, ScopeReason::RetryExhausted, ra));
+                }
+                if immediate {
+                    continue; // G-47: SourceDead → switch without backoff
+                }
+                check_death(env, &st, window_s).await?;
+                let jitter = Arc::clone(&gov.jitter);
+                let delay = backoff_delay(&retry, st.failed_rounds, hint, || jitter());
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}
+
+/// The death check before a non-productive wait (30 G-55). `progress_age_s` is only read when
+/// the local condition already holds (it may be a backend round trip); its failure is
+/// `GovernanceBackend` (fail closed).
+async fn check_death(env: LoopEnv<'_>, st: &LoopState, window_s: f64) -> Result<(), GatewayError> {
+    if st.stall.local_wait().as_secs_f64() <= window_s {
+        return Ok(());
+    }
+    let gov = env.gov;
+    let age = gov
+        .limiter
+        .progress_age_s()
+        .await
+        .map_err(|e| backend_error(&gov.scope, &e))?;
+    if st.stall.is_dead(window_s, age) {
+        return Err(st.unavailable(
+            &gov.scope,
+            ScopeReason::Stalled,
+            gov.retry.backoff_max_s,
+        ));
+    }
+    Ok(())
+}
+
+/// One round (30 G-44 `round(admitted)`). Today: a single attempt.
+///
+/// Hedging hook (issue "hedging", 60; 05 ): when `env.policy.hedging` and the scope
+/// has a hedge policy, this is where the orchestrator runs the primary leg from `admitted` plus
+/// at most one hedge leg admitted through `pick(exclude = {primary})`, polls both futures in
+/// one `select!` (never spawned), cancels the loser through its `LegControl`, and combines the
+/// legs' failures (G-51) into one `RoundOutcome::Failed` with one `LegDelta` per failed leg.
+pub(crate) async fn run_round<R: AttemptRunner>(
+    env: LoopEnv<'_>,
+    runner: &R,
+    admitted: Admitted,
+) -> RoundOutcome {
+    let control = LegControl::new();
+    match run_attempt(env, runner, admitted, None, control, false).await {
+        LegResult::Success(s) => RoundOutcome::Success(s),
+        LegResult::Propagate(e) => RoundOutcome::Propagate(e),
+        LegResult::Failed {
+            failure,
+            dead,
+            delta,
+        } => RoundOutcome::Failed {
+            failure,
+            immediate: dead,
+            deltas: vec![delta],
+        },
+        // A single-attempt round never cancels its leg; a runner that reports a loser cancel
+        // anyway violated its contract: count it as a transient failure without a delta.
+        LegResult::CancelledAsLoser => RoundOutcome::Failed {
+            failure: GatewayError::transient(AttemptFailure::new(
+                "attempt reported a loser cancel outside a hedged round",
+                ErrorOperation::Chat,
+            )),
+            immediate: false,
+            deltas: Vec::new(),
+        },
+    }
+}
+
+fn ms_since(gov: &GovernorInner, start: std::time::Duration) -> u64 {
+    u64::try_from(gov.clock.monotonic().saturating_sub(start).as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The attempt step (30 G-85 steps 1–8) for one leg.
+pub(crate) async fn run_attempt<R: AttemptRunner>(
+    env: LoopEnv<'_>,
+    runner: &R,
+    admitted: Admitted,
+    signals: Option<LegSignals>,
+    control: LegControl,
+    hedge_leg: bool,
+) -> LegResult {
+    let gov = env.gov;
+    let Admitted {
+        source,
+        call_id,
+        mut guard,
+    } = admitted;
+    let name = source.name.clone();
+    // Step 1: attempt start, registration before the transport is invoked.
+    let started = gov.clock.monotonic();
+    let attempt = env.ctx.register_attempt();
+    // Step 2: arm the guard's attempt phase.
+    let info = AttemptRowInfo {
+        sink: Arc::clone(&gov.sink),
+        call: Arc::clone(env.ctx.row_call()),
+        call_id: call_id.clone(),
+        source: Arc::clone(&source),
+        attempt,
+        hedge_leg,
+        started,
+        clock: Arc::clone(&gov.clock),
+    };
+    guard.register(info.clone(), control.loser_flag());
+    let est = source.effective_est_tokens();
+    if env.settle == SettleMode::Zero {
+        guard.set_settlement(0); // S6: OCR has no tokens
+    }
+    let span = tracing::info_span!(
+        "pgw.attempt",
+        call_id = %call_id,
+        source = %name,
+        attempt,
+        hedge_leg,
+        outcome = tracing::field::Empty,
+        reason_code = tracing::field::Empty,
+        http_status = tracing::field::Empty,
+        ttft_ms = tracing::field::Empty,
+    );
+    let ctx = AttemptCtx {
+        call_id: call_id.clone(),
+        logical_call_id: env.ctx.logical_call_id().to_owned(),
+        source: Arc::clone(&source),
+        attempt,
+        est_tokens: est,
+        deadline_remaining: env
+            .deadline_at
+            .map(|at| at.saturating_duration_since(tokio::time::Instant::now())),
+        operation: env.ctx.row_call().operation,
+        hedge_leg,
+    };
+    // Step 3: invoke the runner, raced against a loser cancel.
+    let gen_started = gov.clock.monotonic();
+    let outcome = {
+        let run = runner.run(ctx, signals, control.clone()).instrument(span.clone());
+        tokio::select! {
+            biased;
+            out = run => out,
+            () = control.cancelled() => AttemptOutcome::CancelledAsLoser,
+        }
+    };
+    let breaker = Arc::clone(&gov.breaker);
+    match outcome {
+        AttemptOutcome::Success(result) => {
+            // Step 4, synchronously first (G-86).
+            let wall = gov.clock.monotonic().saturating_sub(gen_started);
+            guard.set_settlement(result.settle_tokens(env.settle, est));
+            env.ctx
+                .record_generation(wall, result.stall_ms, result.stall_count, hedge_leg);
+            span.record("outcome", "success");
+            if let Some(t) = result.ttft_ms {
+                span.record("ttft_ms", t);
+            }
+            gov.selector.feed_outcome(&name, true);
+            gov.pacer.on_success(&name);
+            if let Err(e) = breaker.record_success(guard.decision(), true).await {
+                warn_quiet(&name, "record_success", &e);
+            } else {
+                guard.probe_resolved();
+            }
+            if let Err(e) = gov.limiter.mark_progress().await {
+                warn_quiet(&name, "mark_progress", &e);
+            }
+            gov.sink
+                .attempt(info.facts(AttemptRowOutcome::Success(result.clone())))
+                .await;
+            guard.row_written();
+            let latency_ms = ms_since(gov, started);
+            guard.finish().await;
+            LegResult::Success(LoopSuccess {
+                result,
+                source,
+                call_id,
+                latency_ms,
+            })
+        }
+        AttemptOutcome::Failed(err) => {
+            span.record("outcome", err.type_name());
+            if let Some(rc) = err.reason_code() {
+                span.record("reason_code", rc.as_str());
+            }
+            if let Some(s) = err.http_status() {
+                span.record("http_status", s);
+            }
+            match err.category() {
+                Some(Category::Transient | Category::SourceDead) => {
+                    // Step 7, synchronously before the first await (G-86).
+                    let dead = err.category() == Some(Category::SourceDead);
+                    let reason = failure_reason_of(&err).unwrap_or(FailureReason::NetworkError);
+                    guard.set_settlement(if dead || env.settle == SettleMode::Zero {
+                        0
+                    } else {
+                        est
+                    });
+                    guard.set_failure_row(err.clone());
+                    gov.selector.feed_outcome(&name, false);
+                    if reason == FailureReason::RateLimited {
+                        gov.pacer.on_backpressure(&name);
+                    }
+                    if let Err(e) = breaker.record_failure(guard.decision(), reason, dead).await {
+                        warn_quiet(&name, "record_failure", &e);
+                    } else {
+                        guard.probe_resolved();
+                    }
+                    gov.sink
+                        .attempt(info.facts(AttemptRowOutcome::Failed(err.clone())))
+                        .await;
+                    guard.row_written();
+                    guard.finish().await;
+                    LegResult::Failed {
+                        failure: err,
+                        dead,
+                        delta: LegDelta {
+                            source: name,
+                            failure_reason: reason,
+                        },
+                    }
+                }
+                Some(Category::RequestRejected | Category::ResultInvalid) => {
+                    // Steps 5/6: settle 0 first; neutral breaker success (G-71).
+                    guard.set_settlement(0);
+                    guard.set_failure_row(err.clone());
+                    if let Err(e) = breaker.record_success(guard.decision(), false).await {
+                        warn_quiet(&name, "record_success", &e);
+                    } else {
+                        guard.probe_resolved();
+                    }
+                    gov.sink
+                        .attempt(info.facts(AttemptRowOutcome::Failed(err.clone())))
+                        .await;
+                    guard.row_written();
+                    guard.finish().await;
+                    LegResult::Propagate(err)
+                }
+                _ => {
+                    // Not a per-attempt category (a runner contract violation): settle 0,
+                    // release the probe, write the row, propagate unchanged.
+                    guard.set_settlement(0);
+                    guard.set_failure_row(err.clone());
+                    gov.sink
+                        .attempt(info.facts(AttemptRowOutcome::Failed(err.clone())))
+                        .await;
+                    guard.row_written();
+                    guard.finish().await;
+                    LegResult::Propagate(err)
+                }
+            }
+        }
+        AttemptOutcome::CancelledAsLoser => {
+            // S3 inline — settle est, release the probe, no record_failure, no health.
+            span.record("outcome", CancelLabel::HedgeCancelled.as_str());
+            if env.settle != SettleMode::Zero {
+                guard.set_settlement(est);
+            }
+            guard.release_probe().await;
+            gov.sink
+                .attempt(info.facts(AttemptRowOutcome::Cancelled(
+                    CancelLabel::HedgeCancelled,
+                )))
+                .await;
+            guard.row_written();
+            guard.finish().await;
+            LegResult::CancelledAsLoser
+        }
+    }
+}
+
+fn warn_quiet(source: &str, op: &'static str, err: &dyn std::fmt::Display) {
+    tracing::warn!(
+        code = "governance.writeback_failed",
+        source = source,
+        op,
+        "governance write-back degraded (not propagated): {err}"
+    );
+}

@@ -1,0 +1,216 @@
+//! Row facts and the row sink (05 R-3; 80 T-1, T-5, T-12, T-16).
+//!
+//! Owns the seam between governance and telemetry: the retry loop, the attempt guards and the
+//! hedge orchestrator emit *facts* — what happened to one attempt, one cache hit or one failed
+//! call — to [`RowSink`]; the telemetry emitter (issue "telemetry") turns facts into the
+//! 39-column `TelemetryRow`. Governance never builds rows, so the loop stays free of telemetry
+//! shaping and tests assert counts, kinds, labels, `logical_call_id` and `error_type` through a
+//! recording fake (`testing::RecordingRowSink`).
+//!
+//! A sink never fails from the loop's point of view (80 T-39: telemetry failures are warnings
+//! inside the emitter), so its methods return `()`.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use gateway_ports::{CallOperation, CallStats, GatewayError, LlmResponse, SourceConfig};
+
+use crate::attempt::TransportResult;
+
+/// The label of a cancelled attempt row (80 T-16; 05 R-8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CancelLabel {
+    /// `'cancelled'`: the call was dropped (caller cancellation, deadline).
+    Cancelled,
+    /// `'hedge_cancelled'`: the attempt was the losing leg of a hedged round.
+    HedgeCancelled,
+}
+
+impl CancelLabel {
+    /// The exact `error` column value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::HedgeCancelled => "hedge_cancelled",
+        }
+    }
+}
+
+impl fmt::Display for CancelLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Call-level facts shared by every row of one logical call (80 T-12 "the call's" columns).
+///
+/// `input` is opaque to governance: the facade puts what the emitter needs for the call-level
+/// columns (messages summary, sampling, tenant, meta, caller dimensions) and the emitter
+/// downcasts it. Governance never reads it.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RowCall {
+    /// The logical call's id.
+    pub logical_call_id: String,
+    /// The call's operation (80 T-27).
+    pub operation: CallOperation,
+    /// The scope label.
+    pub scope: String,
+    /// Emitter-owned call input (opaque here).
+    pub input: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl RowCall {
+    /// Call-level facts without an input payload.
+    pub fn new(
+        logical_call_id: impl Into<String>,
+        operation: CallOperation,
+        scope: impl Into<String>,
+    ) -> Self {
+        Self {
+            logical_call_id: logical_call_id.into(),
+            operation,
+            scope: scope.into(),
+            input: None,
+        }
+    }
+}
+
+impl fmt::Debug for RowCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowCall")
+            .field("logical_call_id", &self.logical_call_id)
+            .field("operation", &self.operation)
+            .field("scope", &self.scope)
+            .field("input", &self.input.as_ref().map(|_| "<opaque>"))
+            .finish()
+    }
+}
+
+/// What happened to one attempt (80 T-12 columns "attempt ✓ / ✗ / ⊘").
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum AttemptRowOutcome {
+    /// Success: the judged result (response projections, usage, timings, stall, stream end).
+    Success(Box<TransportResult>),
+    /// A classified failure: `error` (T-21), `error_type` (T-22), status, cause, body.
+    Failed(GatewayError),
+    /// A cancelled attempt: `error = 'cancelled' | 'hedge_cancelled'`, `error_type` NULL.
+    Cancelled(CancelLabel),
+}
+
+/// Facts of one attempt row (05 R-3; 80 T-5: once per transport call actually started).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AttemptRowFacts {
+    /// Call-level facts.
+    pub call: Arc<RowCall>,
+    /// The attempt's `call_id`.
+    pub call_id: String,
+    /// The attempt's source (model, provider, name, `extra_body` for `sampling`).
+    pub source: Arc<SourceConfig>,
+    /// 1-based attempt number within the call.
+    pub attempt: u32,
+    /// `true` for a hedge leg.
+    pub hedge_leg: bool,
+    /// `latency_ms`: injected-clock ms from attempt start to the emit (80 T-12, T-14).
+    pub latency_ms: u64,
+    /// What happened.
+    pub outcome: AttemptRowOutcome,
+}
+
+impl AttemptRowFacts {
+    /// The `error` column's cancel label, if this is a cancelled row.
+    pub fn cancel_label(&self) -> Option<CancelLabel> {
+        match &self.outcome {
+            AttemptRowOutcome::Cancelled(label) => Some(*label),
+            _ => None,
+        }
+    }
+
+    /// The `error_type` column (30 G-14): the failure's type name, `None` for success and
+    /// cancelled rows.
+    pub fn error_type(&self) -> Option<&'static str> {
+        match &self.outcome {
+            AttemptRowOutcome::Failed(e) => Some(e.type_name()),
+            _ => None,
+        }
+    }
+}
+
+/// How a failed logical call ended (80 T-18).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum TerminalOutcome {
+    /// A `GatewayError` escaped the public boundary: `error_type` = its type name.
+    Error(GatewayError),
+    /// The call was dropped: `error = 'cancelled'`, `error_type` NULL (30 G-113).
+    Cancelled,
+}
+
+/// Facts of the terminal row of one failed call (05 R-3; 30 G-121; 80 T-12, T-17..T-20).
+/// Never carries the last attempt's status, cause or body (T-20).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TerminalRowFacts {
+    /// Call-level facts.
+    pub call: Arc<RowCall>,
+    /// A fresh UUIDv4 for the row.
+    pub call_id: String,
+    /// How the call ended.
+    pub outcome: TerminalOutcome,
+    /// The frozen snapshot taken right after the terminal claim (`latency_ms ==
+    /// total_latency_ms`, `attempts`).
+    pub stats: CallStats,
+}
+
+impl TerminalRowFacts {
+    /// The `error_type` column: the error's type name; `None` for a cancellation.
+    pub fn error_type(&self) -> Option<&'static str> {
+        match &self.outcome {
+            TerminalOutcome::Error(e) => Some(e.type_name()),
+            TerminalOutcome::Cancelled => None,
+        }
+    }
+}
+
+/// Facts of one cache-hit row (05 R-3; 80 T-12 "cache_hit").
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CacheHitRowFacts {
+    /// Call-level facts.
+    pub call: Arc<RowCall>,
+    /// The hit's new `call_id`.
+    pub call_id: String,
+    /// The response served from the cache (historic values).
+    pub response: Box<LlmResponse>,
+}
+
+/// Where governance sends row facts (05 R-3). Implemented by the telemetry emitter; tests use
+/// `testing::RecordingRowSink`. Each method is awaited inline by the emitting code (80 T-6), or
+/// run by the cleanup worker for dropped attempts and calls (30 G-110).
+#[async_trait]
+pub trait RowSink: Send + Sync + fmt::Debug + 'static {
+    /// One attempt row.
+    async fn attempt(&self, facts: AttemptRowFacts);
+    /// The terminal row of one failed or cancelled call (at most one per call, 30 G-121).
+    async fn terminal(&self, facts: TerminalRowFacts);
+    /// One cache-hit row.
+    async fn cache_hit(&self, facts: CacheHitRowFacts);
+    /// Flushes buffered rows (05 R-24: `quiesce()` drains the cleanup queue, then flushes).
+    async fn flush(&self) {}
+}
+
+/// A sink that drops every fact (no telemetry configured, 80 T-5).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoopRowSink;
+
+#[async_trait]
+impl RowSink for NoopRowSink {
+    async fn attempt(&self, _facts: AttemptRowFacts) {}
+    async fn terminal(&self, _facts: TerminalRowFacts) {}
+    async fn cache_hit(&self, _facts: CacheHitRowFacts) {}
+}

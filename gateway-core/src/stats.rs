@@ -1,0 +1,241 @@
+//! Logical-call statistics and the terminal-row discipline (30 §10, G-117..G-122; 80 T-17).
+//!
+//! Owns [`CallContext`] — one per logical call, created at the statistics boundary and shared
+//! by every loop, round and leg of the call (never stored on the client) — with its
+//! synchronous, thread-safe counters (`register_attempt`, the generation sample, hedges), the
+//! repeatable [`CallContext::snapshot`] into `CallStats`, and the one-shot
+//! [`CallContext::claim_terminal`] that makes "at most one terminal row per call" hold on every
+//! path (error, deadline, cancellation). [`CallGuard`] writes the `cancelled` terminal row when
+//! the call future is dropped. Ids are UUIDv4 from a per-process keyed hash, never from the OS
+//! per call (05 R-56).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::Duration;
+
+use gateway_ports::{CallStats, Clock, GatewayError};
+
+use crate::cleanup::{CleanupQueue, JobKind};
+use crate::rows::{RowCall, RowSink, TerminalOutcome, TerminalRowFacts};
+
+static ID_KEYS: LazyLock<RandomState> = LazyLock::new(RandomState::new);
+static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh UUIDv4 in hyphenated lower-case text (10 §4.4). Random bits come from a keyed hash
+/// (keys drawn once per process) of a process-wide counter: unique within the process,
+/// unpredictable across processes, and no OS randomness per call (05 R-56).
+pub fn new_uuid_v4() -> String {
+    let n = ID_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let word = |salt: u64| {
+        let mut h = ID_KEYS.build_hasher();
+        h.write_u64(n);
+        h.write_u64(salt);
+        h.finish()
+    };
+    let (hi, lo) = (word(0x9e37_79b9), word(0x7f4a_7c15));
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&hi.to_be_bytes());
+    b[8..].copy_from_slice(&lo.to_be_bytes());
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Generation {
+    generation_ms: u64,
+    stall_ms: Option<u64>,
+    stall_count: Option<u32>,
+    hedge_won: bool,
+}
+
+/// The statistics of one logical call (30 G-117). Methods are synchronous; the one mutex is
+/// never held across an await.
+pub struct CallContext {
+    logical_call_id: String,
+    clock: Arc<dyn Clock>,
+    started: Duration,
+    attempts: AtomicU32,
+    hedges: AtomicU32,
+    generation: Mutex<Generation>,
+    terminal_claimed: AtomicBool,
+    row_call: Arc<RowCall>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("logical_call_id", &self.logical_call_id)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallContext {
+    /// A context for one call, reading `started` from `clock` now (30 G-119).
+    pub fn new(clock: Arc<dyn Clock>, row_call: RowCall) -> Self {
+        let started = clock.monotonic();
+        Self {
+            logical_call_id: row_call.logical_call_id.clone(),
+            clock,
+            started,
+            attempts: AtomicU32::new(0),
+            hedges: AtomicU32::new(0),
+            generation: Mutex::new(Generation::default()),
+            terminal_claimed: AtomicBool::new(false),
+            row_call: Arc::new(row_call),
+        }
+    }
+
+    /// The logical call id.
+    pub fn logical_call_id(&self) -> &str {
+        &self.logical_call_id
+    }
+
+    /// The call-level row facts.
+    pub fn row_call(&self) -> &Arc<RowCall> {
+        &self.row_call
+    }
+
+    /// Registers one attempt before its transport is invoked (30 G-85 step 1, G-118); returns
+    /// the attempt's 1-based number.
+    pub fn register_attempt(&self) -> u32 {
+        self.attempts.fetch_add(1, Ordering::SeqCst).saturating_add(1)
+    }
+
+    /// Attempts registered so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::SeqCst)
+    }
+
+    /// Counts one dispatched hedge leg (D1; 10 §4.4 `hedges`).
+    pub fn add_hedge(&self) {
+        self.hedges.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Records the generation sample of a successful round (60; 10 §4.4): `generation_ms =
+    /// max(0, wall − stall)`, with the stall truncated once here (60 H-61). The last successful
+    /// round overwrites.
+    pub fn record_generation(
+        &self,
+        wall: Duration,
+        stall_ms: Option<f64>,
+        stall_count: Option<u32>,
+        hedge_won: bool,
+    ) {
+        let wall_ms = u64::try_from(wall.as_millis()).unwrap_or(u64::MAX);
+        let stall = stall_ms
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| s.floor() as u64);
+        let generation_ms = wall_ms.saturating_sub(stall.unwrap_or(0));
+        let mut g = self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *g = Generation {
+            generation_ms,
+            stall_ms: stall,
+            stall_count: stall.and(stall_count),
+            hedge_won,
+        };
+    }
+
+    /// The frozen statistics now (30 G-119, G-120): synchronous and repeatable;
+    /// `total_latency_ms` = injected-clock ms since the context was created, truncated.
+    pub fn snapshot(&self) -> CallStats {
+        let elapsed = self.clock.monotonic().saturating_sub(self.started);
+        let g = *self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut s = CallStats::new(
+            self.logical_call_id.clone(),
+            self.attempts(),
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        );
+        s.hedges = self.hedges.load(Ordering::SeqCst);
+        s.generation_ms = g.generation_ms;
+        s.hedge_won = g.hedge_won;
+        s.stall_ms = g.stall_ms;
+        s.stall_count = g.stall_count;
+        s
+    }
+
+    /// The one-shot terminal claim (30 G-121): `true` exactly once per context.
+    pub fn claim_terminal(&self) -> bool {
+        !self.terminal_claimed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Terminal-row facts for `outcome`, with the snapshot taken now.
+    pub fn terminal_facts(&self, outcome: TerminalOutcome) -> TerminalRowFacts {
+        TerminalRowFacts {
+            call: Arc::clone(&self.row_call),
+            call_id: new_uuid_v4(),
+            outcome,
+            stats: self.snapshot(),
+        }
+    }
+}
+
+/// Writes the terminal row of a call that ends in `error`, inline, at most once (30 G-121):
+/// claims first, snapshots synchronously right after the claim, then awaits the sink.
+pub async fn emit_terminal_failure(ctx: &CallContext, sink: &dyn RowSink, error: &GatewayError) {
+    if ctx.claim_terminal() {
+        let facts = ctx.terminal_facts(TerminalOutcome::Error(error.clone()));
+        sink.terminal(facts).await;
+    }
+}
+
+/// Armed from the statistics boundary until the call returns (30 G-105 `CallGuard`): when the
+/// call future is dropped while armed and not panicking, it claims the terminal slot and
+/// enqueues the `cancelled` terminal row after this call's attempt jobs (G-113, R-10). A panic
+/// writes nothing (I4).
+#[derive(Debug)]
+pub struct CallGuard {
+    ctx: Arc<CallContext>,
+    sink: Arc<dyn RowSink>,
+    queue: Arc<CleanupQueue>,
+    armed: bool,
+}
+
+impl CallGuard {
+    /// Arms a guard for `ctx`.
+    pub fn new(ctx: Arc<CallContext>, sink: Arc<dyn RowSink>, queue: Arc<CleanupQueue>) -> Self {
+        Self {
+            ctx,
+            sink,
+            queue,
+            armed: true,
+        }
+    }
+
+    /// Disarms the guard (the call returned a result or an error on its own).
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if !self.armed || std::thread::panicking() || !self.ctx.claim_terminal() {
+            return;
+        }
+        let facts = self.ctx.terminal_facts(TerminalOutcome::Cancelled);
+        let sink = Arc::clone(&self.sink);
+        self.queue.enqueue(
+            self.ctx.logical_call_id(),
+            JobKind::Terminal,
+            Box::pin(async move { sink.terminal(facts).await }),
+        );
+    }
+}

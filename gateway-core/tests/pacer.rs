@@ -1,0 +1,1 @@
+//! pacer tests

@@ -1,0 +1,338 @@
+//! Configuration value types: one upstream source (`SourceConfig`), the scope policies, pricing,
+//! and the `Secret` wrapper that keeps credentials out of every output.
+//!
+//! Owns the *shape* of these values (10 §2, 20 §4, 05 ); parsing from the environment,
+//! defaults resolution and validation live in `gateway-core::config` and the facade (05 R-15).
+//! Durations here are `f64` seconds because these are settings-edge structs (10 §0.2, 05 R-18).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::response::Usage;
+use crate::vocab::{AuthStyle, Effort, EffortFallback, MissingDone};
+
+/// The text every secret renders as in `Debug`, `Display` and serde output.
+pub const REDACTED: &str = "<redacted>";
+
+/// Default per-attempt budget `timeout_s` in seconds (D7).
+pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
+/// Default stall metering threshold in milliseconds (10 §2.1).
+pub const DEFAULT_STALL_THRESHOLD_MS: u32 = 1000;
+/// Default admission estimate when `est_tokens` is unset (10 §2.1, chosen).
+pub const DEFAULT_EST_TOKENS: u64 = 1000;
+/// Default per-attempt read cap `max_response_bytes`: 64 MiB (05 R-29, 20 §4).
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A secret value (API key, Redis URL, DSN, configured header value) — 05 R-15, 10 §0.5.
+///
+/// `Debug`, `Display` and `Serialize` all print `<redacted>`; the value is reachable only through
+/// [`Secret::expose_secret`]. `Deserialize` reads the plain value (input only).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret<T>(T);
+
+impl<T> Secret<T> {
+    /// Wraps a secret value.
+    pub const fn new(value: T) -> Self {
+        Self(value)
+    }
+
+    /// The secret value. Call it only where the value is sent (e.g. the auth header).
+    pub fn expose_secret(&self) -> &T {
+        &self.0
+    }
+
+    /// Unwraps the secret value.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> From<T> for Secret<T> {
+    fn from(value: T) -> Self {
+        Self(value)
+    }
+}
+
+impl From<&str> for Secret<String> {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
+    }
+}
+
+impl<T> fmt::Debug for Secret<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl<T> fmt::Display for Secret<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl<T> Serialize for Secret<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(REDACTED)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Self)
+    }
+}
+
+/// One upstream endpoint of one scope (10 §2.1; 05 ).
+///
+/// Immutable after validation (`gateway_core::config::validate_source`, 05 R-15). `Serialize`
+/// writes the key and every header value as `"<redacted>"`; the type is deliberately not
+/// `Deserialize` (05 R-15). `Default` gives the documented defaults with empty identity fields,
+/// for struct-update syntax in tests and builders.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceConfig {
+    /// Unique name within the scope, `{provider}_{N}` (20 §3.3).
+    pub name: String,
+    /// Lower-cased provider segment; selects the provider profile (70).
+    pub provider: String,
+    /// OpenAI-compatible (or MonkeyOCR) base URL, stored without trailing `/`.
+    pub base_url: String,
+    /// Credential; required for chat/embedding sources unless `auth_style` is `None`, optional
+    /// for OCR (90 O-1). Redacted everywhere.
+    pub api_key: Option<Secret<String>>,
+    /// Configured model name sent upstream and reported as `LlmResponse::model`.
+    pub model: String,
+    /// Per-attempt total budget in seconds (default 120, D7).
+    pub timeout_s: f64,
+    /// Time-to-first-progress watchdog in seconds; `None` → `timeout_s`.
+    pub ttft_timeout_s: Option<f64>,
+    /// Gap-between-progress watchdog in seconds; `None` → `timeout_s`.
+    pub inter_token_timeout_s: Option<f64>,
+    /// Per-source in-flight gate; `0` = unlimited.
+    pub max_concurrency: u32,
+    /// Requests per minute; `0` = unlimited.
+    pub rpm: u32,
+    /// Tokens per minute; `0` = unlimited.
+    pub tpm: u64,
+    /// Admission pre-deduction estimate; see [`SourceConfig::effective_est_tokens`].
+    pub est_tokens: Option<u64>,
+    /// Constant sampling parameters merged below the call overlay.
+    pub extra_body: Map<String, Value>,
+    /// `false` = ignore proxy environment variables.
+    pub trust_env: bool,
+    /// Legacy reasoning switch (sugar over `reasoning_effort`, 70).
+    pub enable_thinking: Option<bool>,
+    /// Source-level default effort.
+    pub reasoning_effort: Option<Effort>,
+    /// What to do when the model cannot hit the requested effort (70).
+    pub effort_fallback: EffortFallback,
+    /// Text-mode handling of a truly truncated stream (50).
+    pub missing_done: MissingDone,
+    /// Stall metering threshold in milliseconds (measurement only).
+    pub stall_threshold_ms: u32,
+    /// Most bytes one attempt may read from the upstream (05 R-29; default 64 MiB).
+    pub max_response_bytes: u64,
+    /// Extra request headers (05 R-33 `HEADERS`); values redacted in every output.
+    pub headers: BTreeMap<String, Secret<String>>,
+    /// Query parameters added to every request URL (05 R-33 `QUERY`).
+    pub query: BTreeMap<String, String>,
+    /// How the key is sent (05 R-33 `AUTH_STYLE`).
+    pub auth_style: AuthStyle,
+    /// Extra PEM root certificate for this source's HTTP client (05 R-33 `CA_FILE`).
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for SourceConfig {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            provider: String::new(),
+            base_url: String::new(),
+            api_key: None,
+            model: String::new(),
+            timeout_s: DEFAULT_TIMEOUT_S,
+            ttft_timeout_s: None,
+            inter_token_timeout_s: None,
+            max_concurrency: 0,
+            rpm: 0,
+            tpm: 0,
+            est_tokens: None,
+            extra_body: Map::new(),
+            trust_env: true,
+            enable_thinking: None,
+            reasoning_effort: None,
+            effort_fallback: EffortFallback::Error,
+            missing_done: MissingDone::Retry,
+            stall_threshold_ms: DEFAULT_STALL_THRESHOLD_MS,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            headers: BTreeMap::new(),
+            query: BTreeMap::new(),
+            auth_style: AuthStyle::Bearer,
+            ca_file: None,
+        }
+    }
+}
+
+impl SourceConfig {
+    /// A source with the required identity fields and every other field at its default.
+    pub fn new(
+        name: impl Into<String>,
+        provider: impl Into<String>,
+        base_url: impl Into<String>,
+        api_key: Option<Secret<String>>,
+        model: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            provider: provider.into(),
+            base_url: base_url.into(),
+            api_key,
+            model: model.into(),
+            ..Self::default()
+        }
+    }
+
+    /// `est_tokens` if set, else 1000 (10 §2.1, chosen): the `est` of the settlement matrix.
+    pub fn effective_est_tokens(&self) -> u64 {
+        self.est_tokens.unwrap_or(DEFAULT_EST_TOKENS)
+    }
+}
+
+/// Retry policy of a scope (10 §2.2, D3, 05 R-35). Seconds at the settings edge.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetryPolicy {
+    /// Attempts per loop (default 3).
+    pub max_attempts: u32,
+    /// Backoff base in seconds (default 1.0).
+    pub backoff_base_s: f64,
+    /// Backoff cap in seconds (default 10.0); never clamps a server hint.
+    pub backoff_max_s: f64,
+    /// `RETRY__MAX_HINT_S`: a Retry-After above it fails the call at once (05 R-35); `None` = off.
+    pub max_hint_s: Option<f64>,
+    /// `RETRY__BUDGET_RATIO`: retries+hedges per first attempt over 10 s (05 R-35); `None` = off.
+    pub budget_ratio: Option<f64>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            backoff_base_s: 1.0,
+            backoff_max_s: 10.0,
+            max_hint_s: None,
+            budget_ratio: None,
+        }
+    }
+}
+
+/// Backpressure policy (10 §2.2, D7, 05 R-11). Seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackpressurePolicy {
+    /// Stall window in seconds (default 300).
+    pub stall_window_s: f64,
+    /// Upper bound between quota polls in seconds (default 0.25).
+    pub poll_interval_s: f64,
+}
+
+impl Default for BackpressurePolicy {
+    fn default() -> Self {
+        Self {
+            stall_window_s: 300.0,
+            poll_interval_s: 0.25,
+        }
+    }
+}
+
+/// Circuit breaker configuration (10 §2.2, D7). Seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BreakerConfig {
+    /// Consecutive failures that open the breaker (default 5).
+    pub fail_threshold: u32,
+    /// Failure rate over the window that opens it (default 0.5).
+    pub fail_rate: f64,
+    /// Minimum window samples for the rate rule (default 20).
+    pub min_calls: u32,
+    /// Rate window in seconds (default 60).
+    pub window_s: f64,
+    /// First open duration in seconds (default 60).
+    pub cooldown_s: f64,
+    /// Cooldown cap in seconds (default 600).
+    pub cooldown_max_s: f64,
+    /// Probe lease in seconds; `None` is resolved at validation to max `timeout_s` + 5.
+    pub probe_ttl_s: Option<f64>,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            fail_threshold: 5,
+            fail_rate: 0.5,
+            min_calls: 20,
+            window_s: 60.0,
+            cooldown_s: 60.0,
+            cooldown_max_s: 600.0,
+            probe_ttl_s: None,
+        }
+    }
+}
+
+/// Scope-wide limits (10 §2.2); `0` = no global limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GlobalLimits {
+    /// Global in-flight gate.
+    pub max_concurrency: u32,
+    /// Global requests per minute.
+    pub rpm: u32,
+    /// Global tokens per minute.
+    pub tpm: u64,
+}
+
+/// Price of one model per 1 000 000 tokens in the user's currency (10 §2.3, 20 §8.5).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelPrice {
+    /// Input (prompt) price.
+    pub input_per_1m: f64,
+    /// Output (completion) price.
+    pub output_per_1m: f64,
+    /// Cached prompt price; `None` = billed at `input_per_1m` (no guessed discount).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_1m: Option<f64>,
+}
+
+/// Price table keyed by configured model name (10 §2.3, 80 T-31).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PricingTable {
+    /// Prices by exact, case-sensitive configured model name.
+    pub prices: BTreeMap<String, ModelPrice>,
+}
+
+impl PricingTable {
+    /// Cost of `usage` for `model` per 80 T-31; `None` for an unknown model.
+    ///
+    /// `(max(p − k, 0)·input + min(k, p)·(cached or input) + c·output) / 1e6`, `k` = cached
+    /// prompt tokens (`None` → 0).
+    pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
+        let price = self.prices.get(model)?;
+        let p = usage.prompt_tokens;
+        let k = usage.cached_prompt_tokens.unwrap_or(0);
+        let c = usage.completion_tokens;
+        let uncached = p.saturating_sub(k) as f64;
+        let cached = k.min(p) as f64;
+        let cached_price = price.cached_input_per_1m.unwrap_or(price.input_per_1m);
+        Some(
+            (uncached * price.input_per_1m
+                + cached * cached_price
+                + c as f64 * price.output_per_1m)
+                / 1_000_000.0,
+        )
+    }
+}

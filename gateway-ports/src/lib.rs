@@ -1,0 +1,33 @@
+//! PolyGateway ports: the domain types, error types and port traits every other crate shares
+//! (spec README "design card", 10-types-and-ports).
+//!
+//! This crate holds no behaviour beyond small, pure helpers on its own types (wire strings,
+//! finish classes, the snapshot shape check, pricing arithmetic, the telemetry column binding).
+//! Adapters implement the traits in [`ports`]; `gateway-core` judges the facts they report.
+//!
+//! Modules:
+//! - [`vocab`]: every fieldless vocabulary with its exact wire string (10 §1, 30 §1.3);
+//! - [`config`]: `SourceConfig`, `Secret`, policies, pricing (10 §2);
+//! - [`request`]: `ChatRequest`, `EmbedRequest`, `OcrRequest`, `MetaValue` (10 §3);
+//! - [`response`]: `LlmResponse`, `OpenAiChatCompletion`, `Usage`, `CallStats`, results (10 §4);
+//! - [`error`]: `GatewayError`, `ConfigError`, port error facts (30 §1, 10 §7);
+//! - [`telemetry`]: `TelemetryRow`, `SqlValue`, `TelemetryStatus` (10 §6, 80);
+//! - [`ports`]: the port traits (10 §8).
+//!
+//! Everything is re-exported at the crate root.
+
+pub mod config;
+pub mod error;
+pub mod ports;
+pub mod request;
+pub mod response;
+pub mod telemetry;
+pub mod vocab;
+
+pub use config::*;
+pub use error::*;
+pub use ports::*;
+pub use request::*;
+pub use response::*;
+pub use telemetry::*;
+pub use vocab::*;

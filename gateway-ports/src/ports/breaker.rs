@@ -1,0 +1,104 @@
+//! Circuit breaker port: `CircuitBreaker`, `GateDecision`, `BreakerSnapshot`, `ProbeLease`
+//! (10 §8.5; D7; 05 ).
+//!
+//! The breaker gates each attempt per source, opens on consecutive failures or a failure rate,
+//! admits one half-open probe at a time under a lease, and fences stale writes by epoch. It fails
+//! closed: a backend error is never `allowed`.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::BackendError;
+use crate::vocab::{BreakerState, FailureReason};
+
+/// The breaker's answer for one attempt (10 §8.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateDecision {
+    /// The source.
+    pub source: String,
+    /// The attempt's `call_id`.
+    pub owner: String,
+    /// May the attempt proceed?
+    pub allowed: bool,
+    /// This attempt holds the half-open probe.
+    pub is_probe: bool,
+    /// Epoch the decision was taken in (fencing, CT-BRK-08).
+    pub epoch: u64,
+    /// Remaining cooldown in seconds when denied (`Some(0.0)` in half-open, 05 R-45).
+    pub retry_after_s: Option<f64>,
+}
+
+impl GateDecision {
+    /// The probe this decision holds, if `is_probe` (05 R-9).
+    pub fn probe_lease(&self) -> Option<ProbeLease> {
+        self.is_probe.then(|| ProbeLease {
+            source: self.source.clone(),
+            owner: self.owner.clone(),
+            epoch: self.epoch,
+        })
+    }
+}
+
+/// The half-open probe a `GateDecision` with `is_probe` holds (05 R-9); released by
+/// `release_probe_now` or the async `release_probe`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProbeLease {
+    /// The source.
+    pub source: String,
+    /// The probing attempt's `call_id`.
+    pub owner: String,
+    /// Epoch of the decision (stale releases change nothing).
+    pub epoch: u64,
+}
+
+/// Breaker state of one source (10 §8.5). Seconds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BreakerSnapshot {
+    /// Closed, Open or HalfOpen.
+    pub state: BreakerState,
+    /// Bumped by every open and close.
+    pub epoch: u64,
+    /// Consecutive counted failures.
+    pub consecutive_failures: u32,
+    /// Samples in the rate window.
+    pub window_calls: u32,
+    /// Failures in the rate window.
+    pub window_failures: u32,
+    /// Monotonic instant (seconds, the breaker's clock) the open state ends, if open.
+    pub open_until_s: Option<f64>,
+    /// Cooldown of the current/next open in seconds.
+    pub current_cooldown_s: f64,
+}
+
+/// The circuit breaker port (10 §8.5). Constructible from `(scope, BreakerConfig, Arc<dyn Clock>)`.
+#[async_trait]
+pub trait CircuitBreaker: Send + Sync + 'static {
+    /// Gate one attempt of `source` owned by `owner` (the attempt's `call_id`).
+    async fn try_enter(&self, source: &str, owner: &str) -> Result<GateDecision, BackendError>;
+    /// Records a success; `count_attempt = false` adds no window sample (CT-BRK-09).
+    async fn record_success(
+        &self,
+        entry: &GateDecision,
+        count_attempt: bool,
+    ) -> Result<(), BackendError>;
+    /// Records a failure; `force_open` opens at once (SourceDead).
+    async fn record_failure(
+        &self,
+        entry: &GateDecision,
+        reason: FailureReason,
+        force_open: bool,
+    ) -> Result<(), BackendError>;
+    /// Frees the probe slot without an outcome; idempotent; no-op for non-probes (CT-BRK-07).
+    async fn release_probe(&self, entry: &GateDecision) -> Result<(), BackendError>;
+    /// State of `source`.
+    async fn snapshot(&self, source: &str) -> Result<BreakerSnapshot, BackendError>;
+    /// Releases backend resources; idempotent.
+    async fn close(&self) {}
+    /// 05 R-9 synchronous fast path of `release_probe`: `true` = freed before returning (memory
+    /// backend); `false` (default) = nothing done, use the async path (CT-BRK-12).
+    fn release_probe_now(&self, probe: &ProbeLease) -> bool {
+        let _ = probe;
+        false
+    }
+}

@@ -1,0 +1,108 @@
+//! Rate limiter port: `RateLimiter`, `Permit` and their values (10 §8.4; D2, D11; 05 ).
+//!
+//! A grant takes the "six gates" atomically (source and global concurrency, RPM, TPM); a denial
+//! changes nothing. The core's single exit is `settle` then `release`, once per permit on every
+//! path; a lease reclaims permits whose holder died. `settle_and_release_now` is the synchronous
+//! fast path guards try first (05 R-9).
+
+use std::fmt;
+
+use async_trait::async_trait;
+
+use crate::error::BackendError;
+use crate::vocab::wire_enum;
+
+wire_enum! {
+    /// The first gate that refused a grant (10 §8.4, CT-LIM-02).
+    pub enum LimitGate {
+        /// `"source_concurrency"`.
+        SourceConcurrency => "source_concurrency",
+        /// `"source_rpm"`.
+        SourceRpm => "source_rpm",
+        /// `"source_tpm"`.
+        SourceTpm => "source_tpm",
+        /// `"global_concurrency"`.
+        GlobalConcurrency => "global_concurrency",
+        /// `"global_rpm"`.
+        GlobalRpm => "global_rpm",
+        /// `"global_tpm"`.
+        GlobalTpm => "global_tpm",
+    }
+}
+
+/// The outcome of `RateLimiter::try_acquire` (10 §8.4).
+#[derive(Debug)]
+pub enum Acquire {
+    /// Granted: the holder must `settle` then `release` exactly once (or use the fast path).
+    Granted(Box<dyn Permit>),
+    /// Denied; nothing was reserved.
+    Denied {
+        /// The first gate that refused.
+        gate: LimitGate,
+        /// Seconds until capacity may free up, if known.
+        wait_hint_s: Option<f64>,
+    },
+}
+
+/// Usage of one source (10 §8.4, CT-LIM-11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SourceStats {
+    /// Tokens charged in the current minute window.
+    pub tpm_used: u64,
+    /// Requests in the current minute window.
+    pub rpm_used: u32,
+    /// Permits currently in flight.
+    pub inflight: u32,
+}
+
+impl SourceStats {
+    /// Builds a stats value.
+    pub const fn new(tpm_used: u64, rpm_used: u32, inflight: u32) -> Self {
+        Self {
+            tpm_used,
+            rpm_used,
+            inflight,
+        }
+    }
+}
+
+/// The rate limiter port (10 §8.4). Constructible from
+/// `(scope, &[SourceConfig], GlobalLimits, lease_ttl_s, Arc<dyn Clock>)`.
+#[async_trait]
+pub trait RateLimiter: Send + Sync + 'static {
+    /// Tries to take the six gates for `source` with `est_tokens` pre-deducted. Unknown source →
+    /// `BackendError` `SourceNotConfigured`; backend down → `Unavailable` (never a grant).
+    async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError>;
+    /// Current usage of `source`.
+    async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError>;
+    /// Records scope-wide progress (CT-LIM-12).
+    async fn mark_progress(&self) -> Result<(), BackendError>;
+    /// Seconds since the last progress mark (since construction if none).
+    async fn progress_age_s(&self) -> Result<f64, BackendError>;
+    /// Releases backend resources; idempotent.
+    async fn close(&self) {}
+}
+
+/// One granted reservation (10 §8.4). `Debug` must not print secrets.
+#[async_trait]
+pub trait Permit: Send + Sync + fmt::Debug {
+    /// Permit id (lease key).
+    fn id(&self) -> &str;
+    /// The source it was granted for.
+    fn source(&self) -> &str;
+    /// Tokens pre-deducted at grant time.
+    fn est_tokens(&self) -> u64;
+    /// Applies `actual_tokens − est_tokens` to the reservation; at most once; no-op after
+    /// `release` (CT-LIM-03, -04).
+    async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError>;
+    /// Frees the concurrency slots; idempotent (CT-LIM-05).
+    async fn release(&self) -> Result<(), BackendError>;
+    /// 05 R-9 synchronous fast path: `settle(actual_tokens)` then `release()` without I/O.
+    /// `true` = applied before returning (memory backend); `false` (default) = nothing done,
+    /// use the async path (CT-LIM-15).
+    fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
+        let _ = actual_tokens;
+        false
+    }
+}

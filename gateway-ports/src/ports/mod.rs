@@ -1,0 +1,28 @@
+//! The port traits (10 §8) and their boundary value types.
+//!
+//! Every trait is `#[async_trait]`, object-safe and `Send + Sync + 'static`; the core holds them
+//! as `Arc<dyn Trait>` (10 §8.0). Ports report facts and never judge, retry, sleep for capacity,
+//! panic on bad data or read the environment. Dropping any future they return leaves the backend
+//! consistent (cancellation safety); the synchronous fast paths of 05 R-9
+//! (`Permit::settle_and_release_now`, `CircuitBreaker::release_probe_now`) let guards clean up
+//! without a task.
+
+pub mod breaker;
+pub mod cache;
+pub mod clock;
+pub mod limiter;
+pub mod recorder;
+pub mod structured;
+pub mod transport;
+
+pub use breaker::{BreakerSnapshot, CircuitBreaker, GateDecision, ProbeLease};
+pub use cache::ResponseCache;
+pub use clock::Clock;
+pub use limiter::{Acquire, LimitGate, Permit, RateLimiter, SourceStats};
+pub use recorder::{TelemetryRecorder, TelemetryStatusProvider};
+pub use structured::{StructuredFailure, StructuredOutputStrategy};
+pub use transport::{
+    ArchiveEntry, ChatTransport, EmbeddingTransport, Endpoint, KeepAliveKind, OcrLayoutWire,
+    OcrStage, OcrTransport, OcrWireFailure, OcrWireRequest, WireBody, WireEvent, WireEventStream,
+    WireNotice, WireRequest, WireResponse,
+};

@@ -1,0 +1,241 @@
+//! Transport ports: `ChatTransport`, `EmbeddingTransport`, `OcrTransport` and the wire facts
+//! they exchange with the core (10 §8.1–§8.3, 40 §2; 05 ).
+//!
+//! A transport performs one HTTP exchange and reports what happened — status, headers, body
+//! bytes or SSE events — without judging completeness, category or retry (README principle,
+//! 40 S-1). The core builds every request body and sends it verbatim (05 R-14).
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_core::Stream;
+use serde_json::Value;
+
+use crate::config::SourceConfig;
+use crate::error::{ArchiveFault, NetworkFault, WireFailure};
+use crate::vocab::wire_enum;
+
+wire_enum! {
+    /// The OpenAI-compatible endpoint of a request (10 §8.1).
+    pub enum Endpoint {
+        /// `POST {base_url}/chat/completions`.
+        ChatCompletions => "chat_completions",
+        /// `POST {base_url}/embeddings`.
+        Embeddings => "embeddings",
+    }
+}
+
+impl Endpoint {
+    /// The path appended to `base_url`, with a leading `/`.
+    pub const fn path(self) -> &'static str {
+        match self {
+            Self::ChatCompletions => "/chat/completions",
+            Self::Embeddings => "/embeddings",
+        }
+    }
+}
+
+/// One request for a chat or embedding transport (10 §8.1). `Debug` is secret-free because
+/// `SourceConfig` redacts its key and headers.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// The source (base_url, key, auth style, headers, query, trust_env, timeouts).
+    pub source: Arc<SourceConfig>,
+    /// This attempt's id; sent as `X-Request-Id` (05 R-33).
+    pub call_id: String,
+    /// Which endpoint.
+    pub endpoint: Endpoint,
+    /// Final payload built by the core; serialised verbatim.
+    pub body: Value,
+    /// `true` = request an event stream.
+    pub stream: bool,
+}
+
+/// A whole 200 response body with its headers (10 §8.1); the core parses it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WireBody {
+    /// Response headers, names lower-cased, values as received.
+    pub headers: Vec<(String, String)>,
+    /// The raw (decoded) body bytes.
+    pub bytes: Bytes,
+}
+
+/// A boxed stream of wire events, ending with exactly one terminal event (CT-CHAT-06).
+pub type WireEventStream = Pin<Box<dyn Stream<Item = WireEvent> + Send>>;
+
+/// A 200 response of a chat transport (10 §8.1; 05 R-27).
+pub enum WireResponse {
+    /// Status 200 and `stream = true`: the event stream plus the response headers and content
+    /// type, so the core can judge a JSON body sent to a streamed request (05 R-27, 40 S-111).
+    Events {
+        /// Response headers, names lower-cased, values as received.
+        headers: Vec<(String, String)>,
+        /// The `content-type` header value, if any.
+        content_type: Option<String>,
+        /// The events in wire order.
+        events: WireEventStream,
+    },
+    /// Status 200 and `stream = false`: the whole body.
+    Body(WireBody),
+}
+
+impl fmt::Debug for WireResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Events {
+                headers,
+                content_type,
+                ..
+            } => f
+                .debug_struct("Events")
+                .field("headers", headers)
+                .field("content_type", content_type)
+                .finish_non_exhaustive(),
+            Self::Body(body) => f.debug_tuple("Body").field(body).finish(),
+        }
+    }
+}
+
+/// Keep-alive kinds; never progress (40 S-19, S-23).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeepAliveKind {
+    /// An SSE comment line.
+    Comment,
+    /// An event with empty data.
+    EmptyData,
+}
+
+/// Framing notices (40 S-26).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WireNotice {
+    /// The split-data-lines recovery happened; the recovered events follow.
+    SplitDataLines,
+}
+
+/// One SSE fact (10 §8.1, 40 §2). Terminal: `Done`, `FrameTooLarge`, `End`, `ReadError`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WireEvent {
+    /// Data of one dispatched event, parsed as JSON (any JSON type).
+    Chunk(Value),
+    /// `[DONE]`; terminal.
+    Done,
+    /// A keep-alive; never progress.
+    KeepAlive(KeepAliveKind),
+    /// An event of type `error`, an SSE `error:` field (D18), or a non-SSE line that is a JSON
+    /// object with a top-level `error` key (05 R-26); `data` is the raw text.
+    ErrorEvent {
+        /// The event data or the whole line.
+        data: String,
+    },
+    /// Data that is not JSON; the length only, never the payload.
+    MalformedFrame {
+        /// Byte length of the data.
+        len: usize,
+    },
+    /// A framing notice.
+    Notice(WireNotice),
+    /// A non-SSE line, ≤ 4 096 bytes per stream in total (40 S-30).
+    Unrecognized {
+        /// Excerpt of the line.
+        excerpt: String,
+    },
+    /// A line or an event's data exceeded `max_frame_bytes`; terminal.
+    FrameTooLarge {
+        /// The cap in bytes.
+        limit: usize,
+    },
+    /// Clean end of body; terminal.
+    End,
+    /// The body broke; terminal; never a clean end.
+    ReadError(NetworkFault),
+}
+
+impl WireEvent {
+    /// `true` for the four terminal events (CT-CHAT-06).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            Self::Done | Self::FrameTooLarge { .. } | Self::End | Self::ReadError(_)
+        )
+    }
+}
+
+/// The chat transport port (10 §8.1).
+#[async_trait]
+pub trait ChatTransport: Send + Sync + 'static {
+    /// One HTTP exchange. Resolves when the status is known: with an event stream
+    /// (`stream = true`) or the whole body (`stream = false`). Status ≠ 200 →
+    /// `Err(WireFailure::Http)`; failure before a status → `Err(WireFailure::Network)`.
+    async fn send(&self, request: WireRequest) -> Result<WireResponse, WireFailure>;
+}
+
+/// The embedding transport port (10 §8.2); always non-stream.
+#[async_trait]
+pub trait EmbeddingTransport: Send + Sync + 'static {
+    /// One `POST {base_url}/embeddings`; the 200 body unjudged.
+    async fn send(&self, request: WireRequest) -> Result<WireBody, WireFailure>;
+}
+
+/// One OCR request (10 §8.3).
+#[derive(Debug, Clone)]
+pub struct OcrWireRequest {
+    /// The source.
+    pub source: Arc<SourceConfig>,
+    /// This attempt's id.
+    pub call_id: String,
+    /// Image bytes.
+    pub image: Bytes,
+}
+
+/// One member of the decoded result archive (10 §8.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveEntry {
+    /// Member path inside the archive.
+    pub path: String,
+    /// Member bytes.
+    pub bytes: Bytes,
+}
+
+/// The layout response: the parse envelope and the fetched archive (10 §8.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OcrLayoutWire {
+    /// The parse response, unjudged.
+    pub envelope: WireBody,
+    /// `None`: no result location named; else the decoded entries or why not.
+    pub archive: Option<Result<Vec<ArchiveEntry>, ArchiveFault>>,
+}
+
+/// The OCR sub-operation that failed (10 §8.3; maps to `ErrorOperation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OcrStage {
+    /// The text POST.
+    OcrText,
+    /// The layout POST.
+    Parse,
+    /// The archive GET.
+    DownloadResult,
+}
+
+/// An OCR failure fact with its stage (10 §8.3).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{stage:?}: {failure}")]
+pub struct OcrWireFailure {
+    /// Which request failed.
+    pub stage: OcrStage,
+    /// What happened.
+    pub failure: WireFailure,
+}
+
+/// The OCR transport port (10 §8.3, 90 O-12..O-18).
+#[async_trait]
+pub trait OcrTransport: Send + Sync + 'static {
+    /// Multipart `POST {base_url}/ocr/text`; the 200 body unjudged.
+    async fn recognize_text(&self, req: OcrWireRequest) -> Result<WireBody, OcrWireFailure>;
+    /// `POST {base_url}/parse`, then the archive GET when a location is named; one attempt.
+    async fn parse_layout(&self, req: OcrWireRequest) -> Result<OcrLayoutWire, OcrWireFailure>;
+    /// `GET {base_url}/health`, unjudged.
+    async fn check_health(&self, source: &SourceConfig) -> Result<WireBody, WireFailure>;
+}
