@@ -143,11 +143,13 @@ impl Stream for SseEventStream {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(bytes))) => {
                     this.read_bytes = this.read_bytes.saturating_add(bytes.len() as u64);
-                    this.framer.push(&bytes, &mut this.scratch);
-                    this.drain_scratch();
-                    if !this.terminated && this.read_bytes > this.max_response_bytes {
+                    if this.read_bytes > this.max_response_bytes {
+                        // the read that passes the per-attempt cap is not framed.
                         let limit = usize::try_from(this.max_response_bytes).unwrap_or(usize::MAX);
                         this.terminate(WireEvent::FrameTooLarge { limit });
+                    } else {
+                        this.framer.push(&bytes, &mut this.scratch);
+                        this.drain_scratch();
                     }
                 }
                 Poll::Ready(Some(Err(err))) => {
@@ -290,7 +292,6 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                WireEvent::KeepAlive(KeepAliveKind::Comment),
                 WireEvent::KeepAlive(KeepAliveKind::Comment),
                 WireEvent::FrameTooLarge { limit: 10 },
             ]

@@ -42,8 +42,6 @@ pub(crate) struct ErrorFacts {
     pub(crate) protocol: bool,
     /// The request could not be written (broken pipe, hyper's aborted body write).
     pub(crate) write: bool,
-    /// The response body could not be decoded (gzip, brotli, deflate).
-    pub(crate) decode: bool,
     /// An I/O error is in the chain.
     pub(crate) io: bool,
 }
@@ -90,7 +88,6 @@ pub(crate) fn network_fault(err: &reqwest::Error, phase: Phase) -> NetworkFault 
     let mut facts = ErrorFacts {
         connect: err.is_connect(),
         timeout: err.is_timeout(),
-        decode: err.is_decode(),
         ..ErrorFacts::default()
     };
     let mut innermost: Option<String> = None;
@@ -122,6 +119,9 @@ pub(crate) fn network_fault(err: &reqwest::Error, phase: Phase) -> NetworkFault 
                 io::ErrorKind::BrokenPipe => facts.write = true,
                 io::ErrorKind::TimedOut => facts.timeout = true,
                 io::ErrorKind::InvalidData if facts.connect => facts.tls = true,
+                // hyper's "end of file before message length reached": the peer closed before
+                // the HTTP framing completed (httpx's RemoteProtocolError).
+                io::ErrorKind::UnexpectedEof => facts.protocol = true,
                 _ => {}
             }
             // `io::Error::source` skips the wrapped error itself: descend into it.
@@ -141,7 +141,6 @@ pub(crate) fn network_fault(err: &reqwest::Error, phase: Phase) -> NetworkFault 
         (Phase::Send, NetworkFaultKind::Protocol) => "upstream broke HTTP before the status line",
         (Phase::Send, _) => "request failed before the status line",
         (Phase::Body, NetworkFaultKind::Protocol) => "body ended before its HTTP framing",
-        (Phase::Body, _) if facts.decode => "body could not be decoded",
         (Phase::Body, _) => "body read failed",
     };
     let detail = match innermost {
@@ -205,7 +204,6 @@ mod tests {
             K::Protocol
         );
         assert_eq!(kind_for(facts(|f| f.io = true), Phase::Body), K::Read);
-        assert_eq!(kind_for(facts(|f| f.decode = true), Phase::Body), K::Read);
         assert_eq!(kind_for(ErrorFacts::default(), Phase::Body), K::Read);
     }
 }

@@ -76,7 +76,10 @@ pub async fn ct_brk_02_consecutive_failures_open<B: Backend>(b: &B) {
     succeed(&*br, &d).await;
     trip(&*br, "a", 2).await;
     assert_eq!(state(&*br, "a").await, BreakerState::Closed);
-    assert_eq!(br.snapshot("a").await.expect("snap").consecutive_failures, 2);
+    assert_eq!(
+        br.snapshot("a").await.expect("snap").consecutive_failures,
+        2
+    );
     trip(&*br, "a", 1).await;
     assert_eq!(state(&*br, "a").await, BreakerState::Open);
     assert!(!enter(&*br, "a", "x").await.allowed);
@@ -99,7 +102,10 @@ pub async fn ct_brk_02_health_evidence_suppresses_consecutive<B: Backend>(b: &B)
     trip(&*br, "a", 5).await;
     let s = br.snapshot("a").await.expect("snapshot");
     assert_eq!(s.state, BreakerState::Closed, "5 of 25 failed: healthy");
-    assert_eq!((s.consecutive_failures, s.window_calls, s.window_failures), (5, 25, 5));
+    assert_eq!(
+        (s.consecutive_failures, s.window_calls, s.window_failures),
+        (5, 25, 5)
+    );
 }
 
 /// CT-BRK-02: with ≥ `min_calls` samples, a failure rate ≥ `fail_rate` opens.
@@ -139,7 +145,11 @@ pub async fn ct_brk_02_rate_window_slides<B: Backend>(b: &B) {
     }
     trip(&*br, "a", 1).await;
     let s = br.snapshot("a").await.expect("snapshot");
-    assert_eq!(s.state, BreakerState::Closed, "old failures no longer count");
+    assert_eq!(
+        s.state,
+        BreakerState::Closed,
+        "old failures no longer count"
+    );
     assert_eq!((s.window_calls, s.window_failures), (10, 1));
 }
 
@@ -188,7 +198,9 @@ pub async fn ct_brk_04_single_half_open_probe<B: Backend>(b: &B) {
     for i in 0..16 {
         let br = Arc::clone(&br);
         tasks.push(tokio::spawn(async move {
-            br.try_enter("a", &format!("c{i}")).await.expect("try_enter")
+            br.try_enter("a", &format!("c{i}"))
+                .await
+                .expect("try_enter")
         }));
     }
     let mut probes = 0;
@@ -225,9 +237,15 @@ pub async fn ct_brk_05_probe_success_closes_and_resets<B: Backend>(b: &B) {
     let s = br.snapshot("a").await.expect("snapshot");
     assert_eq!(s.state, BreakerState::Closed);
     assert_eq!(s.epoch, e0 + 3);
-    assert_eq!((s.consecutive_failures, s.window_calls, s.window_failures), (0, 0, 0));
+    assert_eq!(
+        (s.consecutive_failures, s.window_calls, s.window_failures),
+        (0, 0, 0)
+    );
     assert_eq!(s.open_until_s, None);
-    assert!((s.current_cooldown_s - 60.0).abs() < 1e-9, "cooldown reset: {s:?}");
+    assert!(
+        (s.current_cooldown_s - 60.0).abs() < 1e-9,
+        "cooldown reset: {s:?}"
+    );
     let d = enter(&*br, "a", "after").await;
     assert!(d.allowed && !d.is_probe && d.epoch == e0 + 3);
     trip(&*br, "a", 3).await;
@@ -261,14 +279,20 @@ pub async fn ct_brk_07_release_probe<B: Backend>(b: &B) {
     assert!(p.is_probe);
     let denied = enter(&*br, "a", "x").await;
     br.release_probe(&denied).await.expect("release denied");
-    assert!(!enter(&*br, "a", "y").await.allowed, "denied release is a no-op");
+    assert!(
+        !enter(&*br, "a", "y").await.allowed,
+        "denied release is a no-op"
+    );
     br.release_probe(&p).await.expect("release");
     let s = br.snapshot("a").await.expect("snapshot");
     assert_eq!(s.state, BreakerState::HalfOpen, "no outcome recorded");
     let q = enter(&*br, "a", "p2").await;
     assert!(q.is_probe, "next caller probes");
     br.release_probe(&p).await.expect("second release");
-    assert!(!enter(&*br, "a", "z").await.allowed, "idempotent: p2 keeps its probe");
+    assert!(
+        !enter(&*br, "a", "z").await.allowed,
+        "idempotent: p2 keeps its probe"
+    );
 }
 
 /// CT-BRK-08 (G-70): write-backs carrying an older epoch change nothing.
@@ -294,7 +318,10 @@ pub async fn ct_brk_08_epoch_fencing<B: Backend>(b: &B) {
     let closed_epoch = br.snapshot("a").await.expect("snapshot").epoch;
     fail(&*br, &p).await; // the probe's epoch is now stale
     let s = br.snapshot("a").await.expect("snapshot");
-    assert_eq!((s.state, s.epoch, s.consecutive_failures), (BreakerState::Closed, closed_epoch, 0));
+    assert_eq!(
+        (s.state, s.epoch, s.consecutive_failures),
+        (BreakerState::Closed, closed_epoch, 0)
+    );
 }
 
 /// CT-BRK-08: a stale probe (same owner, older epoch) cannot free the current probe.
@@ -321,7 +348,10 @@ pub async fn ct_brk_09_count_attempt_false<B: Backend>(b: &B) {
     let d = enter(&*br, "a", "ri").await;
     br.record_success(&d, false).await.expect("record_success");
     let s = br.snapshot("a").await.expect("snapshot");
-    assert_eq!((s.consecutive_failures, s.window_calls, s.window_failures), (0, 2, 2));
+    assert_eq!(
+        (s.consecutive_failures, s.window_calls, s.window_failures),
+        (0, 2, 2)
+    );
     trip(&*br, "a", 2).await;
     assert_eq!(state(&*br, "a").await, BreakerState::Closed);
     trip(&*br, "a", 1).await;
@@ -348,14 +378,20 @@ pub async fn ct_brk_12_fast_path<B: Backend>(b: &B) {
     b.time().advance(secs(60)).await;
     let p = enter(&*br, "a", "p1").await;
     let lease = p.probe_lease().expect("probe");
-    assert_eq!((lease.source.as_str(), lease.owner.as_str(), lease.epoch), ("a", "p1", p.epoch));
+    assert_eq!(
+        (lease.source.as_str(), lease.owner.as_str(), lease.epoch),
+        ("a", "p1", p.epoch)
+    );
     if br.release_probe_now(&lease) {
         let q = enter(&*br, "a", "p2").await;
         assert!(q.is_probe, "freed before returning");
         assert!(br.release_probe_now(&lease));
         assert!(!enter(&*br, "a", "z").await.allowed, "idempotent");
     } else {
-        assert!(!enter(&*br, "a", "z").await.allowed, "false changed nothing");
+        assert!(
+            !enter(&*br, "a", "z").await.allowed,
+            "false changed nothing"
+        );
         br.release_probe(&p).await.expect("release");
         assert!(enter(&*br, "a", "p2").await.is_probe);
     }
@@ -377,10 +413,16 @@ pub async fn g_76_rate_limited_counts_in_neither_channel<B: Backend>(b: &B) {
         rl(enter(&*br, "a", &format!("r{i}")).await).await;
     }
     let s = br.snapshot("a").await.expect("snapshot");
-    assert_eq!((s.state, s.consecutive_failures, s.window_calls), (BreakerState::Closed, 0, 0));
+    assert_eq!(
+        (s.state, s.consecutive_failures, s.window_calls),
+        (BreakerState::Closed, 0, 0)
+    );
     trip(&*br, "a", 2).await;
     rl(enter(&*br, "a", "r").await).await;
-    assert_eq!(br.snapshot("a").await.expect("snap").consecutive_failures, 2);
+    assert_eq!(
+        br.snapshot("a").await.expect("snap").consecutive_failures,
+        2
+    );
     trip(&*br, "a", 1).await;
     assert_eq!(state(&*br, "a").await, BreakerState::Open);
     b.time().advance(secs(60)).await;

@@ -38,7 +38,10 @@ pub async fn ct_clk_02_fake_advance_exact(clock: Arc<FakeClock>) {
     tokio::pin!(sleep);
     clock.advance(d);
     assert_eq!(clock.monotonic() - m0, d);
-    assert_eq!(clock.wall().duration_since(w0).expect("wall moved forward"), d);
+    assert_eq!(
+        clock.wall().duration_since(w0).expect("wall moved forward"),
+        d
+    );
     // The timer did not fire: polling it once is still pending.
     assert!(
         futures_poll_once(sleep.as_mut()).await.is_none(),

@@ -65,7 +65,11 @@ pub async fn ct_lim_02_denial_names_gate_and_changes_nothing<B: Backend>(b: &B) 
         if let Some(h) = hint {
             assert!(h.is_finite() && h >= 0.0, "{gate}: hint {h}");
         }
-        assert_eq!(usage(&*l, "a").await, before, "{gate}: denial changed nothing");
+        assert_eq!(
+            usage(&*l, "a").await,
+            before,
+            "{gate}: denial changed nothing"
+        );
     }
 }
 
@@ -133,7 +137,11 @@ pub async fn ct_lim_04_settle_at_most_once<B: Backend>(b: &B) {
     let q = must_grant(&*l, "a", 400).await;
     q.release().await.expect("release");
     q.settle(0).await.expect("settle after release");
-    assert_eq!(usage(&*l, "a").await.0, 500, "settle after release kept est");
+    assert_eq!(
+        usage(&*l, "a").await.0,
+        500,
+        "settle after release kept est"
+    );
 }
 
 /// CT-LIM-05: `release` frees the slots, is idempotent, and in-flight returns to zero.
@@ -148,7 +156,10 @@ pub async fn ct_lim_05_release_idempotent_inflight_zero<B: Backend>(b: &B) {
     p.release().await.expect("second release");
     assert_eq!(usage(&*l, "a").await.2, 1, "no double decrement");
     let r = must_grant(&*l, "a", 10).await;
-    assert_eq!(must_deny(&*l, "a", 10).await.0, LimitGate::SourceConcurrency);
+    assert_eq!(
+        must_deny(&*l, "a", 10).await.0,
+        LimitGate::SourceConcurrency
+    );
     q.release().await.expect("release");
     r.release().await.expect("release");
     r.release().await.expect("release");
@@ -165,7 +176,11 @@ pub async fn ct_lim_06_lease_reclaims_abandoned_permit<B: Backend>(b: &B) {
     assert_eq!(must_deny(&*l, "a", 1).await.0, LimitGate::SourceConcurrency);
     assert_eq!(usage(&*l, "a").await, (400, 1, 1));
     b.time().advance(secs(1)).await;
-    assert_eq!(usage(&*l, "a").await, (400, 1, 0), "slot reclaimed, est kept");
+    assert_eq!(
+        usage(&*l, "a").await,
+        (400, 1, 0),
+        "slot reclaimed, est kept"
+    );
     let p = must_grant(&*l, "a", 1).await;
     p.settle_and_release_now(1);
     p.release().await.expect("release");
@@ -300,7 +315,10 @@ pub async fn ct_lim_10_concurrent_acquires_respect_limits<B: Backend>(b: &B) {
     for t in tasks {
         t.await.expect("task");
     }
-    let (ga, gb) = (grants[0].load(Ordering::SeqCst), grants[1].load(Ordering::SeqCst));
+    let (ga, gb) = (
+        grants[0].load(Ordering::SeqCst),
+        grants[1].load(Ordering::SeqCst),
+    );
     assert!(ga + gb <= 40, "global rpm exceeded: {ga} + {gb}");
     assert!(ga <= 30, "source tpm exceeded: {ga} × 300 > 9000");
     assert!(ga + gb > 0);

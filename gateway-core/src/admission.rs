@@ -153,8 +153,8 @@ pub struct Rejections {
 /// The result of one pick (30 G-60).
 #[derive(Debug)]
 pub enum Pick {
-    /// A candidate passed every gate.
-    Picked(Admitted),
+    /// A candidate passed every gate (boxed: the guard is large).
+    Picked(Box<Admitted>),
     /// No candidate is runnable now.
     NothingRunnable(Rejections),
 }
@@ -310,7 +310,12 @@ impl Admission {
             .iter()
             .map(|s| SourceId::new(&s.name))
             .collect();
-        let by_name = ids.iter().cloned().enumerate().map(|(i, s)| (s, i)).collect();
+        let by_name = ids
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, s)| (s, i))
+            .collect();
         let mut wakeups = parts.wakeups;
         if let Some(n) = parts.pacer.wakeup() {
             if !wakeups.iter().any(|w| Arc::ptr_eq(w, &n)) {
@@ -434,11 +439,11 @@ impl Admission {
             match acquired {
                 Acquire::Granted(permit) => {
                     guard.hold_permit(permit);
-                    return Ok(Pick::Picked(Admitted {
+                    return Ok(Pick::Picked(Box::new(Admitted {
                         source: Arc::clone(source),
                         call_id,
                         guard,
-                    }));
+                    })));
                 }
                 Acquire::Denied { wait_hint_s, .. } => {
                     guard.release_admission().await;

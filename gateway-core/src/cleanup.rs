@@ -266,7 +266,10 @@ async fn run_job(shared: Arc<Shared>, job: Job) {
             .wait_until(|c| c.calls.get(&call).is_none_or(|j| j.attempts == 0))
             .await;
     }
-    if tokio::time::timeout(CLEANUP_JOB_TIMEOUT, fut).await.is_err() {
+    if tokio::time::timeout(CLEANUP_JOB_TIMEOUT, fut)
+        .await
+        .is_err()
+    {
         let n = shared.timed_out.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::warn!(
             code = "cleanup.job_timeout",

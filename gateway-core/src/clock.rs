@@ -118,6 +118,8 @@ impl Clock for FakeClock {
 
     fn wall(&self) -> SystemTime {
         let s = *self.lock();
-        s.wall_origin.checked_add(s.monotonic).unwrap_or(s.wall_origin)
+        s.wall_origin
+            .checked_add(s.monotonic)
+            .unwrap_or(s.wall_origin)
     }
 }

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use gateway_ports::{
-    BackpressurePolicy, CallOperation, CallStats, CircuitBreaker, Clock, GatewayError,
-    RateLimiter, RetryPolicy, SourceConfig, WaitPolicy,
+    BackpressurePolicy, CallOperation, CallStats, CircuitBreaker, Clock, GatewayError, RateLimiter,
+    RetryPolicy, SourceConfig, WaitPolicy,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -280,8 +280,10 @@ impl GovernorBuilder {
     /// Builds the governor and the receiver its cleanup worker must run
     /// (`tokio::spawn(run_cleanup_worker(rx))` in the facade, R-10).
     pub fn build(self) -> (Governor, CleanupReceiver) {
-        let (queue, rx) =
-            CleanupQueue::with_capacity(self.queue_capacity.unwrap_or(crate::cleanup::CLEANUP_QUEUE_CAPACITY));
+        let (queue, rx) = CleanupQueue::with_capacity(
+            self.queue_capacity
+                .unwrap_or(crate::cleanup::CLEANUP_QUEUE_CAPACITY),
+        );
         let clock: Arc<dyn Clock> = self.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
         let pacer: Arc<dyn Pacer> = self.pacer.unwrap_or_else(|| {
             let plain: Vec<SourceConfig> = self.sources.iter().map(|s| (**s).clone()).collect();
@@ -405,8 +407,14 @@ impl Governor {
         operation: CallOperation,
         options: CallOptions,
     ) -> Result<Governed, GatewayError> {
-        self.run(runner, options, operation, LoopPolicy::OCR, SettleMode::Zero)
-            .await
+        self.run(
+            runner,
+            options,
+            operation,
+            LoopPolicy::OCR,
+            SettleMode::Zero,
+        )
+        .await
     }
 
     /// The one governed call path behind `run_chat` / `run_embed` / `run_ocr`.

@@ -5,6 +5,7 @@
 //! Adapters report wire facts; this crate judges them (spec README, "adapters report wire facts,
 //! the core judges"). It never depends on reqwest, hyper, fred, tokio-postgres or rusqlite.
 
+pub mod accumulate;
 pub mod admission;
 pub mod attempt;
 pub mod backoff;
@@ -23,5 +24,7 @@ pub mod rows;
 pub mod select;
 pub mod stall;
 pub mod stats;
+pub mod thinking;
+pub mod verdict;
 #[cfg(feature = "testing")]
 pub mod testing;

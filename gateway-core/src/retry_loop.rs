@@ -23,14 +23,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use gateway_ports::{
-    AttemptFailure, Category, ErrorOperation, FailureReason, GatewayError, ScopeReason, SourceConfig, Unavailable,
+    AttemptFailure, Category, ErrorOperation, FailureReason, GatewayError, ScopeReason,
+    SourceConfig, Unavailable,
 };
 use tracing::Instrument;
 
 use crate::admission::{Admitted, NoRunnable, Pick, WaiterSlot, backend_error};
 use crate::attempt::{
-    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, SettleMode,
-    TransportResult,
+    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, SettleMode, TransportResult,
 };
 use crate::backoff::backoff_delay;
 use crate::classify::failure_reason_of;
@@ -203,7 +203,7 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
             )
             .await?;
         let admitted = match pick {
-            Pick::Picked(admitted) => admitted,
+            Pick::Picked(admitted) => *admitted,
             Pick::NothingRunnable(rej) => {
                 match gov.admission.on_no_runnable(&rej, &st.reasons) {
                     NoRunnable::Fail(e) => return Err(e),
@@ -299,11 +299,7 @@ async fn check_death(env: LoopEnv<'_>, st: &LoopState, window_s: f64) -> Result<
         .await
         .map_err(|e| backend_error(&gov.scope, &e))?;
     if st.stall.is_dead(window_s, age) {
-        return Err(st.unavailable(
-            &gov.scope,
-            ScopeReason::Stalled,
-            gov.retry.backoff_max_s,
-        ));
+        return Err(st.unavailable(&gov.scope, ScopeReason::Stalled, gov.retry.backoff_max_s));
     }
     Ok(())
 }
@@ -411,7 +407,9 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
     // Step 3: invoke the runner, raced against a loser cancel.
     let gen_started = gov.clock.monotonic();
     let outcome = {
-        let run = runner.run(ctx, signals, control.clone()).instrument(span.clone());
+        let run = runner
+            .run(ctx, signals, control.clone())
+            .instrument(span.clone());
         tokio::select! {
             biased;
             out = run => out,
@@ -533,9 +531,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
             }
             guard.release_probe().await;
             gov.sink
-                .attempt(info.facts(AttemptRowOutcome::Cancelled(
-                    CancelLabel::HedgeCancelled,
-                )))
+                .attempt(info.facts(AttemptRowOutcome::Cancelled(CancelLabel::HedgeCancelled)))
                 .await;
             guard.row_written();
             guard.finish().await;

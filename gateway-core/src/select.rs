@@ -227,8 +227,9 @@ struct Health {
 /// Each source has a health score `h ∈ [0, 1]`, initially 1.0, updated by
 /// [`Selector::feed_outcome`] as an EWMA with α = 0.2 (`ok`: `h += α·(1 − h)`; not ok:
 /// `h −= α·h`). Between observations the *deficit* `1 − h` halves every 60 s of the injected
-/// clock, so a once-flaky source recovers. Order: `floor(h·10)` descending, then
-/// `inflight / max_concurrency` ascending (0 when unlimited), then the rotated configured order.
+/// clock, so a once-flaky source recovers. Order: health bucket `min(floor(h·10), 9)`
+/// descending, then `inflight / max_concurrency` ascending (0 when unlimited), then the rotated
+/// configured order.
 pub struct HealthAwareSelector {
     clock: Arc<dyn Clock>,
     counter: AtomicUsize,
@@ -273,10 +274,14 @@ impl HealthAwareSelector {
     }
 }
 
-/// Health bucket `floor(h·10)` (30 G-61), `0..=10`.
+/// Health bucket `min(floor(h·10), 9)` (30 G-61), `0..=9`.
+///
+/// Chosen: `floor(h·10)` alone would make `h = 1.0` a bucket of its own (10) that a source which
+/// ever failed re-enters only when its decayed deficit rounds to zero, so it would trail every
+/// never-failed source for hours despite R-36; `[0.9, 1.0]` is therefore one bucket.
 fn bucket(h: f64) -> u8 {
     // h ∈ [0, 1], so the product is in [0, 10] and the cast is exact after floor().
-    (h * 10.0).floor().clamp(0.0, 10.0) as u8
+    (h * 10.0).floor().clamp(0.0, 9.0) as u8
 }
 
 impl Selector for HealthAwareSelector {

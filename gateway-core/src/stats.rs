@@ -110,7 +110,9 @@ impl CallContext {
     /// Registers one attempt before its transport is invoked (30 G-85 step 1, G-118); returns
     /// the attempt's 1-based number.
     pub fn register_attempt(&self) -> u32 {
-        self.attempts.fetch_add(1, Ordering::SeqCst).saturating_add(1)
+        self.attempts
+            .fetch_add(1, Ordering::SeqCst)
+            .saturating_add(1)
     }
 
     /// Attempts registered so far.

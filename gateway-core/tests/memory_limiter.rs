@@ -18,6 +18,7 @@ fn source(name: &str, max_concurrency: u32, rpm: u32, tpm: u64) -> SourceConfig 
     s
 }
 
+#[expect(clippy::expect_used, reason = "test helper")]
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -30,13 +31,28 @@ const WINDOW_S: u64 = 60;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Acquire { src: usize, est: u64 },
-    Settle { pick: usize, actual: u64 },
-    Release { pick: usize },
-    FastPath { pick: usize, actual: u64 },
+    Acquire {
+        src: usize,
+        est: u64,
+    },
+    Settle {
+        pick: usize,
+        actual: u64,
+    },
+    Release {
+        pick: usize,
+    },
+    FastPath {
+        pick: usize,
+        actual: u64,
+    },
     /// Cancellation: the holder drops the permit without settle or release.
-    Abandon { pick: usize },
-    Advance { secs: u64 },
+    Abandon {
+        pick: usize,
+    },
+    Advance {
+        secs: u64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -68,12 +84,26 @@ struct Limits {
 }
 
 const SOURCES: [(&str, Limits); 2] = [
-    ("a", Limits { conc: 3, rpm: 10, tpm: 3000 }),
-    ("b", Limits { conc: 0, rpm: 0, tpm: 0 }),
+    (
+        "a",
+        Limits {
+            conc: 3,
+            rpm: 10,
+            tpm: 3000,
+        },
+    ),
+    (
+        "b",
+        Limits {
+            conc: 0,
+            rpm: 0,
+            tpm: 0,
+        },
+    ),
 ];
 const GLOBAL: Limits = Limits {
     conc: 4,
-    rpm: 0,
+    rpm: 15,
     tpm: 5000,
 };
 
@@ -101,9 +131,15 @@ fn model_gate(ms: &[M], src: usize, est: u64, now: u64) -> Option<LimitGate> {
         (l.conc > 0 && sc >= l.conc, LimitGate::SourceConcurrency),
         (l.rpm > 0 && sr >= l.rpm, LimitGate::SourceRpm),
         (l.tpm > 0 && st + est > l.tpm, LimitGate::SourceTpm),
-        (GLOBAL.conc > 0 && gc >= GLOBAL.conc, LimitGate::GlobalConcurrency),
+        (
+            GLOBAL.conc > 0 && gc >= GLOBAL.conc,
+            LimitGate::GlobalConcurrency,
+        ),
         (GLOBAL.rpm > 0 && gr >= GLOBAL.rpm, LimitGate::GlobalRpm),
-        (GLOBAL.tpm > 0 && gt + est > GLOBAL.tpm, LimitGate::GlobalTpm),
+        (
+            GLOBAL.tpm > 0 && gt + est > GLOBAL.tpm,
+            LimitGate::GlobalTpm,
+        ),
     ];
     checks.iter().find(|(hit, _)| *hit).map(|(_, g)| *g)
 }
@@ -115,11 +151,17 @@ fn model_settle(m: &mut M, actual: u64) {
     }
 }
 
+#[expect(clippy::expect_used, reason = "test helper")]
 async fn check(l: &MemoryRateLimiter, ms: &[M], now: u64) -> Result<(), TestCaseError> {
     for (i, (name, lim)) in SOURCES.iter().enumerate() {
         let s = l.source_stats(name).await.expect("stats");
         let (tpm, rpm, inflight) = model_usage(ms, Some(i), now);
-        prop_assert_eq!((s.tpm_used, s.rpm_used, s.inflight), (tpm, rpm, inflight), "{}", name);
+        prop_assert_eq!(
+            (s.tpm_used, s.rpm_used, s.inflight),
+            (tpm, rpm, inflight),
+            "{}",
+            name
+        );
         if lim.conc > 0 {
             prop_assert!(s.inflight <= lim.conc);
         }
@@ -128,11 +170,15 @@ async fn check(l: &MemoryRateLimiter, ms: &[M], now: u64) -> Result<(), TestCase
         }
     }
     let g = l.global_stats();
-    prop_assert_eq!((g.tpm_used, g.rpm_used, g.inflight), model_usage(ms, None, now));
+    prop_assert_eq!(
+        (g.tpm_used, g.rpm_used, g.inflight),
+        model_usage(ms, None, now)
+    );
     prop_assert!(g.inflight <= GLOBAL.conc);
     Ok(())
 }
 
+#[expect(clippy::expect_used, reason = "test helper")]
 async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let clock = Arc::new(FakeClock::new());
     let sources: Vec<SourceConfig> = SOURCES
@@ -285,7 +331,10 @@ async fn r_11_release_wakes_waiter() {
                 .await
                 .expect("woken by release, not by the bound");
             assert_eq!(start.elapsed(), Duration::ZERO);
-            matches!(l.try_acquire("a", 1).await.expect("acquire"), Acquire::Granted(_))
+            matches!(
+                l.try_acquire("a", 1).await.expect("acquire"),
+                Acquire::Granted(_)
+            )
         })
     };
     tokio::task::yield_now().await;

@@ -176,7 +176,10 @@ impl MemoryCircuitBreaker {
     }
 
     fn lock(&self) -> MutexGuard<'_, (HashMap<String, SourceBreaker>, bool)> {
-        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn now(&self) -> Duration {
@@ -245,9 +248,7 @@ impl MemoryCircuitBreaker {
             Phase::Open { until } if now >= *until => {
                 b.phase = Phase::HalfOpen { probe: None };
             }
-            Phase::HalfOpen {
-                probe: Some(p),
-            } if now >= p.expires => {
+            Phase::HalfOpen { probe: Some(p) } if now >= p.expires => {
                 b.phase = Phase::HalfOpen { probe: None };
             }
             _ => {}
@@ -255,7 +256,13 @@ impl MemoryCircuitBreaker {
     }
 
     /// Whether `entry` may write back to `b` (epoch fencing G-70, allowed only, current probe).
-    fn may_write(b: &SourceBreaker, entry_epoch: u64, allowed: bool, is_probe: bool, owner: &str) -> bool {
+    fn may_write(
+        b: &SourceBreaker,
+        entry_epoch: u64,
+        allowed: bool,
+        is_probe: bool,
+        owner: &str,
+    ) -> bool {
         if !allowed || entry_epoch != b.epoch {
             return false;
         }

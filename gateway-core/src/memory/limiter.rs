@@ -197,7 +197,13 @@ impl State {
 
     /// Seconds until enough of `window` ages out for one more request (`rpm`) or for `need`
     /// more tokens to fit under `limit` (`tpm`).
-    fn hint_rpm(&self, window: &VecDeque<u64>, used: u32, limit: u32, now: Duration) -> Option<f64> {
+    fn hint_rpm(
+        &self,
+        window: &VecDeque<u64>,
+        used: u32,
+        limit: u32,
+        now: Duration,
+    ) -> Option<f64> {
         let must_free = (used + 1).saturating_sub(limit) as usize;
         let id = window.get(must_free.checked_sub(1)?)?;
         self.age_out_s(*id, now)
@@ -227,11 +233,7 @@ impl State {
 
     fn age_out_s(&self, id: u64, now: Duration) -> Option<f64> {
         let r = self.recs.get(&id)?;
-        Some(
-            (r.granted_at + WINDOW)
-                .saturating_sub(now)
-                .as_secs_f64(),
-        )
+        Some((r.granted_at + WINDOW).saturating_sub(now).as_secs_f64())
     }
 
     fn check(&self, idx: usize, est: u64, now: Duration) -> Option<(LimitGate, Option<f64>)> {
@@ -431,8 +433,8 @@ impl MemoryRateLimiter {
         }
     }
 
-    /// Uses `notify` as the wakeup handle (e.g. shared with the pacer, 05 R-11). Call it before
-    /// the limiter is shared.
+    /// Uses `notify` as the wakeup handle (e.g. shared with the pacer, 05 R-11). Call it right
+    /// after `new`: on a limiter that was already cloned it changes nothing.
     pub fn with_notify(mut self, notify: Arc<Notify>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.notify = notify;
@@ -572,7 +574,8 @@ impl Permit for MemoryPermit {
     }
 
     async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError> {
-        self.inner.settle_release(self.id, Some(actual_tokens), false);
+        self.inner
+            .settle_release(self.id, Some(actual_tokens), false);
         Ok(())
     }
 
@@ -582,7 +585,8 @@ impl Permit for MemoryPermit {
     }
 
     fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
-        self.inner.settle_release(self.id, Some(actual_tokens), true);
+        self.inner
+            .settle_release(self.id, Some(actual_tokens), true);
         true
     }
 }

@@ -124,12 +124,18 @@ impl RecordingRowSink {
 
     /// The cancel labels of the attempt rows (`None` for non-cancelled rows).
     pub fn attempt_labels(&self) -> Vec<Option<CancelLabel>> {
-        self.attempts().iter().map(AttemptRowFacts::cancel_label).collect()
+        self.attempts()
+            .iter()
+            .map(AttemptRowFacts::cancel_label)
+            .collect()
     }
 
     /// The `error_type` of every attempt row.
     pub fn attempt_error_types(&self) -> Vec<Option<&'static str>> {
-        self.attempts().iter().map(AttemptRowFacts::error_type).collect()
+        self.attempts()
+            .iter()
+            .map(AttemptRowFacts::error_type)
+            .collect()
     }
 
     /// `(attempt rows, terminal rows)`.

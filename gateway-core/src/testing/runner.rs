@@ -10,7 +10,9 @@ use std::time::Duration;
 use gateway_ports::{AttemptFailure, ErrorOperation, GatewayError};
 use tokio::sync::Notify;
 
-use crate::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult};
+use crate::attempt::{
+    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
+};
 use crate::clock::FakeClock;
 
 /// One action of a scripted attempt, executed in order (05 R-2).

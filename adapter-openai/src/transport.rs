@@ -1,0 +1,311 @@
+//! `OpenAiTransport`: the OpenAI-compatible `ChatTransport` and `EmbeddingTransport` over
+//! reqwest, plus the `pgw doctor` probe.
+//!
+//! Owns one HTTP exchange per `send` and the wire facts it reports (40 S-1, S-7, S-12; 10 §8.1,
+//! §8.2; 05 … ): the request (URL, headers, the body serialised
+//! verbatim), the status split (200 → events or body; anything else → `WireFailure::Http`), the
+//! error body retained up to `max_error_body_bytes`, and network faults before a status line.
+//! It judges nothing: no classification, no retry, no timer besides the connect timeout.
+//!
+//! Cancellation (10 §8.0 rule 2, CT-CHAT-09, S-10): every future and stream here owns its
+//! response; dropping it drops the response, and hyper closes a connection whose body was not
+//! read to its end, so the upstream sees the disconnect and nothing half-read is pooled.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt as _;
+use gateway_ports::config::SourceConfig;
+use gateway_ports::error::WireFailure;
+use gateway_ports::ports::transport::{
+    ChatTransport, EmbeddingTransport, WireBody, WireEventStream, WireRequest, WireResponse,
+};
+use reqwest::header::{self, HeaderMap, HeaderValue};
+
+use crate::client::{REQUEST_ID_HEADER, SourceClient, TransportBuildError, TransportOptions};
+use crate::events::{
+    BodyReadError, BodyStream, SseEventStream, is_json_content_type, json_body_events, read_capped,
+};
+use crate::fault::{Phase, network_fault};
+
+/// Upper bound of the doctor probe, in seconds (05 R-53: `min(timeout_s, 10 s)`).
+pub const PROBE_MAX_S: f64 = 10.0;
+
+/// The OpenAI-compatible transport of every configured source (10 §8.1, §8.2: one type
+/// implements both ports).
+///
+/// Holds one reqwest client (one connection pool) per source, built at construction (05 R-25).
+/// A request is served by the client registered under `WireRequest.source.name`, with the URLs
+/// and headers of the configuration given at construction. Cheap to clone (the clients are
+/// reference-counted).
+#[derive(Clone)]
+pub struct OpenAiTransport {
+    clients: HashMap<String, SourceClient>,
+    options: TransportOptions,
+}
+
+impl fmt::Debug for OpenAiTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&str> = self.clients.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("OpenAiTransport")
+            .field("sources", &names)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl OpenAiTransport {
+    /// Builds the clients of `sources` (05 ): `trust_env = false` → no proxy;
+    /// `connect_timeout = ttft_timeout_s.unwrap_or(timeout_s)` and no other timer (40 S-11);
+    /// rustls with the webpki roots plus the source's `CA_FILE`, read now; redirects not
+    /// followed (CT-CHAT-01); gzip, brotli and deflate decoded (CT-CHAT-04).
+    ///
+    /// Errors: [`TransportBuildError`] naming the source and field — an unreadable or non-PEM
+    /// `CA_FILE` (`source.ca_file`), an invalid `HEADERS` name or value (`source.headers`), a
+    /// key that is not a header value or a `BASE_URL` that is not an absolute http(s) URL
+    /// (`source.identity`), a non-positive connect timeout (`source.watchdog`), a repeated
+    /// source name (`source.duplicate`).
+    pub fn new<'a>(
+        sources: impl IntoIterator<Item = &'a SourceConfig>,
+        options: TransportOptions,
+    ) -> Result<Self, TransportBuildError> {
+        let mut clients = HashMap::new();
+        for source in sources {
+            if clients.contains_key(&source.name) {
+                return Err(TransportBuildError::DuplicateSource {
+                    source_name: source.name.clone(),
+                });
+            }
+            clients.insert(source.name.clone(), SourceClient::build(source)?);
+        }
+        Ok(Self { clients, options })
+    }
+
+    /// The size options in force.
+    pub fn options(&self) -> TransportOptions {
+        self.options
+    }
+
+    /// Whether a client was built for this source name.
+    pub fn has_source(&self, name: &str) -> bool {
+        self.clients.contains_key(name)
+    }
+
+    fn client(&self, name: &str) -> Result<&SourceClient, WireFailure> {
+        self.clients.get(name).ok_or(WireFailure::Unsupported {
+            what: "source not registered with this transport",
+        })
+    }
+
+    /// `GET {base_url}/models` for `pgw doctor` (05 R-53): no admission, no breaker, no
+    /// telemetry; bounded by `min(timeout_s, 10 s)`. Sends the source's `HEADERS`, `QUERY` and
+    /// authentication.
+    ///
+    /// Returns the status received, whatever it is (the doctor judges 200 vs 401 …); the body is
+    /// not read. Errors: `WireFailure::Network` when no status arrived (a timeout after connect
+    /// is `ReadTimeout`), `WireFailure::Unsupported` for a source this transport was not built
+    /// with.
+    pub async fn probe_models(&self, source: &SourceConfig) -> Result<u16, WireFailure> {
+        let client = self.client(&source.name)?;
+        let bound_s = if client.timeout_s.is_finite() && client.timeout_s > 0.0 {
+            client.timeout_s.min(PROBE_MAX_S)
+        } else {
+            PROBE_MAX_S
+        };
+        let bound = Duration::try_from_secs_f64(bound_s).unwrap_or(Duration::from_secs(10));
+        let mut headers = client.headers.clone();
+        headers.remove(header::CONTENT_TYPE);
+        let response = client
+            .client
+            .get(client.models_url.clone())
+            .headers(headers)
+            .timeout(bound)
+            .send()
+            .await
+            .map_err(|e| WireFailure::Network(network_fault(&e, Phase::Send)))?;
+        Ok(response.status().as_u16())
+    }
+
+    /// Sends the request and returns the 200 response; any other status is read into
+    /// `WireFailure::Http` (S-7 outcome 2), a failure before the status is `Network` (outcome 3).
+    async fn exchange(
+        &self,
+        request: &WireRequest,
+    ) -> Result<(&SourceClient, reqwest::Response), WireFailure> {
+        let client = self.client(&request.source.name)?;
+        let request_id =
+            HeaderValue::from_str(&request.call_id).map_err(|_| WireFailure::Unsupported {
+                what: "call_id is not a valid HTTP header value",
+            })?;
+        // the body exactly as the core built it; serialising a `Value` cannot fail.
+        let body = serde_json::to_vec(&request.body).map_err(|_| WireFailure::Unsupported {
+            what: "request body cannot be serialised",
+        })?;
+        let response = client
+            .client
+            .post(client.url(request.endpoint).clone())
+            .headers(client.headers.clone())
+            .header(REQUEST_ID_HEADER, request_id)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                let fault = network_fault(&e, Phase::Send);
+                tracing::debug!(
+                    source = %request.source.name,
+                    call_id = %request.call_id,
+                    kind = %fault.kind,
+                    "upstream request failed before a status line"
+                );
+                WireFailure::Network(fault)
+            })?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            tracing::debug!(
+                source = %request.source.name,
+                call_id = %request.call_id,
+                status,
+                "upstream answered a non-200 status"
+            );
+            return Err(http_failure(response, self.options.max_error_body_bytes).await);
+        }
+        Ok((client, response))
+    }
+
+    /// The whole 200 body, capped at `min(max_frame_bytes, max_response_bytes)` (S-12, R-29).
+    async fn whole_body(
+        &self,
+        client: &SourceClient,
+        response: reqwest::Response,
+    ) -> Result<WireBody, WireFailure> {
+        let headers = header_pairs(response.headers());
+        let limit = body_limit(self.options.max_frame_bytes, client.max_response_bytes);
+        match read_capped(body_stream(response), limit).await {
+            Ok(bytes) => Ok(WireBody { headers, bytes }),
+            Err(BodyReadError::TooLarge { limit }) => Err(WireFailure::FrameTooLarge { limit }),
+            Err(BodyReadError::Broken(e)) => {
+                Err(WireFailure::ReadError(network_fault(&e, Phase::Body)))
+            }
+        }
+    }
+
+    /// The `Events` response of a streamed 200 (S-8; R-27).
+    fn events(&self, client: &SourceClient, response: reqwest::Response) -> WireResponse {
+        let headers = header_pairs(response.headers());
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let body = body_stream(response);
+        let events: WireEventStream = if content_type.as_deref().is_some_and(is_json_content_type)
+        {
+            // not framed; the whole body becomes one event, read on the first poll so
+            // that `send` still resolves at the status line.
+            let limit = body_limit(self.options.max_frame_bytes, client.max_response_bytes);
+            let read = async move { json_body_events(read_capped(body, limit).await) };
+            Box::pin(futures_util::stream::once(read).flat_map(futures_util::stream::iter))
+        } else {
+            Box::pin(SseEventStream::new(
+                body,
+                self.options.max_frame_bytes,
+                client.max_response_bytes,
+            ))
+        };
+        WireResponse::Events {
+            headers,
+            content_type,
+            events,
+        }
+    }
+}
+
+#[async_trait]
+impl ChatTransport for OpenAiTransport {
+    /// One HTTP exchange (10 §8.1, CT-CHAT-01…10). `stream = true` and 200 → `Events` (an SSE
+    /// stream, or for a JSON content type the un-framed body of R-27); `stream = false` and 200
+    /// → `Body`. Errors: `Http` (status ≠ 200, 201/204 included), `Network` (before a status),
+    /// `FrameTooLarge`/`ReadError` (non-stream body), `Unsupported` (unknown source, a `call_id`
+    /// that is not a header value).
+    async fn send(&self, request: WireRequest) -> Result<WireResponse, WireFailure> {
+        let (client, response) = self.exchange(&request).await?;
+        if request.stream {
+            Ok(self.events(client, response))
+        } else {
+            self.whole_body(client, response).await.map(WireResponse::Body)
+        }
+    }
+}
+
+#[async_trait]
+impl EmbeddingTransport for OpenAiTransport {
+    /// One `POST {base_url}/embeddings` (10 §8.2, CT-EMB-01/02; the endpoint is taken from
+    /// `request.endpoint`, which the core sets to `Embeddings`). Always non-stream: the 200
+    /// body, unjudged. Errors as the non-stream chat path.
+    async fn send(&self, request: WireRequest) -> Result<WireBody, WireFailure> {
+        let (client, response) = self.exchange(&request).await?;
+        self.whole_body(client, response).await
+    }
+}
+
+/// The per-attempt body cap of a whole body: `min(max_frame_bytes, max_response_bytes)`.
+fn body_limit(max_frame_bytes: usize, max_response_bytes: u64) -> usize {
+    usize::try_from(max_response_bytes).map_or(max_frame_bytes, |r| r.min(max_frame_bytes))
+}
+
+fn body_stream(response: reqwest::Response) -> BodyStream {
+    Box::pin(response.bytes_stream())
+}
+
+/// Every response header: names lower-case (as `http` stores them), values as received (UTF-8
+/// with replacement), duplicates kept, in `HeaderMap` order (grouped by name).
+fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// `WireFailure::Http` of a non-200 response (10 §7, S-7): the body read until its end or until
+/// `limit` bytes are retained; a longer body is truncated there (the response is then dropped
+/// unread, so its connection is closed, never pooled); a body that breaks keeps what was read.
+async fn http_failure(mut response: reqwest::Response, limit: usize) -> WireFailure {
+    let status = response.status().as_u16();
+    let headers = header_pairs(response.headers());
+    let mut body: Vec<u8> = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(bytes)) => {
+                let room = limit.saturating_sub(body.len());
+                if bytes.len() > room {
+                    body.extend_from_slice(bytes.get(..room).unwrap_or_default());
+                    break;
+                }
+                body.extend_from_slice(&bytes);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(
+                    status,
+                    kind = %network_fault(&e, Phase::Body).kind,
+                    retained_bytes = body.len(),
+                    "error body broke while being read; keeping what was read"
+                );
+                break;
+            }
+        }
+    }
+    drop(response);
+    WireFailure::Http {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
