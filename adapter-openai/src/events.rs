@@ -37,7 +37,9 @@ pub(crate) fn to_wire(event: SseEvent) -> WireEvent {
         }
         SseEvent::ErrorEvent { data } => WireEvent::ErrorEvent { data },
         SseEvent::MalformedFrame { len } => WireEvent::MalformedFrame { len },
-        SseEvent::Notice(SseNotice::SplitDataLines) => WireEvent::Notice(WireNotice::SplitDataLines),
+        SseEvent::Notice(SseNotice::SplitDataLines) => {
+            WireEvent::Notice(WireNotice::SplitDataLines)
+        }
         SseEvent::Unrecognized { excerpt } => WireEvent::Unrecognized { excerpt },
         SseEvent::FrameTooLarge { limit } => WireEvent::FrameTooLarge { limit },
         SseEvent::End => WireEvent::End,
@@ -58,6 +60,8 @@ pub(crate) struct SseEventStream {
     max_response_bytes: u64,
     /// A terminal event was queued; after the queue drains the stream ends.
     terminated: bool,
+    /// the one scheduler yield after `Done` was taken.
+    yielded_after_done: bool,
 }
 
 impl fmt::Debug for SseEventStream {
@@ -84,6 +88,7 @@ impl SseEventStream {
             read_bytes: 0,
             max_response_bytes,
             terminated: false,
+            yielded_after_done: false,
         }
     }
 
@@ -106,13 +111,15 @@ impl SseEventStream {
         self.queue.push_back(event);
     }
 
-    /// after `Done`, poll the body once without waiting. If it has ended, hyper returns
-    /// the connection to the pool; otherwise dropping the body closes the connection. Nothing
-    /// read here is parsed (S-9).
-    fn release_after_done(&mut self, cx: &mut Context<'_>) {
-        if let Some(mut body) = self.body.take() {
-            let ended = matches!(body.as_mut().poll_next(cx), Poll::Ready(None));
-            tracing::trace!(ended, "body polled once after [DONE]");
+    /// after `Done`, poll the body without waiting: `Some(true)` it has ended (hyper
+    /// returns the connection to the pool), `Some(false)` more bytes came (dropping the body
+    /// closes the connection; nothing read here is parsed, S-9), `None` nothing is known yet.
+    fn poll_end_after_done(&mut self, cx: &mut Context<'_>) -> Option<bool> {
+        let body = self.body.as_mut()?;
+        match body.as_mut().poll_next(cx) {
+            Poll::Ready(None) => Some(true),
+            Poll::Ready(Some(_)) => Some(false),
+            Poll::Pending => None,
         }
     }
 }
@@ -124,10 +131,23 @@ impl Stream for SseEventStream {
         let this = self.get_mut();
         loop {
             if let Some(event) = this.queue.pop_front() {
-                if event.is_terminal() {
-                    if matches!(event, WireEvent::Done) {
-                        this.release_after_done(cx);
+                if matches!(event, WireEvent::Done) && this.body.is_some() {
+                    // hyper's connection task delivers the end of the body only after it
+                    // ran once more, so a body that has ended often still reads `Pending` here:
+                    // then the stream yields to the scheduler exactly once (a self-wake, like
+                    // `tokio::task::yield_now`) and polls a second time. It never waits on I/O
+                    // or a timer: whatever the second poll says, `Done` is yielded.
+                    match this.poll_end_after_done(cx) {
+                        None if !this.yielded_after_done => {
+                            this.yielded_after_done = true;
+                            this.queue.push_front(event);
+                            cx.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                        ended => tracing::trace!(?ended, "body polled after [DONE]"),
                     }
+                }
+                if event.is_terminal() {
                     this.body = None;
                     this.queue.clear();
                 }
@@ -183,7 +203,10 @@ pub(crate) enum BodyReadError {
 
 /// Reads a whole body into memory, failing as soon as it passes `limit` bytes (the rest is
 /// never read; dropping the response then closes the connection).
-pub(crate) async fn read_capped(mut body: BodyStream, limit: usize) -> Result<Bytes, BodyReadError> {
+pub(crate) async fn read_capped(
+    mut body: BodyStream,
+    limit: usize,
+) -> Result<Bytes, BodyReadError> {
     use futures_util::StreamExt as _;
     let mut first: Option<Bytes> = None;
     let mut buf: Vec<u8> = Vec::new();
@@ -267,18 +290,26 @@ mod tests {
     #[tokio::test]
     async fn ct_chat_06_one_terminal_and_nothing_after_done() {
         let reads = vec![
-            Ok(Bytes::from_static(b"data: {\"a\":1}\n\ndata: [DONE]\n\ndata: {\"b\":2}\n\n")),
+            Ok(Bytes::from_static(
+                b"data: {\"a\":1}\n\ndata: [DONE]\n\ndata: {\"b\":2}\n\n",
+            )),
             Ok(Bytes::from_static(b"data: {\"c\":3}\n\n")),
         ];
         let events = collect(SseEventStream::new(body(reads), 1024, u64::MAX)).await;
-        assert_eq!(events, vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::Done]);
+        assert_eq!(
+            events,
+            vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::Done]
+        );
     }
 
     #[tokio::test]
     async fn s_28_clean_end_flushes_then_end() {
         let reads = vec![Ok(Bytes::from_static(b"data: {\"a\":1}"))];
         let events = collect(SseEventStream::new(body(reads), 1024, u64::MAX)).await;
-        assert_eq!(events, vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::End]);
+        assert_eq!(
+            events,
+            vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::End]
+        );
     }
 
     #[tokio::test]
@@ -323,7 +354,10 @@ mod tests {
             json_body_event(b" \r\n "),
             WireEvent::KeepAlive(KeepAliveKind::EmptyData)
         );
-        assert_eq!(json_body_event(b""), WireEvent::KeepAlive(KeepAliveKind::EmptyData));
+        assert_eq!(
+            json_body_event(b""),
+            WireEvent::KeepAlive(KeepAliveKind::EmptyData)
+        );
         assert_eq!(
             json_body_event(b"{\"id\":"),
             WireEvent::MalformedFrame { len: 6 }
@@ -332,9 +366,18 @@ mod tests {
 
     #[tokio::test]
     async fn s_12_read_capped_limits() {
-        let reads = vec![Ok(Bytes::from_static(b"abc")), Ok(Bytes::from_static(b"def"))];
-        assert_eq!(read_capped(body(reads), 6).await.unwrap(), Bytes::from_static(b"abcdef"));
-        let reads = vec![Ok(Bytes::from_static(b"abc")), Ok(Bytes::from_static(b"defg"))];
+        let reads = vec![
+            Ok(Bytes::from_static(b"abc")),
+            Ok(Bytes::from_static(b"def")),
+        ];
+        assert_eq!(
+            read_capped(body(reads), 6).await.unwrap(),
+            Bytes::from_static(b"abcdef")
+        );
+        let reads = vec![
+            Ok(Bytes::from_static(b"abc")),
+            Ok(Bytes::from_static(b"defg")),
+        ];
         assert!(matches!(
             read_capped(body(reads), 6).await,
             Err(BodyReadError::TooLarge { limit: 6 })

@@ -200,8 +200,7 @@ impl OpenAiTransport {
             .get(header::CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let body = body_stream(response);
-        let events: WireEventStream = if content_type.as_deref().is_some_and(is_json_content_type)
-        {
+        let events: WireEventStream = if content_type.as_deref().is_some_and(is_json_content_type) {
             // not framed; the whole body becomes one event, read on the first poll so
             // that `send` still resolves at the status line.
             let limit = body_limit(self.options.max_frame_bytes, client.max_response_bytes);
@@ -234,7 +233,9 @@ impl ChatTransport for OpenAiTransport {
         if request.stream {
             Ok(self.events(client, response))
         } else {
-            self.whole_body(client, response).await.map(WireResponse::Body)
+            self.whole_body(client, response)
+                .await
+                .map(WireResponse::Body)
         }
     }
 }

@@ -26,7 +26,11 @@ fn http_parts(err: WireFailure) -> (u16, Vec<(String, String)>, String) {
 async fn ct_chat_02_non_200_statuses_for_stream_and_non_stream() {
     for status in [201_u16, 202, 204, 400, 401, 429, 500, 503] {
         for stream in [true, false] {
-            let body: &[u8] = if status == 204 { b"" } else { b"{\"error\":\"x\"}" };
+            let body: &[u8] = if status == 204 {
+                b""
+            } else {
+                b"{\"error\":\"x\"}"
+            };
             let sim = sim(&raw_script(
                 status,
                 &[
@@ -40,13 +44,20 @@ async fn ct_chat_02_non_200_statuses_for_stream_and_non_stream() {
             ));
             let src = source(&sim.base_url());
             let t = transport(&src);
-            let req = if stream { chat_stream(&src) } else { chat_plain(&src) };
+            let req = if stream {
+                chat_stream(&src)
+            } else {
+                chat_plain(&src)
+            };
             let (got, headers, text) = http_parts(ChatTransport::send(&t, req).await.unwrap_err());
             assert_eq!(got, status, "stream={stream}");
             let has = |n: &str, v: &str| headers.iter().any(|(hn, hv)| hn == n && hv == v);
             assert!(has("retry-after", "3"), "{headers:?}");
             assert!(has("retry-after-ms", "2500"));
-            assert!(has("x-custom", "A b"), "names lower-cased, values as received");
+            assert!(
+                has("x-custom", "A b"),
+                "names lower-cased, values as received"
+            );
             if status == 204 {
                 assert_eq!(text, "");
             } else {
@@ -60,7 +71,11 @@ async fn ct_chat_02_non_200_statuses_for_stream_and_non_stream() {
 async fn ct_chat_02_duplicate_headers_kept() {
     let sim = sim(&raw_script(
         429,
-        &[("retry-after", "1"), ("Retry-After", "2"), ("content-type", "text/plain")],
+        &[
+            ("retry-after", "1"),
+            ("Retry-After", "2"),
+            ("content-type", "text/plain"),
+        ],
         &[b"slow down"],
         "eof",
     ));
@@ -131,7 +146,11 @@ async fn ct_chat_03_connect_refused_is_network_connect() {
     let src = source(&refused_base_url());
     let t = transport(&src);
     for stream in [true, false] {
-        let req = if stream { chat_stream(&src) } else { chat_plain(&src) };
+        let req = if stream {
+            chat_stream(&src)
+        } else {
+            chat_plain(&src)
+        };
         match ChatTransport::send(&t, req).await {
             Err(WireFailure::Network(fault)) => {
                 assert_eq!(fault.kind, NetworkFaultKind::Connect, "{fault}");
@@ -150,7 +169,9 @@ async fn ct_chat_03_tls_handshake_failure_is_network_tls() {
     let src = source(&url);
     let t = transport(&src);
     match ChatTransport::send(&t, chat_plain(&src)).await {
-        Err(WireFailure::Network(fault)) => assert_eq!(fault.kind, NetworkFaultKind::Tls, "{fault}"),
+        Err(WireFailure::Network(fault)) => {
+            assert_eq!(fault.kind, NetworkFaultKind::Tls, "{fault}")
+        }
         other => panic!("expected Network(Tls), got {other:?}"),
     }
 }
@@ -198,7 +219,11 @@ async fn ct_chat_08_non_stream_body_raw_with_headers() {
         panic!("non-stream 200 gives Body");
     };
     assert_eq!(&body.bytes[..], &raw[..], "raw bytes, unjudged");
-    assert!(body.headers.iter().any(|(n, v)| n == "x-upstream" && v == "v"));
+    assert!(
+        body.headers
+            .iter()
+            .any(|(n, v)| n == "x-upstream" && v == "v")
+    );
 }
 
 #[tokio::test]
@@ -248,7 +273,11 @@ async fn ct_chat_08_non_stream_body_broken_is_read_error() {
     let t = transport(&src);
     match ChatTransport::send(&t, chat_plain(&src)).await {
         Err(WireFailure::ReadError(fault)) => {
-            assert_eq!(fault.kind, NetworkFaultKind::Read, "a reset is a read error: {fault}");
+            assert_eq!(
+                fault.kind,
+                NetworkFaultKind::Read,
+                "a reset is a read error: {fault}"
+            );
             assert!(!fault.detail.contains("{\"id\""), "payload never echoed");
         }
         other => panic!("expected ReadError, got {other:?}"),
@@ -278,7 +307,10 @@ async fn ct_emb_02_embedding_failures() {
     // CT-CHAT-02: status ≠ 200.
     let upstream = sim(&raw_script(
         429,
-        &[("content-type", "application/json"), ("retry-after", "86400")],
+        &[
+            ("content-type", "application/json"),
+            ("retry-after", "86400"),
+        ],
         &[b"{\"error\":{\"code\":\"429\"}}"],
         "eof",
     ));
@@ -291,7 +323,11 @@ async fn ct_emb_02_embedding_failures() {
             .unwrap_err(),
     );
     assert_eq!(status, 429);
-    assert!(headers.iter().any(|(n, v)| n == "retry-after" && v == "86400"));
+    assert!(
+        headers
+            .iter()
+            .any(|(n, v)| n == "retry-after" && v == "86400")
+    );
 
     // CT-CHAT-03: before a status line.
     let refused = source(&refused_base_url());
@@ -302,7 +338,12 @@ async fn ct_emb_02_embedding_failures() {
     ));
 
     // CT-CHAT-08: capped and broken bodies.
-    let upstream = sim(&raw_script(200, &[("content-type", "application/json")], &[&[b'1'; 64]], "eof"));
+    let upstream = sim(&raw_script(
+        200,
+        &[("content-type", "application/json")],
+        &[&[b'1'; 64]],
+        "eof",
+    ));
     let src = source(&upstream.base_url());
     let t = transport_with(
         &src,
@@ -312,10 +353,16 @@ async fn ct_emb_02_embedding_failures() {
         },
     );
     assert_eq!(
-        EmbeddingTransport::send(&t, request(&src, Endpoint::Embeddings, body.clone(), false)).await,
+        EmbeddingTransport::send(&t, request(&src, Endpoint::Embeddings, body.clone(), false))
+            .await,
         Err(WireFailure::FrameTooLarge { limit: 32 })
     );
-    let upstream = sim(&raw_script(200, &[("content-type", "application/json")], &[b"{\"data\":"], "reset"));
+    let upstream = sim(&raw_script(
+        200,
+        &[("content-type", "application/json")],
+        &[b"{\"data\":"],
+        "reset",
+    ));
     let src = source(&upstream.base_url());
     let t = transport(&src);
     assert!(matches!(
@@ -340,27 +387,11 @@ async fn ct_chat_09_dropping_send_closes_the_connection() {
             got = server.requests.recv() => assert!(got.is_some()),
         }
     } // the send future is dropped here
-    assert_eq!(server.closed.recv().await, Some(()), "the upstream saw the disconnect");
-}
-
-/// A listener whose accept queue is full: further SYNs are dropped, so a connect hangs.
-/// Returns the listener (kept alive) and the streams filling its queue.
-async fn full_backlog() -> (socket2::Socket, std::net::SocketAddr, Vec<tokio::net::TcpStream>) {
-    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    sock.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
-        .unwrap();
-    sock.listen(0).unwrap();
-    let addr = sock.local_addr().unwrap().as_socket().unwrap();
-    let mut fill = Vec::new();
-    // Linux queues backlog + 1 connections; fill until a connect stops completing.
-    for _ in 0..16 {
-        let connect = tokio::net::TcpStream::connect(addr);
-        match tokio::time::timeout(std::time::Duration::from_millis(100), connect).await {
-            Ok(Ok(s)) => fill.push(s),
-            _ => break,
-        }
-    }
-    (sock, addr, fill)
+    assert_eq!(
+        server.closed.recv().await,
+        Some(()),
+        "the upstream saw the disconnect"
+    );
 }
 
 #[tokio::test]
@@ -381,18 +412,22 @@ async fn r_25_connect_timeout_is_ttft_timeout_and_network_connect_timeout() {
         other => panic!("expected Network(ConnectTimeout), got {other:?}"),
     }
     let elapsed = started.elapsed();
-    assert!(elapsed >= std::time::Duration::from_millis(200), "{elapsed:?}");
-    assert!(elapsed < std::time::Duration::from_secs(20), "not timeout_s: {elapsed:?}");
+    assert!(
+        elapsed >= std::time::Duration::from_millis(200),
+        "{elapsed:?}"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(20),
+        "not timeout_s: {elapsed:?}"
+    );
 }
 
 #[tokio::test]
 async fn ct_chat_04_no_read_timer_on_a_body() {
     // Connect timeout 0.2 s; the body pauses 0.8 s (4×) between writes and still arrives whole.
-    let script = format!(
-        r#"{{"version":1,"responses":[{{"headers":[["content-type","application/json"]],
-            "chunks":[{{"text":"{{\"id\":"}},{{"text":"\"x\"}}","delay_ms":800}}]}}]}}"#
-    );
-    let upstream = sim(&script);
+    let script = r#"{"version":1,"responses":[{"headers":[["content-type","application/json"]],
+            "chunks":[{"text":"{\"id\":"},{"text":"\"x\"}","delay_ms":800}]}]}"#;
+    let upstream = sim(script);
     let src = gateway_ports::config::SourceConfig {
         ttft_timeout_s: Some(0.2),
         inter_token_timeout_s: Some(0.1),

@@ -7,14 +7,13 @@ mod support;
 use adapter_openai::{OpenAiTransport, TransportOptions};
 use gateway_ports::config::{Secret, SourceConfig};
 use gateway_ports::error::WireFailure;
-use gateway_ports::ports::transport::{
-    ChatTransport, EmbeddingTransport, Endpoint, WireResponse,
-};
+use gateway_ports::ports::transport::{ChatTransport, EmbeddingTransport, Endpoint, WireResponse};
 use gateway_ports::vocab::AuthStyle;
 use serde_json::json;
 use support::*;
 
-const COMPLETION: &str = r#"{"version":1,"responses":[{"completion":{"content":"hello","chunks":2}}]}"#;
+const COMPLETION: &str =
+    r#"{"version":1,"responses":[{"completion":{"content":"hello","chunks":2}}]}"#;
 
 #[tokio::test]
 async fn ct_chat_01_stream_request_shape() {
@@ -41,11 +40,18 @@ async fn ct_chat_01_stream_request_shape() {
         "bearer scheme"
     );
     assert_eq!(r.header("content-type"), Some("application/json"));
-    assert_eq!(r.header("x-request-id"), Some("call-0001"), "R-33 X-Request-Id");
+    assert_eq!(
+        r.header("x-request-id"),
+        Some("call-0001"),
+        "R-33 X-Request-Id"
+    );
     // R-14: the body is the core's, serialised by serde_json, nothing added or removed.
     let wire = serde_json::to_string(&sent).unwrap();
     assert_eq!(r.body_len, wire.len());
-    assert_eq!(serde_json::to_string(r.body.as_ref().unwrap()).unwrap(), wire);
+    assert_eq!(
+        serde_json::to_string(r.body.as_ref().unwrap()).unwrap(),
+        wire
+    );
 }
 
 #[tokio::test]
@@ -92,7 +98,9 @@ async fn r_33_auth_style_api_key_header() {
         ..source(&sim.base_url())
     };
     let t = transport(&src);
-    ChatTransport::send(&t, chat_plain(&src)).await.expect("200");
+    ChatTransport::send(&t, chat_plain(&src))
+        .await
+        .expect("200");
     let r = &sim.wait_for_requests(1).await[0];
     assert!(r.header("authorization").is_none());
     assert!(r.header("api-key").is_some());
@@ -108,7 +116,9 @@ async fn r_33_auth_style_none_sends_no_credentials() {
         ..source(&sim.base_url())
     };
     let t = transport(&src);
-    ChatTransport::send(&t, chat_plain(&src)).await.expect("200");
+    ChatTransport::send(&t, chat_plain(&src))
+        .await
+        .expect("200");
     let r = &sim.wait_for_requests(1).await[0];
     assert!(r.header("authorization").is_none());
     assert!(r.header("api-key").is_none());
@@ -125,13 +135,18 @@ async fn r_33_headers_and_query_sent() {
     src.query
         .insert("api-version".to_owned(), "2024-10-21".to_owned());
     let t = transport(&src);
-    ChatTransport::send(&t, chat_plain(&src)).await.expect("200");
+    ChatTransport::send(&t, chat_plain(&src))
+        .await
+        .expect("200");
     let body = json!({"model": "m-1", "input": ["x"]});
     EmbeddingTransport::send(&t, request(&src, Endpoint::Embeddings, body, false))
         .await
         .expect("200");
     let recorded = sim.wait_for_requests(2).await;
-    assert_eq!(recorded[0].path, "/v1/chat/completions?api-version=2024-10-21");
+    assert_eq!(
+        recorded[0].path,
+        "/v1/chat/completions?api-version=2024-10-21"
+    );
     assert_eq!(recorded[1].path, "/v1/embeddings?api-version=2024-10-21");
     for r in &recorded {
         assert_eq!(r.header("x-tenant"), Some("tenant-7"));
@@ -144,18 +159,28 @@ async fn r_33_headers_and_query_sent() {
 async fn ct_chat_01_redirects_not_followed() {
     let sim = sim(&raw_script(
         307,
-        &[("location", "/v1/elsewhere"), ("content-type", "text/plain")],
+        &[
+            ("location", "/v1/elsewhere"),
+            ("content-type", "text/plain"),
+        ],
         &[b"moved"],
         "eof",
     ));
     let src = source(&sim.base_url());
     let t = transport(&src);
     let err = ChatTransport::send(&t, chat_plain(&src)).await.unwrap_err();
-    let WireFailure::Http { status, headers, .. } = err else {
+    let WireFailure::Http {
+        status, headers, ..
+    } = err
+    else {
         panic!("a redirect is a non-200 fact: {err:?}");
     };
     assert_eq!(status, 307);
-    assert!(headers.iter().any(|(n, v)| n == "location" && v == "/v1/elsewhere"));
+    assert!(
+        headers
+            .iter()
+            .any(|(n, v)| n == "location" && v == "/v1/elsewhere")
+    );
     assert_eq!(sim.wait_for_requests(1).await.len(), 1);
     assert_eq!(sim.request_count(), 1, "the redirect was not followed");
 }
@@ -192,7 +217,9 @@ async fn r_25_unknown_source_is_unsupported() {
         name: "other_1".to_owned(),
         ..src.clone()
     };
-    let err = ChatTransport::send(&t, chat_plain(&other)).await.unwrap_err();
+    let err = ChatTransport::send(&t, chat_plain(&other))
+        .await
+        .unwrap_err();
     assert!(matches!(err, WireFailure::Unsupported { .. }), "{err:?}");
     assert_eq!(sim.request_count(), 0, "nothing sent");
 }
@@ -257,8 +284,7 @@ async fn r_33_ca_file_valid_pem_builds() {
 async fn r_53_probe_models_returns_the_status() {
     let sim = sim(COMPLETION);
     let mut src = source(&sim.base_url());
-    src.query
-        .insert("api-version".to_owned(), "1".to_owned());
+    src.query.insert("api-version".to_owned(), "1".to_owned());
     let t = transport(&src);
     assert_eq!(t.probe_models(&src).await, Ok(200));
     let r = &sim.wait_for_requests(1).await[0];

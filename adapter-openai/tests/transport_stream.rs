@@ -5,10 +5,10 @@
 mod support;
 
 use adapter_openai::TransportOptions;
-use gateway_ports::config::SourceConfig;
-use gateway_ports::error::NetworkFaultKind;
-use gateway_ports::ports::transport::{ChatTransport, KeepAliveKind, WireEvent, WireResponse};
 use futures_util::StreamExt as _;
+use gateway_ports::config::SourceConfig;
+use gateway_ports::error::{NetworkFaultKind, WireFailure};
+use gateway_ports::ports::transport::{ChatTransport, KeepAliveKind, WireEvent, WireResponse};
 use serde_json::json;
 use support::*;
 
@@ -95,7 +95,10 @@ async fn ct_chat_06_clean_end_without_done_is_end() {
     ));
     let src = source(&upstream.base_url());
     let events = stream_events(&transport(&src), &src).await;
-    assert_eq!(events, vec![WireEvent::Chunk(json!({"n": 1})), WireEvent::End]);
+    assert_eq!(
+        events,
+        vec![WireEvent::Chunk(json!({"n": 1})), WireEvent::End]
+    );
 }
 
 #[tokio::test]
@@ -129,7 +132,10 @@ async fn ct_chat_06_close_delimited_body_end_is_clean() {
     );
     let src = source(&upstream.base_url());
     let events = stream_events(&transport(&src), &src).await;
-    assert_eq!(events, vec![WireEvent::Chunk(json!({"n": 1})), WireEvent::End]);
+    assert_eq!(
+        events,
+        vec![WireEvent::Chunk(json!({"n": 1})), WireEvent::End]
+    );
 }
 
 #[tokio::test]
@@ -161,7 +167,12 @@ async fn s_17_frame_too_large_over_the_wire() {
     let upstream = sim(&raw_script(
         200,
         &[("content-type", "text/event-stream")],
-        &[b"data: {\"n\":1}\n\n", &line[..100], &line[100..], b"data: [DONE]\n\n"],
+        &[
+            b"data: {\"n\":1}\n\n",
+            &line[..100],
+            &line[100..],
+            b"data: [DONE]\n\n",
+        ],
         "eof",
     ));
     let src = source(&upstream.base_url());
@@ -187,7 +198,12 @@ async fn r_29_stream_over_max_response_bytes() {
     let upstream = sim(&raw_script(
         200,
         &[("content-type", "text/event-stream")],
-        &[b": keep-alive\n\n", b": keep-alive\n\n", b": keep-alive\n\n", b"data: [DONE]\n\n"],
+        &[
+            b": keep-alive\n\n",
+            b": keep-alive\n\n",
+            b": keep-alive\n\n",
+            b"data: [DONE]\n\n",
+        ],
         "eof",
     ));
     let src = SourceConfig {
@@ -224,7 +240,10 @@ async fn r_27_json_body_to_streamed_request_is_one_event() {
     else {
         panic!("Events expected");
     };
-    assert_eq!(content_type.as_deref(), Some("application/json; charset=utf-8"));
+    assert_eq!(
+        content_type.as_deref(),
+        Some("application/json; charset=utf-8")
+    );
     let expected: serde_json::Value = serde_json::from_slice(body).unwrap();
     assert_eq!(
         collect(events).await,
@@ -235,12 +254,32 @@ async fn r_27_json_body_to_streamed_request_is_one_event() {
 #[tokio::test]
 async fn r_27_json_body_empty_invalid_too_large_broken() {
     let cases: [(&[u8], &str, Vec<WireEvent>); 3] = [
-        (b"  \n", "eof", vec![WireEvent::KeepAlive(KeepAliveKind::EmptyData), WireEvent::End]),
-        (b"<html>oops</html>", "eof", vec![WireEvent::MalformedFrame { len: 17 }, WireEvent::End]),
-        (&[b' '; 200], "eof", vec![WireEvent::FrameTooLarge { limit: 100 }]),
+        (
+            b"  \n",
+            "eof",
+            vec![
+                WireEvent::KeepAlive(KeepAliveKind::EmptyData),
+                WireEvent::End,
+            ],
+        ),
+        (
+            b"<html>oops</html>",
+            "eof",
+            vec![WireEvent::MalformedFrame { len: 17 }, WireEvent::End],
+        ),
+        (
+            &[b' '; 200],
+            "eof",
+            vec![WireEvent::FrameTooLarge { limit: 100 }],
+        ),
     ];
     for (body, end, expected) in cases {
-        let upstream = sim(&raw_script(200, &[("content-type", "application/json")], &[body], end));
+        let upstream = sim(&raw_script(
+            200,
+            &[("content-type", "application/json")],
+            &[body],
+            end,
+        ));
         let src = source(&upstream.base_url());
         let t = transport_with(
             &src,
@@ -251,10 +290,18 @@ async fn r_27_json_body_empty_invalid_too_large_broken() {
         );
         assert_eq!(stream_events(&t, &src).await, expected);
     }
-    let upstream = sim(&raw_script(200, &[("content-type", "application/json")], &[b"{\"id\":"], "reset"));
+    let upstream = sim(&raw_script(
+        200,
+        &[("content-type", "application/json")],
+        &[b"{\"id\":"],
+        "reset",
+    ));
     let src = source(&upstream.base_url());
     let events = stream_events(&transport(&src), &src).await;
-    assert!(matches!(events.as_slice(), [WireEvent::ReadError(_)]), "{events:?}");
+    assert!(
+        matches!(events.as_slice(), [WireEvent::ReadError(_)]),
+        "{events:?}"
+    );
 }
 
 #[tokio::test]
@@ -270,24 +317,37 @@ async fn ct_chat_04_gzip_decoded_before_framing() {
     ];
     let upstream = sim(&raw_script(
         200,
-        &[("content-type", "text/event-stream"), ("content-encoding", "gzip")],
+        &[
+            ("content-type", "text/event-stream"),
+            ("content-encoding", "gzip"),
+        ],
         &[&GZ_SSE[..10], &GZ_SSE[10..]],
         "eof",
     ));
     let src = source(&upstream.base_url());
     let events = stream_events(&transport(&src), &src).await;
-    assert_eq!(events, vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::Done]);
+    assert_eq!(
+        events,
+        vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::Done]
+    );
     let r = &upstream.wait_for_requests(1).await[0];
-    assert!(r.header("accept-encoding").is_some_and(|v| v.contains("gzip")));
+    assert!(
+        r.header("accept-encoding")
+            .is_some_and(|v| v.contains("gzip"))
+    );
 
     let upstream = sim(&raw_script(
         200,
-        &[("content-type", "application/json"), ("content-encoding", "gzip")],
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
         &[&GZ_JSON],
         "eof",
     ));
     let src = source(&upstream.base_url());
-    let Ok(WireResponse::Body(body)) = ChatTransport::send(&transport(&src), chat_plain(&src)).await
+    let Ok(WireResponse::Body(body)) =
+        ChatTransport::send(&transport(&src), chat_plain(&src)).await
     else {
         panic!("Body expected");
     };
@@ -307,7 +367,11 @@ async fn r_28_connection_pooled_after_done_when_body_ended() {
         let events = stream_events(&t, &src).await;
         assert_eq!(events.last(), Some(&WireEvent::Done));
     }
-    assert_eq!(server.accepted(), 1, "one connection reused for all three streams");
+    assert_eq!(
+        server.accepted(),
+        1,
+        "one connection reused for all three streams"
+    );
 }
 
 #[tokio::test]
@@ -319,10 +383,22 @@ async fn r_28_connection_dropped_after_done_when_body_continues() {
     let src = source(&server.base_url);
     let t = transport(&src);
     let events = stream_events(&t, &src).await;
-    assert_eq!(events, vec![WireEvent::Done], "nothing after [DONE] is parsed");
-    assert_eq!(server.closed.recv().await, Some(()), "the connection was closed");
+    assert_eq!(
+        events,
+        vec![WireEvent::Done],
+        "nothing after [DONE] is parsed"
+    );
+    assert_eq!(
+        server.closed.recv().await,
+        Some(()),
+        "the connection was closed"
+    );
     let _ = stream_events(&t, &src).await;
-    assert_eq!(server.accepted(), 2, "the second stream needed a new connection");
+    assert_eq!(
+        server.accepted(),
+        2,
+        "the second stream needed a new connection"
+    );
 }
 
 #[tokio::test]
@@ -339,14 +415,20 @@ async fn ct_chat_09_dropping_the_stream_closes_the_connection() {
     };
     assert_eq!(events.next().await, Some(WireEvent::Chunk(json!({"n": 1}))));
     drop(events);
-    assert_eq!(server.closed.recv().await, Some(()), "the upstream saw the disconnect");
+    assert_eq!(
+        server.closed.recv().await,
+        Some(()),
+        "the upstream saw the disconnect"
+    );
 }
 
 #[tokio::test]
 async fn s_7_truncated_error_body_connection_not_pooled() {
-    let mut big = b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 4000\r\n\r\n".to_vec();
-    big.extend(std::iter::repeat_n(b'x', 4000));
-    let mut server = RawServer::start(big, After::KeepAlive).await;
+    // 4 000 bytes announced, 2 000 sent, the rest withheld: the body is truncated at the cap
+    // and the half-read connection is closed, not pooled.
+    let mut head = b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 4000\r\n\r\n".to_vec();
+    head.extend(std::iter::repeat_n(b'x', 2000));
+    let mut server = RawServer::start(head, After::Hold).await;
     let src = source(&server.base_url);
     let t = transport_with(
         &src,
@@ -356,8 +438,15 @@ async fn s_7_truncated_error_body_connection_not_pooled() {
         },
     );
     let err = ChatTransport::send(&t, chat_plain(&src)).await.unwrap_err();
-    assert!(matches!(err, gateway_ports::error::WireFailure::Http { status: 500, ref body, .. } if body.len() == 100));
-    assert_eq!(server.closed.recv().await, Some(()), "closed rather than pooled");
+    assert!(
+        matches!(err, WireFailure::Http { status: 500, ref body, .. } if body.len() == 100),
+        "{err}"
+    );
+    assert_eq!(
+        server.closed.recv().await,
+        Some(()),
+        "closed rather than pooled"
+    );
 
     // A short error body read to its end keeps the connection.
     let short = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain\r\ncontent-length: 4\r\n\r\nslow".to_vec();

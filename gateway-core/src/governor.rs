@@ -14,6 +14,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -29,11 +30,12 @@ use tracing::Instrument;
 
 use crate::admission::{Admission, AdmissionParts, AdmissionPolicy, DEFAULT_MAX_WAITERS};
 use crate::attempt::{AttemptRunner, SettleMode, TransportResult};
+use crate::budget::RetryBudget;
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
 use crate::deadline::{resolve_call_deadline, with_deadline};
 use crate::pacer::{AimdPacer, Pacer};
-use crate::retry_loop::{LoopEnv, LoopPolicy, run_loop};
+use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
 use crate::rows::{NoopRowSink, RowCall, RowSink};
 use crate::select::{HealthAwareSelector, Selector};
 use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
@@ -55,6 +57,9 @@ pub(crate) struct GovernorInner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) jitter: Jitter,
     pub(crate) retry: RetryPolicy,
+    /// The scope's retry budget (05 R-35); `None` = off. The hedge orchestrator charges
+    /// hedge legs to it (`try_withdraw` before dispatching a hedge).
+    pub(crate) retry_budget: Option<Arc<RetryBudget>>,
     pub(crate) backpressure: BackpressurePolicy,
     pub(crate) call_deadline: Option<Duration>,
     pub(crate) sink: Arc<dyn RowSink>,
@@ -118,6 +123,24 @@ impl CallOptions {
     }
 }
 
+/// Work run **inside** the call deadline after the loop succeeded (30 G-94: the deadline covers
+/// cache IO), e.g. the facade's response-cache write. If the deadline expires while it runs,
+/// its future is dropped (nothing stored), the call waits for its cleanup jobs and returns
+/// `CallDeadlineExceeded` with its terminal row (30 G-101; 95 CF-314). Its duration counts into
+/// `total_latency_ms` (30 G-119).
+pub trait SuccessHook: Send + Sync {
+    /// Runs once after the winning attempt's bookkeeping, before the statistics snapshot.
+    fn after_success(&self, success: &LoopSuccess) -> impl Future<Output = ()> + Send;
+}
+
+/// The empty [`SuccessHook`] used by `run_chat` / `run_embed` / `run_ocr` / `run`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHook;
+
+impl SuccessHook for NoHook {
+    async fn after_success(&self, _success: &LoopSuccess) {}
+}
+
 /// A governed success: the winning attempt and the call's frozen statistics.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -145,6 +168,7 @@ pub struct GovernorBuilder {
     clock: Option<Arc<dyn Clock>>,
     jitter: Option<Jitter>,
     retry: RetryPolicy,
+    retry_budget: Option<Arc<RetryBudget>>,
     backpressure: BackpressurePolicy,
     admission: AdmissionPolicy,
     call_deadline: Option<Duration>,
@@ -183,6 +207,7 @@ impl GovernorBuilder {
             clock: None,
             jitter: None,
             retry: RetryPolicy::default(),
+            retry_budget: None,
             backpressure: BackpressurePolicy::default(),
             admission: AdmissionPolicy::default(),
             call_deadline: None,
@@ -219,6 +244,14 @@ impl GovernorBuilder {
     /// Retry policy (D3, R-35).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Injects a retry budget shared with other governors of the same scope (05 R-35).
+    /// Without it, `retry.budget_ratio = Some(r)` builds one on the governor's clock; with
+    /// neither the budget is off.
+    pub fn retry_budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.retry_budget = Some(budget);
         self
     }
 
@@ -293,6 +326,11 @@ impl GovernorBuilder {
             .selector
             .unwrap_or_else(|| Arc::new(HealthAwareSelector::new(Arc::clone(&clock))));
         let jitter = self.jitter.unwrap_or_else(default_jitter);
+        let retry_budget = self.retry_budget.or_else(|| {
+            self.retry
+                .budget_ratio
+                .map(|r| Arc::new(RetryBudget::new(r, Arc::clone(&clock))))
+        });
         let mut admission = self.admission;
         admission.poll_interval_s = self.backpressure.poll_interval_s;
         if admission.max_waiters == 0 {
@@ -320,6 +358,7 @@ impl GovernorBuilder {
             clock,
             jitter,
             retry: self.retry,
+            retry_budget,
             backpressure: self.backpressure,
             call_deadline: self.call_deadline,
             sink: self.sink.unwrap_or_else(|| Arc::new(NoopRowSink)),
@@ -359,6 +398,11 @@ impl Governor {
     /// The admission (introspection: memo, waiters, sources).
     pub fn admission(&self) -> &Admission {
         &self.inner.admission
+    }
+
+    /// The scope's retry budget, if `RETRY__BUDGET_RATIO` is set (05 R-35).
+    pub fn retry_budget(&self) -> Option<&Arc<RetryBudget>> {
+        self.inner.retry_budget.as_ref()
     }
 
     /// The cleanup queue's counters.
@@ -426,6 +470,21 @@ impl Governor {
         policy: LoopPolicy,
         settle: SettleMode,
     ) -> Result<Governed, GatewayError> {
+        self.run_with_hook(runner, options, operation, policy, settle, &NoHook)
+            .await
+    }
+
+    /// [`Governor::run`] plus a [`SuccessHook`] run inside the deadline after the loop's
+    /// success (the facade's cache write, 30 G-94).
+    pub async fn run_with_hook<R: AttemptRunner, H: SuccessHook>(
+        &self,
+        runner: &R,
+        options: CallOptions,
+        operation: CallOperation,
+        policy: LoopPolicy,
+        settle: SettleMode,
+        hook: &H,
+    ) -> Result<Governed, GatewayError> {
         let gov = &*self.inner;
         if gov.closed.load(Ordering::SeqCst) {
             return Err(GatewayError::ClientClosed); // before the stats boundary
@@ -458,7 +517,12 @@ impl Governor {
                 settle,
                 deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
             };
-            match with_deadline(deadline, run_loop(env, runner)).await {
+            let governed = async {
+                let success = run_loop(env, runner).await?;
+                hook.after_success(&success).await;
+                Ok(success)
+            };
+            match with_deadline(deadline, governed).await {
                 Ok(result) => result,
                 Err(expired) => {
                     // G-101: the governed future is dropped; await this call's cleanup jobs

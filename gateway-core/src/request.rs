@@ -43,13 +43,18 @@ static PROTECTED_KEY_WARNED: AtomicBool = AtomicBool::new(false);
 /// warning with code `request.protected_key_ignored` is logged per process (no value is ever
 /// logged). Never fails, never panics.
 pub fn build_chat_body(source: &SourceConfig, request: &ChatRequest, stream: bool) -> Value {
-    let mut body = Map::with_capacity(
-        4 + source.extra_body.len() + request.overlay.len(),
-    );
+    let mut body = Map::with_capacity(4 + source.extra_body.len() + request.overlay.len());
     body.insert("model".to_owned(), Value::String(source.model.clone()));
     body.insert(
         "messages".to_owned(),
-        Value::Array(request.messages.iter().cloned().map(Value::Object).collect()),
+        Value::Array(
+            request
+                .messages
+                .iter()
+                .cloned()
+                .map(Value::Object)
+                .collect(),
+        ),
     );
     merge_unprotected(&mut body, &source.extra_body, &source.name, "extra_body");
     merge_unprotected(&mut body, &request.overlay, &source.name, "overlay");

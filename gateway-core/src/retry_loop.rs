@@ -7,7 +7,10 @@
 //! into the stall account), `SourceDead` → immediate switch without backoff, `RequestRejected` /
 //! `ResultInvalid` propagate at once, `AllSourcesExhausted` with reason, per-source reasons and
 //! `last_failure`, `NoSources` (G-49), the stall death rule before every non-productive wait
-//! (G-55), the nothing-runnable policies (G-80) and the optional R-35 hint cap.
+//! (G-55), the nothing-runnable policies (G-80), the optional R-35 hint cap and the R-35 scope
+//! retry budget ([`crate::budget::RetryBudget`]: a loop's first round deposits, every further
+//! round withdraws — 429 rounds and `SourceDead` switches included — and a refusal ends the
+//! loop as `AllSourcesExhausted { retry_exhausted }` carrying the last failure).
 //!
 //! A *round* is a function ([`run_round`]); today it runs a single attempt. The hedged round
 //! (issue "hedging", 60) plugs in there: it returns the same [`RoundOutcome`] with one
@@ -180,6 +183,8 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
         )));
     }
     let retry = gov.retry;
+    let budget = gov.retry_budget.as_deref();
+    let mut first_round = true;
     let window_s = gov.backpressure.stall_window_s;
     let mut st = LoopState {
         fails: 0,
@@ -226,6 +231,12 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
         };
         st.waiter = None;
         drop(wakeups);
+        if first_round {
+            first_round = false;
+            if let Some(b) = budget {
+                b.deposit_first_attempt(); // a first attempt of the scope
+            }
+        }
 
         let mark = st.stall.round_started();
         let outcome = run_round(env, runner, admitted)
@@ -266,8 +277,9 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
                 if let Some(h) = hint.filter(|h| hint_exceeds_cap(*h, retry.max_hint_s)) {
                     return Err(st.unavailable(scope, ScopeReason::RetryExhausted, h));
                 }
-                if st.fails >= retry.max_attempts {
-                    // G-48, G-12: no sleep after the exhausting round.
+                // G-48, G-12: no sleep after the exhausting round; R-35: a retry the scope's
+                // budget refuses ends the loop the same way, with this failure as last_failure.
+                if st.fails >= retry.max_attempts || budget.is_some_and(|b| !b.try_withdraw()) {
                     let ra = st
                         .largest_hint
                         .map_or(retry.backoff_base_s, |h| h.max(retry.backoff_base_s));

@@ -1,1 +1,181 @@
-//! (being built)
+//! Provider profiles, inline think tags and the thinking observation (05 R-48; 40 S-100;
+//! 70 C-35).
+//!
+//! Owns three small pure pieces the judgment path needs before the capability table of 70
+//! exists:
+//! - the minimal [`ProviderProfile`] `{ name, inline_think_tags }` and its [`ProviderRegistry`]
+//!   (built-in `qwen` with inline think tags; every other provider without);
+//! - [`strip_think_tags`] / [`finalize_text`]: moving `<think>…</think>` spans out of the content
+//!   into the thinking projection for profiles that enable it (40 S-100);
+//! - [`observe_thinking`]: `Observed` / `Absent` / `Unknown` from the thinking projection and the
+//!   reported `reasoning_tokens` (70 C-35).
+
+use std::collections::BTreeMap;
+
+use gateway_ports::ThinkingObservation;
+
+/// The name of the built-in profile with inline think tags (05 R-48).
+pub const QWEN: &str = "qwen";
+
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+
+/// A provider profile, minimal form (05 R-48; 70 C-29 note): the provider name and whether its
+/// models write reasoning inline as `<think>…</think>` in the content (40 S-100).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProviderProfile {
+    /// The provider name, matched against `SourceConfig.provider` (lower-cased, 20 §3.3).
+    pub name: String,
+    /// `true` = strip `<think>…</think>` spans from the content into the thinking projection.
+    pub inline_think_tags: bool,
+}
+
+impl ProviderProfile {
+    /// A profile with this name and flag.
+    pub fn new(name: impl Into<String>, inline_think_tags: bool) -> Self {
+        Self {
+            name: name.into(),
+            inline_think_tags,
+        }
+    }
+
+    /// The profile of a provider nobody registered: no inline think tags (R-48: "others false").
+    pub fn plain(name: impl Into<String>) -> Self {
+        Self::new(name, false)
+    }
+}
+
+/// The provider-profile registry (05 R-48; 70 C-29 "registrable at runtime"). Lookup is by
+/// provider name, ASCII case-insensitive (the configuration lower-cases the provider segment,
+/// 20 §3.3; a registered `"Qwen"` therefore serves `qwen`). `Default` is [`Self::builtin`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderRegistry {
+    profiles: BTreeMap<String, ProviderProfile>,
+}
+
+impl Default for ProviderRegistry {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl ProviderRegistry {
+    /// A registry with no profiles: every provider is plain.
+    pub fn empty() -> Self {
+        Self {
+            profiles: BTreeMap::new(),
+        }
+    }
+
+    /// The built-in registry: `qwen` with inline think tags; every other provider plain.
+    pub fn builtin() -> Self {
+        let mut registry = Self::empty();
+        registry.register(ProviderProfile::new(QWEN, true));
+        registry
+    }
+
+    /// Registers `profile`, replacing (and returning) a profile of the same name.
+    pub fn register(&mut self, profile: ProviderProfile) -> Option<ProviderProfile> {
+        self.profiles
+            .insert(profile.name.to_ascii_lowercase(), profile)
+    }
+
+    /// The registered profile of `provider`, if any.
+    pub fn get(&self, provider: &str) -> Option<&ProviderProfile> {
+        self.profiles.get(&provider.to_ascii_lowercase())
+    }
+
+    /// The profile of `provider`: the registered one, else [`ProviderProfile::plain`].
+    pub fn profile_for(&self, provider: &str) -> ProviderProfile {
+        self.get(provider)
+            .cloned()
+            .unwrap_or_else(|| ProviderProfile::plain(provider))
+    }
+
+    /// Whether `provider` writes inline think tags (40 S-100): `false` when unregistered.
+    pub fn inline_think_tags(&self, provider: &str) -> bool {
+        self.get(provider).is_some_and(|p| p.inline_think_tags)
+    }
+
+    /// The registered profiles, by lower-cased name.
+    pub fn profiles(&self) -> impl Iterator<Item = &ProviderProfile> {
+        self.profiles.values()
+    }
+}
+
+/// Content with its inline think spans removed (40 S-100).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ThinkSplit {
+    /// The content without the spans; leading whitespace removed when at least one span was.
+    pub content: String,
+    /// The captured inner texts, in order, with no separator.
+    pub thinking: String,
+    /// How many spans were removed.
+    pub spans: usize,
+}
+
+/// Removes every non-overlapping `<think>(.*?)</think>` span from `content` (40 S-100):
+/// non-greedy, `.` matching newlines, leftmost first, case-sensitive; the inner texts are
+/// collected in order with no separator; if at least one span was removed, leading whitespace
+/// of the remaining content is removed. An unclosed `<think>` (and everything after it) stays in
+/// the content, as does a stray `</think>`.
+pub fn strip_think_tags(content: &str) -> ThinkSplit {
+    let mut split = ThinkSplit::default();
+    let mut rest = content;
+    while let Some(open) = rest.find(THINK_OPEN) {
+        let after_open = &rest[open + THINK_OPEN.len()..];
+        let Some(close) = after_open.find(THINK_CLOSE) else {
+            break;
+        };
+        split.content.push_str(&rest[..open]);
+        split.thinking.push_str(&after_open[..close]);
+        split.spans += 1;
+        rest = &after_open[close + THINK_CLOSE.len()..];
+    }
+    split.content.push_str(rest);
+    if split.spans > 0 {
+        split.content = split.content.trim_start().to_owned();
+    }
+    split
+}
+
+/// `finalize_text(content parts, thinking parts, profile)` of 40 S-100, over the concatenated
+/// parts: without inline think tags the result is `(content_raw, thinking_raw)`; with them, the
+/// spans of [`strip_think_tags`] move from the content to the end of the thinking. Returns
+/// `(content, thinking)`. Never applied to the openai `completion.message` (S-101).
+pub fn finalize_text(
+    content_raw: &str,
+    thinking_raw: &str,
+    profile: &ProviderProfile,
+) -> (String, String) {
+    if !profile.inline_think_tags {
+        return (content_raw.to_owned(), thinking_raw.to_owned());
+    }
+    let split = strip_think_tags(content_raw);
+    let mut thinking = String::with_capacity(thinking_raw.len() + split.thinking.len());
+    thinking.push_str(thinking_raw);
+    thinking.push_str(&split.thinking);
+    (split.content, thinking)
+}
+
+/// The thinking observation of a delivered attempt (70 C-35; 40 S-103), from the alias-aware
+/// thinking projection (`reasoning_content`, else `reasoning`, plus think-tag content) and the
+/// reported `reasoning_tokens` (`completion_tokens_details.reasoning_tokens`, 40 S-107). Text
+/// outweighs usage details:
+/// 1. the projection is non-empty after trimming → `Observed`;
+/// 2. else `reasoning_tokens == Some(n)`, `n > 0` → `Observed` (hidden reasoning);
+/// 3. else `reasoning_tokens == Some(0)` → `Absent`;
+/// 4. else → `Unknown` ("cannot tell", never "did not reason").
+///
+/// A failed or cancelled attempt has no observation: it keeps the default `Unknown` and does
+/// not call this.
+pub fn observe_thinking(thinking: &str, reasoning_tokens: Option<u64>) -> ThinkingObservation {
+    if !thinking.trim().is_empty() {
+        return ThinkingObservation::Observed;
+    }
+    match reasoning_tokens {
+        Some(0) => ThinkingObservation::Absent,
+        Some(_) => ThinkingObservation::Observed,
+        None => ThinkingObservation::Unknown,
+    }
+}

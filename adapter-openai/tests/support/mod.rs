@@ -2,7 +2,12 @@
 //! `upstream-sim` in-process, plus a tiny raw server for the facts the simulator does not record
 //! (connection reuse, client disconnects). Event-driven: no sleeps.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary uses a subset of the helpers")]
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "test helpers: a failed setup is a failed test"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -57,7 +62,12 @@ pub fn chat_body(stream: bool) -> Value {
 }
 
 /// A wire request for `source`.
-pub fn request(source: &SourceConfig, endpoint: Endpoint, body: Value, stream: bool) -> WireRequest {
+pub fn request(
+    source: &SourceConfig,
+    endpoint: Endpoint,
+    body: Value,
+    stream: bool,
+) -> WireRequest {
     WireRequest {
         source: Arc::new(source.clone()),
         call_id: "call-0001".to_owned(),
@@ -124,8 +134,16 @@ pub fn b64(bytes: &[u8]) -> String {
             | u32::from(*c.get(2).unwrap_or(&0));
         out.push(T[(n >> 18) as usize & 63] as char);
         out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if c.len() > 1 { T[(n >> 6) as usize & 63] as char } else { '=' });
-        out.push(if c.len() > 2 { T[n as usize & 63] as char } else { '=' });
+        out.push(if c.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if c.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
     }
     out
 }
@@ -180,7 +198,8 @@ impl RawServer {
                         // Read one request: head plus Content-Length body.
                         let complete = loop {
                             if let Some(end) = find(&buf, b"\r\n\r\n") {
-                                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                                let head =
+                                    String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
                                 let len = head
                                     .lines()
                                     .find_map(|l| l.strip_prefix("content-length:"))
@@ -247,4 +266,28 @@ pub fn refused_base_url() -> String {
     let addr = listener.local_addr().expect("addr");
     drop(listener);
     format!("http://{addr}/v1")
+}
+
+/// A listener whose accept queue is full: further SYNs are dropped, so a connect hangs.
+/// Returns the listener (kept alive) and the streams filling its queue.
+pub async fn full_backlog() -> (
+    socket2::Socket,
+    std::net::SocketAddr,
+    Vec<tokio::net::TcpStream>,
+) {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    sock.listen(0).unwrap();
+    let addr = sock.local_addr().unwrap().as_socket().unwrap();
+    let mut fill = Vec::new();
+    // Linux queues backlog + 1 connections; fill until a connect stops completing.
+    for _ in 0..16 {
+        let connect = tokio::net::TcpStream::connect(addr);
+        match tokio::time::timeout(std::time::Duration::from_millis(100), connect).await {
+            Ok(Ok(s)) => fill.push(s),
+            _ => break,
+        }
+    }
+    (sock, addr, fill)
 }

@@ -1,0 +1,225 @@
+//! The non-stream body (40 §12, S-111..S-114; README D12, D15, D16, D17; 05 ): one 200
+//! JSON body parsed into the same [`Accumulated`] result as a stream.
+//!
+//! Order (S-111): size cap, BOM, UTF-8 with replacement, empty → `empty_response`, JSON →
+//! `invalid_json`; admission (object, in-band `error` key → D15 classifier, usage type); the
+//! envelope per mode; null tool elements stripped and ids synthesized for id-less tool calls
+//! (D16, key = body id else call_id, D17); projection and `finalize_text`; warnings. The message
+//! is otherwise kept verbatim (S-112).
+
+use gateway_ports::{FinishReason, ResponseMode};
+use serde_json::{Map, Value};
+
+use super::tools::{synthesized_tool_id, with_id_first};
+use super::{
+    AccumulateError, AccumulateOptions, Accumulated, DialectWarning, ProtocolViolation,
+    finalize_text, model_of, push_finish_warning, summarize_tools,
+};
+
+fn violation<T>(v: ProtocolViolation) -> Result<T, AccumulateError> {
+    Err(AccumulateError::Protocol(v))
+}
+
+/// Parses a non-stream 200 body (40 S-111 steps 1–6; 05 R-27 for a JSON body answering a
+/// streamed request). Errors: `ResponseTooLarge` when `bytes` is longer than
+/// `max_response_bytes`; `EmptyResponse`; `InvalidJson` (the body is never echoed);
+/// `ErrorFrame` for a top-level `error` key (D15); `Protocol` for envelope defects, including a
+/// role other than `assistant` in openai mode, checked before the verdict (S-114).
+pub fn parse_non_stream_body(
+    bytes: &[u8],
+    mode: ResponseMode,
+    options: &AccumulateOptions,
+) -> Result<Accumulated, AccumulateError> {
+    if bytes.len() > options.max_response_bytes {
+        return Err(AccumulateError::ResponseTooLarge {
+            limit_bytes: options.max_response_bytes,
+        });
+    }
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    if text.trim().is_empty() {
+        return Err(AccumulateError::EmptyResponse);
+    }
+    let body: Value = serde_json::from_str(&text).map_err(|_| AccumulateError::InvalidJson)?;
+    parse_non_stream_value(&body, mode, options)
+}
+
+/// [`parse_non_stream_body`] from step 3 on, for a body already parsed as JSON.
+pub fn parse_non_stream_value(
+    body: &Value,
+    mode: ResponseMode,
+    options: &AccumulateOptions,
+) -> Result<Accumulated, AccumulateError> {
+    let Value::Object(body) = body else {
+        return violation(ProtocolViolation::NotObject);
+    };
+    if let Some(error) = body.get("error") {
+        return Err(AccumulateError::ErrorFrame(Box::new(error.clone())));
+    }
+    let usage_raw = match body.get("usage") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(usage)) => Some(usage.clone()),
+        Some(_) => return violation(ProtocolViolation::UsageNotObject),
+    };
+    let response_id = body
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned);
+
+    let (mut message, finish) = match mode {
+        ResponseMode::Text => text_envelope(body)?,
+        ResponseMode::OpenAi => openai_envelope(body)?,
+    };
+
+    let mut synthesized = Vec::new();
+    if mode == ResponseMode::OpenAi {
+        let key = response_id.as_deref().unwrap_or(&options.call_id);
+        synthesized = strip_and_synthesize(&mut message, key);
+    }
+    for key in ["content", "reasoning_content"] {
+        match message.get(key) {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(_) => return violation(ProtocolViolation::MessageMalformed),
+        }
+    }
+
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let thinking = match message.get("reasoning_content") {
+        Some(Value::String(r)) if !r.is_empty() => r.as_str(),
+        _ => message
+            .get("reasoning")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    };
+    let (content, thinking) = finalize_text(content, thinking, options.inline_think_tags);
+
+    let mut warnings = Vec::new();
+    if synthesized.iter().any(|s| *s) {
+        warnings.push(DialectWarning::SynthesizedToolId);
+    }
+    let finish_reason = finish.and_then(FinishReason::new);
+    push_finish_warning(&mut warnings, finish_reason.as_ref());
+
+    let (message, tool_calls) = match mode {
+        ResponseMode::OpenAi => {
+            let tools = summarize_tools(&message, &synthesized);
+            (Some(message), tools)
+        }
+        ResponseMode::Text => (None, Vec::new()),
+    };
+    Ok(Accumulated {
+        mode,
+        content,
+        thinking,
+        finish_seen: finish_reason.is_some(),
+        finish_reason,
+        response_id,
+        model_reported: model_of(body),
+        usage_raw,
+        usage_after_finish: false,
+        message,
+        tool_calls,
+        conflicts: Default::default(),
+        warnings,
+    })
+}
+
+/// Text mode (S-111 step 4): `choices[0]` only, its index unchecked.
+fn text_envelope(
+    body: &Map<String, Value>,
+) -> Result<(Map<String, Value>, Option<String>), AccumulateError> {
+    let choices = match body.get("choices") {
+        None | Some(Value::Null) => return violation(ProtocolViolation::NoChoices),
+        Some(Value::Array(choices)) if choices.is_empty() => {
+            return violation(ProtocolViolation::NoChoices);
+        }
+        Some(Value::Array(choices)) => choices,
+        Some(_) => return violation(ProtocolViolation::ChoicesMalformed),
+    };
+    let Some(Value::Object(choice)) = choices.first() else {
+        return violation(ProtocolViolation::ChoicesMalformed);
+    };
+    let message = match choice.get("message") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(message)) => message.clone(),
+        Some(_) => return violation(ProtocolViolation::MessageMalformed),
+    };
+    let finish = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .filter(|f| !f.is_empty())
+        .map(str::to_owned);
+    Ok((message, finish))
+}
+
+/// openai mode (`check_completion_body`, S-111 step 4, S-114).
+fn openai_envelope(
+    body: &Map<String, Value>,
+) -> Result<(Map<String, Value>, Option<String>), AccumulateError> {
+    let choices = match body.get("choices") {
+        None | Some(Value::Null) => return violation(ProtocolViolation::NoChoices),
+        Some(Value::Array(choices)) => choices,
+        Some(_) => return violation(ProtocolViolation::ChoicesNotArray),
+    };
+    let [choice] = choices.as_slice() else {
+        return violation(ProtocolViolation::SingleChoiceOnly);
+    };
+    let Value::Object(choice) = choice else {
+        return violation(ProtocolViolation::ChoiceNotObject);
+    };
+    if let Some(index) = choice.get("index") {
+        if index.as_u64() != Some(0) {
+            return violation(ProtocolViolation::ChoiceIndexNotZero);
+        }
+    }
+    let finish = match choice.get("finish_reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(f)) => Some(f.clone()).filter(|f| !f.is_empty()),
+        Some(_) => return violation(ProtocolViolation::FinishReasonNotStringOrNull),
+    };
+    let Some(Value::Object(message)) = choice.get("message") else {
+        return violation(ProtocolViolation::MessageMalformed);
+    };
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return violation(ProtocolViolation::RoleNotAssistant);
+    }
+    Ok((message.clone(), finish))
+}
+
+/// S-111 step 4 (openai): strips `null` tool elements (none left → `tool_calls: null`), then
+/// synthesizes ids for object elements whose `id` is absent, `null` or `""` (D16), slot = the
+/// position after stripping. Returns, per remaining element, whether its id was synthesized.
+fn strip_and_synthesize(message: &mut Map<String, Value>, key: &str) -> Vec<bool> {
+    let Some(Value::Array(tools)) = message.get_mut("tool_calls") else {
+        return Vec::new();
+    };
+    if tools.iter().any(Value::is_null) {
+        tools.retain(|t| !t.is_null());
+        if tools.is_empty() {
+            message.insert("tool_calls".to_owned(), Value::Null);
+            return Vec::new();
+        }
+    }
+    tools
+        .iter_mut()
+        .enumerate()
+        .map(|(slot, tool)| {
+            let Value::Object(object) = tool else {
+                return false;
+            };
+            let missing = match object.get("id") {
+                None | Some(Value::Null) => true,
+                Some(Value::String(id)) => id.is_empty(),
+                Some(_) => false,
+            };
+            if missing {
+                *object = with_id_first(object, synthesized_tool_id(key, slot));
+            }
+            missing
+        })
+        .collect()
+}

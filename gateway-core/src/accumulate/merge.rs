@@ -1,0 +1,212 @@
+//! Unknown-field lossless merge of openai mode (40 §5.9, S-67..S-72) and the text-mode progress
+//! test for unknown fields (S-73).
+//!
+//! The rules follow the OpenAI SDK's streaming accumulation with the spec's exceptions: strings
+//! append, labels and scalars are set once and must repeat identically, objects merge key by
+//! key, arrays are either *indexed* (elements with an integer `index` merge into the element with
+//! the same index) or *plain* (elements append). A conflict deletes the key, records its
+//! normalized path and drops every later value on that path for the rest of the attempt — lossy
+//! by design, never a failure (S-71).
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Map, Value};
+
+/// Label keys (40 S-41): set once, never concatenated.
+pub(crate) const LABEL_KEYS: [&str; 4] = ["index", "type", "id", "format"];
+
+/// Bytes charged for a retained non-string leaf (05 R-29 accounting; chosen).
+const LEAF_COST: usize = 8;
+
+/// The shape of an array path, fixed by its first non-empty appearance (S-69).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Indexed,
+    Plain,
+}
+
+/// A conflict found while merging; the owning key is deleted (S-68 step 3).
+#[derive(Debug)]
+struct Conflict;
+
+/// Per-attempt merge state (S-3): the conflict set, array shapes, retained-byte counter.
+#[derive(Debug, Default)]
+pub(crate) struct MergeState {
+    /// Normalized conflict paths (S-71), sorted.
+    pub(crate) conflicts: BTreeSet<String>,
+    shapes: HashMap<String, Shape>,
+    /// Bytes retained by merges (05 R-29 accounting).
+    pub(crate) retained_bytes: usize,
+}
+
+impl MergeState {
+    /// `merge_key(target, key, value, path)` of S-68; returns whether it made progress (S-77
+    /// item 5).
+    pub(crate) fn merge_key(
+        &mut self,
+        target: &mut Map<String, Value>,
+        key: &str,
+        value: &Value,
+        path: &str,
+    ) -> bool {
+        if self.conflicts.contains(path) {
+            return false;
+        }
+        if value.is_null() {
+            if !target.contains_key(key) {
+                target.insert(key.to_owned(), Value::Null);
+                self.charge(key.len());
+            }
+            return false;
+        }
+        let old = target.get_mut(key).map(std::mem::take);
+        let is_new = old.is_none();
+        match self.merge(old.unwrap_or(Value::Null), value, key, path) {
+            Ok((merged, progress)) => {
+                if is_new {
+                    self.charge(key.len());
+                }
+                target.insert(key.to_owned(), merged);
+                progress
+            }
+            Err(Conflict) => {
+                target.shift_remove(key);
+                self.charge(path.len());
+                self.conflicts.insert(path.to_owned());
+                false
+            }
+        }
+    }
+
+    /// `merge(old, new, key, path)` of S-69 (rows in order).
+    fn merge(
+        &mut self,
+        old: Value,
+        new: &Value,
+        key: &str,
+        path: &str,
+    ) -> Result<(Value, bool), Conflict> {
+        match new {
+            Value::Object(fields) => {
+                let mut target = match old {
+                    Value::Null => Map::new(),
+                    Value::Object(map) => map,
+                    _ => return Err(Conflict),
+                };
+                let mut progress = false;
+                for (sub, value) in fields {
+                    let sub_path = format!("{path}.{sub}");
+                    progress |= self.merge_key(&mut target, sub, value, &sub_path);
+                }
+                Ok((Value::Object(target), progress))
+            }
+            Value::Array(items) => {
+                let mut target = match old {
+                    Value::Null => Vec::new(),
+                    Value::Array(items) => items,
+                    _ => return Err(Conflict),
+                };
+                let items: Vec<&Value> = items.iter().filter(|v| !v.is_null()).collect();
+                if items.is_empty() {
+                    return Ok((Value::Array(target), false));
+                }
+                let indexed = items.iter().all(|item| {
+                    item.as_object()
+                        .and_then(|o| o.get("index"))
+                        .is_some_and(is_integer)
+                });
+                let shape = if indexed { Shape::Indexed } else { Shape::Plain };
+                match self.shapes.get(path) {
+                    Some(fixed) if *fixed != shape => return Err(Conflict),
+                    Some(_) => {}
+                    None => {
+                        self.charge(path.len());
+                        self.shapes.insert(path.to_owned(), shape);
+                    }
+                }
+                let element_path = format!("{path}[]");
+                let mut progress = false;
+                for item in items {
+                    if indexed {
+                        let index = item.get("index");
+                        let position = target.iter().position(|t| t.get("index") == index);
+                        let position = match position {
+                            Some(position) => position,
+                            None => {
+                                self.charge(LEAF_COST);
+                                target.push(Value::Object(Map::new()));
+                                target.len() - 1
+                            }
+                        };
+                        let slot = target.get_mut(position).map(std::mem::take);
+                        let (merged, p) =
+                            self.merge(slot.unwrap_or(Value::Null), item, key, &element_path)?;
+                        if let Some(slot) = target.get_mut(position) {
+                            *slot = merged;
+                        }
+                        progress |= p;
+                    } else {
+                        let (merged, p) = self.merge(Value::Null, item, key, &element_path)?;
+                        self.charge(LEAF_COST);
+                        target.push(merged);
+                        progress |= p;
+                    }
+                }
+                Ok((Value::Array(target), progress))
+            }
+            Value::Bool(_) | Value::Number(_) => self.merge_label(old, new),
+            Value::String(_) if LABEL_KEYS.contains(&key) => self.merge_label(old, new),
+            Value::String(fragment) => match old {
+                Value::Null => {
+                    self.charge(fragment.len());
+                    Ok((new.clone(), !fragment.is_empty()))
+                }
+                Value::String(mut text) => {
+                    self.charge(fragment.len());
+                    text.push_str(fragment);
+                    Ok((Value::String(text), !fragment.is_empty()))
+                }
+                _ => Err(Conflict),
+            },
+            Value::Null => Ok((old, false)),
+        }
+    }
+
+    /// The label / scalar row of S-69: set once; an equal value of the same JSON type is
+    /// idempotent; anything else conflicts (`1` vs `1.0`, `true` vs `1`).
+    fn merge_label(&mut self, old: Value, new: &Value) -> Result<(Value, bool), Conflict> {
+        match old {
+            Value::Null => {
+                self.charge(new.as_str().map_or(LEAF_COST, str::len));
+                Ok((new.clone(), false))
+            }
+            old if same_type(&old, new) && old == *new => Ok((old, false)),
+            _ => Err(Conflict),
+        }
+    }
+
+    fn charge(&mut self, bytes: usize) {
+        self.retained_bytes = self.retained_bytes.saturating_add(bytes);
+    }
+}
+
+/// `true` for a JSON integer (booleans are not numbers in serde_json).
+pub(crate) fn is_integer(value: &Value) -> bool {
+    value.as_i64().is_some() || value.as_u64().is_some()
+}
+
+fn same_type(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+/// `fragment_progress(key, value)` of S-73 (text mode unknown fields): a string counts when
+/// `key` is not a label key and the string is non-empty; an object when any of its entries
+/// counts; an array when any element counts under the array's key.
+pub(crate) fn fragment_progress(key: &str, value: &Value) -> bool {
+    match value {
+        Value::String(s) => !s.is_empty() && !LABEL_KEYS.contains(&key),
+        Value::Object(map) => map.iter().any(|(k, v)| fragment_progress(k, v)),
+        Value::Array(items) => items.iter().any(|v| fragment_progress(key, v)),
+        _ => false,
+    }
+}

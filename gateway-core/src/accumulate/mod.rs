@@ -1,0 +1,1003 @@
+//! Chunk accumulation: the pure, synchronous state machine that turns the JSON chunks of one
+//! streamed attempt — or one non-stream 200 body — into an [`Accumulated`] result (40 §4–§6,
+//! §9–§13; README D12, D13, D15, D16, D17; 05 ).
+//!
+//! Owns, per attempt (S-3: created fresh, never shared between retries or hedge legs):
+//! - frame admission on a chunk (S-34..S-38): object check, in-band `error` key (classified by
+//!   [`crate::classify`], D15), `usage` type and sink, model sink;
+//! - accumulation (S-40..S-76): the chunk `id` and `finish_reason` identity rules with `""` as
+//!   absent (D12), choice selection, `null` = absent at every level, content and reasoning
+//!   fragments, tool calls with the D13 slot rules and synthesized ids (D16, D17), the lossless
+//!   unknown-field merge of openai mode with conflict deletion, usage position;
+//! - per-frame facts the executor needs (§6): progress, finish, usage ([`FrameFacts`]);
+//! - post-stream assembly inputs (§9–§11): thinking projection, think-tag stripping where the
+//!   provider profile asks (S-100), measured usage (S-104..S-107), dialect warnings in S-95
+//!   order (§13), the openai snapshot ([`Accumulated::completion`], S-75);
+//! - the non-stream body (§12, [`parse_non_stream_body`]) through the same rules;
+//! - the per-attempt memory bound (05 R-29): retained bytes and tool-call slots.
+//!
+//! It never reads a clock, never logs and never judges completeness: the executor drives it,
+//! the verdict (50) judges [`Accumulated`], and the client's [`WarningThrottle`] logs warnings.
+//! Failures are typed ([`AccumulateError`]) and become a [`Classification`] through
+//! [`AccumulateError::classify`]. It never panics on any JSON value.
+
+mod body;
+mod merge;
+mod tools;
+mod warnings;
+
+use std::collections::BTreeSet;
+
+use gateway_ports::{
+    AttemptFailure, Category, CompletionShapeError, FinishClass, FinishReason,
+    OpenAiChatCompletion, ReasonCode, ResponseMode, Usage, UsageSource, WireNotice,
+};
+use serde_json::{Map, Value};
+
+use crate::classify::{
+    Classification, ClassifyContext, classify_error_value, classify_frame_too_large,
+};
+
+pub use body::{parse_non_stream_body, parse_non_stream_value};
+pub use tools::{MAX_TOOL_SLOTS, synthesized_tool_id};
+pub use warnings::{
+    Admission, DialectWarning, SATURATION_MESSAGE, WARNING_CAPACITY, WarningThrottle,
+};
+
+use merge::{MergeState, fragment_progress};
+use tools::{ToolCalls, append_string};
+
+/// Default per-attempt cap on retained response bytes: 64 MiB (05 R-29; `MAX_RESPONSE_BYTES`).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most dialect warnings one attempt collects (40 S-116 capacity; chosen per attempt too).
+const WARNINGS_PER_ATTEMPT: usize = WARNING_CAPACITY;
+
+/// Per-attempt options of the accumulator (40 S-40; 05 ).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccumulateOptions {
+    /// The attempt's `call_id` (a UUIDv4): the hash key of synthesized tool ids when the
+    /// upstream sent no response id (D17, S-65).
+    pub call_id: String,
+    /// The source name; used in classification messages and warning texts only.
+    pub source_name: String,
+    /// Cap on the bytes an attempt retains (stream) or on the body length (non-stream), in
+    /// bytes; beyond it → `ResultInvalid(response_too_large)` (05 R-29). Default 64 MiB.
+    pub max_response_bytes: usize,
+    /// Whether the provider profile strips inline `<think>…</think>` from the text projection
+    /// (40 S-100; 05 R-48: the `qwen` profile). Default `false`.
+    pub inline_think_tags: bool,
+}
+
+impl AccumulateOptions {
+    /// Options with the defaults: 64 MiB, no inline think tags.
+    pub fn new(call_id: impl Into<String>, source_name: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            source_name: source_name.into(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            inline_think_tags: false,
+        }
+    }
+}
+
+/// Why a chunk or body broke the protocol: `Transient(protocol_error)` with this reason
+/// (40 §4, §5, §12; 30 G-22). [`ProtocolViolation::reason`] is the spec's reason text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProtocolViolation {
+    /// S-34: the chunk or body is not a JSON object.
+    NotObject,
+    /// S-36: `usage` present, non-null and not an object.
+    UsageNotObject,
+    /// S-42: the chunk `id` is not a string (openai stream).
+    IdNotString,
+    /// S-42: a second, different non-empty chunk `id` (openai stream).
+    IdConflict,
+    /// S-45: `choices` is not an array.
+    ChoicesNotArray,
+    /// S-46, S-111: openai mode needs exactly one choice.
+    SingleChoiceOnly,
+    /// S-46, S-47, S-111: a choice is not an object.
+    ChoiceNotObject,
+    /// S-46, S-111: the openai choice index is not the integer 0.
+    ChoiceIndexNotZero,
+    /// S-49: the openai stream finish_reason is not a string.
+    FinishReasonNotString,
+    /// S-111: the openai non-stream finish_reason is neither a string nor null.
+    FinishReasonNotStringOrNull,
+    /// S-49: a second, different non-empty finish_reason (openai stream).
+    FinishReasonConflict,
+    /// S-53: `delta` is not an object.
+    DeltaNotObject,
+    /// S-54, S-111: a role other than `assistant` (openai).
+    RoleNotAssistant,
+    /// S-55: `content` is neither a string nor null.
+    ContentType,
+    /// S-55: `reasoning_content` is neither a string nor null.
+    ReasoningContentType,
+    /// S-59: `tool_calls` is not an array (openai stream).
+    ToolCallsNotArray,
+    /// S-61: a tool element is not an object.
+    ToolNotObject,
+    /// S-61: a tool `index` is not a non-negative integer.
+    ToolIndex,
+    /// S-61, S-62: a tool `id` is not a string.
+    ToolIdNotString,
+    /// S-62: a tool `type` is not a string.
+    ToolTypeNotString,
+    /// S-62: a second, different tool `type` for one call.
+    ToolTypeConflict,
+    /// S-63: `function` is not an object.
+    FunctionNotObject,
+    /// S-63: `function.name` is neither a string nor null.
+    FunctionNameType,
+    /// S-63: `function.arguments` is neither a string nor null.
+    FunctionArgumentsType,
+    /// 05 R-29: a tool call would need a slot beyond [`MAX_TOOL_SLOTS`].
+    TooManyToolCalls,
+    /// S-111 (text): `choices` absent, `null` or `[]` in a non-stream body.
+    NoChoices,
+    /// S-111 (text): `choices` not an array or `choices[0]` not an object.
+    ChoicesMalformed,
+    /// S-111: the message is not an object, or its content/reasoning_content has a bad type.
+    MessageMalformed,
+    /// S-75: the snapshot failed `OpenAiChatCompletion::try_new`.
+    Snapshot(CompletionShapeError),
+}
+
+impl ProtocolViolation {
+    /// The reason text (40 §4, §5, §12); never contains payload data.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::NotObject => "chat response must be a JSON object",
+            Self::UsageNotObject => "usage must be an object or null",
+            Self::IdNotString | Self::ToolIdNotString => "id must be a string",
+            Self::IdConflict => "id conflict",
+            Self::ChoicesNotArray => "choices must be an array",
+            Self::SingleChoiceOnly => "only a single choice is supported",
+            Self::ChoiceNotObject => "choice must be an object",
+            Self::ChoiceIndexNotZero => "choice index must be 0",
+            Self::FinishReasonNotString => "finish_reason must be a string",
+            Self::FinishReasonNotStringOrNull => "finish_reason must be a string or null",
+            Self::FinishReasonConflict => "finish_reason conflict",
+            Self::DeltaNotObject => "delta must be an object",
+            Self::RoleNotAssistant => "role must be assistant",
+            Self::ContentType => "content must be a string or null",
+            Self::ReasoningContentType => "reasoning_content must be a string or null",
+            Self::ToolCallsNotArray => "tool_calls must be an array",
+            Self::ToolNotObject => "tool must be an object",
+            Self::ToolIndex => "tool index must be a non-negative integer",
+            Self::ToolTypeNotString => "type must be a string",
+            Self::ToolTypeConflict => "type conflict",
+            Self::FunctionNotObject => "function must be an object",
+            Self::FunctionNameType => "name must be a string or null",
+            Self::FunctionArgumentsType => "arguments must be a string or null",
+            Self::TooManyToolCalls => "more than 1024 tool-call slots",
+            Self::NoChoices => "response has no choices",
+            Self::ChoicesMalformed => "choices malformed",
+            Self::MessageMalformed => "message malformed",
+            Self::Snapshot(shape) => match shape {
+                CompletionShapeError::Role => "role must be assistant",
+                CompletionShapeError::ContentType => {
+                    "content/reasoning_content must be a string or null"
+                }
+                CompletionShapeError::ToolCallsType => "tool_calls must be an array or null",
+                _ => "tool identity or function fields missing, conflicting or invalid",
+            },
+        }
+    }
+}
+
+/// A failed chunk or body (40 S-33..S-36, S-111; 05 R-29). Once a chunk fails, the attempt is
+/// over: the accumulator repeats the error for every later chunk.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AccumulateError {
+    /// `Transient(protocol_error)` with this reason.
+    #[error("protocol_error: {}", .0.reason())]
+    Protocol(ProtocolViolation),
+    /// A top-level `error` key, whatever its value (S-35, D15): the boxed value of that key.
+    /// Its category comes from [`classify_error_value`].
+    #[error("upstream chat error frame")]
+    ErrorFrame(Box<Value>),
+    /// `ResultInvalid(response_too_large)` (05 R-29, S-111 step 1).
+    #[error("response_too_large: over {limit_bytes} bytes")]
+    ResponseTooLarge {
+        /// The cap that was exceeded, in bytes.
+        limit_bytes: usize,
+    },
+    /// A non-stream body that is empty or whitespace only: `Transient(empty_response)` (S-111).
+    #[error("empty_response")]
+    EmptyResponse,
+    /// A non-stream body that is not JSON: `Transient(invalid_json)` (S-111); never echoed.
+    #[error("invalid_json")]
+    InvalidJson,
+}
+
+impl AccumulateError {
+    /// Turns the failure into the classifier's verdict (30 G-22, G-20b; 40 S-33, S-35):
+    /// protocol → `Transient(protocol_error)`, message
+    /// `"{source}: malformed chat response (protocol_error): {reason}"`; error frame →
+    /// [`classify_error_value`] (D15); too large → [`classify_frame_too_large`]; empty body →
+    /// `Transient(empty_response)`; invalid JSON → `Transient(invalid_json)`.
+    pub fn classify(&self, ctx: &ClassifyContext<'_>) -> Classification {
+        let source = ctx.source_name;
+        let (code, message) = match self {
+            Self::ErrorFrame(value) => return classify_error_value(value, ctx),
+            Self::ResponseTooLarge { limit_bytes } => {
+                return classify_frame_too_large(*limit_bytes, ctx);
+            }
+            Self::Protocol(violation) => (
+                ReasonCode::ProtocolError,
+                format!(
+                    "{source}: malformed chat response (protocol_error): {}",
+                    violation.reason()
+                ),
+            ),
+            Self::EmptyResponse => (
+                ReasonCode::EmptyResponse,
+                format!("{source}: empty response body (empty_response)"),
+            ),
+            Self::InvalidJson => (
+                ReasonCode::InvalidJson,
+                format!("{source}: response body is not JSON (invalid_json)"),
+            ),
+        };
+        let mut failure = AttemptFailure::new(message, ctx.operation);
+        failure.source_name = Some(source.to_owned());
+        failure.reason_code = Some(code);
+        Classification::new(Category::Transient, failure)
+    }
+}
+
+/// The fragments of one frame (40 S-40): strings, `""` when absent, and whether the frame is
+/// progress (S-77).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChatDelta {
+    /// The `content` fragment.
+    pub content: String,
+    /// The `reasoning_content` fragment.
+    pub reasoning_content: String,
+    /// The `reasoning` alias fragment (S-56).
+    pub reasoning: String,
+    /// Whether the frame is progress (S-77, S-78): at most one progress event per frame.
+    pub progress: bool,
+}
+
+/// What one chunk told the executor (40 §6, §5.4, §5.11).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameFacts {
+    /// The frame's fragments and progress flag (S-40, S-77).
+    pub delta: ChatDelta,
+    /// A choice was selected in this frame (S-46, S-47); `false` for usage-only and
+    /// annotation frames.
+    pub choice_selected: bool,
+    /// This frame recorded the finish_reason for the first time (S-49, S-50).
+    pub finish_recorded: bool,
+    /// A finish_reason is recorded, after this frame (S-51).
+    pub finish_seen: bool,
+    /// This frame carried a non-null usage object, now the last usage (S-37, S-74).
+    pub usage_recorded: bool,
+}
+
+impl FrameFacts {
+    /// `true` when the frame is progress (S-77): drives watchdogs, TTFT and stall timestamps.
+    pub fn is_progress(&self) -> bool {
+        self.delta.progress
+    }
+}
+
+/// The accumulator of one streamed attempt (40 §5). Create one per attempt (S-3).
+#[derive(Debug)]
+pub struct Accumulator {
+    mode: ResponseMode,
+    options: AccumulateOptions,
+    /// The openai message being assembled (without the calls, which live in `tools`).
+    message: Map<String, Value>,
+    merger: MergeState,
+    tools: ToolCalls,
+    content: String,
+    reasoning_content: String,
+    reasoning: String,
+    /// A non-empty `reasoning_content` fragment arrived (S-98).
+    reasoning_content_seen: bool,
+    finish_reason: Option<String>,
+    usage_after_finish: bool,
+    response_id: Option<String>,
+    model: Option<String>,
+    usage: Option<Map<String, Value>>,
+    text_bytes: usize,
+    notices: Vec<DialectWarning>,
+    failed: Option<AccumulateError>,
+}
+
+impl Accumulator {
+    /// A fresh accumulator for one attempt in `mode` (S-40).
+    pub fn new(mode: ResponseMode, options: AccumulateOptions) -> Self {
+        Self {
+            mode,
+            options,
+            message: Map::new(),
+            merger: MergeState::default(),
+            tools: ToolCalls::default(),
+            content: String::new(),
+            reasoning_content: String::new(),
+            reasoning: String::new(),
+            reasoning_content_seen: false,
+            finish_reason: None,
+            usage_after_finish: false,
+            response_id: None,
+            model: None,
+            usage: None,
+            text_bytes: 0,
+            notices: Vec::new(),
+            failed: None,
+        }
+    }
+
+    /// The mode this accumulator was built for.
+    pub fn mode(&self) -> ResponseMode {
+        self.mode
+    }
+
+    /// Admits and accumulates one chunk (`WireEvent::Chunk`), in the order S-34, S-35, S-36,
+    /// S-37/S-38, S-39 (§5). Errors: [`AccumulateError::Protocol`] (S-34, S-36, §5),
+    /// [`AccumulateError::ErrorFrame`] (S-35, D15), [`AccumulateError::ResponseTooLarge`] when
+    /// the retained bytes pass `max_response_bytes`. After an error every later call
+    /// returns the same error.
+    pub fn push_chunk(&mut self, chunk: &Value) -> Result<FrameFacts, AccumulateError> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
+        let result = self.admit(chunk);
+        if let Err(error) = &result {
+            self.failed = Some(error.clone());
+        }
+        result
+    }
+
+    /// Records a framing notice (S-33): `SplitDataLines` raises the `sse:split_data_lines`
+    /// dialect warning (S-115). Never progress.
+    pub fn push_notice(&mut self, notice: WireNotice) {
+        match notice {
+            WireNotice::SplitDataLines => {
+                if !self.notices.contains(&DialectWarning::SplitDataLines) {
+                    self.notices.push(DialectWarning::SplitDataLines);
+                }
+            }
+        }
+    }
+
+    /// The recorded finish_reason, raw (S-49, S-50); never `""`.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
+    /// `true` once a finish_reason is recorded (S-51).
+    pub fn finish_seen(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// `true` when a usage object arrived in or after the finish frame (S-74).
+    pub fn usage_after_finish(&self) -> bool {
+        self.usage_after_finish
+    }
+
+    /// The normalized conflict paths so far (S-71), sorted.
+    pub fn conflicts(&self) -> &BTreeSet<String> {
+        &self.merger.conflicts
+    }
+
+    /// The fixed response id (S-42, openai; text mode: the first non-empty string id, never
+    /// checked); never `""` (D12).
+    pub fn response_id(&self) -> Option<&str> {
+        self.response_id.as_deref()
+    }
+
+    /// The openai message so far (S-65): a deep copy whose `tool_calls` holds the calls in slot
+    /// order with synthesized ids (D13, D17), or what S-58/S-60 set when there are no calls.
+    /// `None` in text mode.
+    pub fn raw_message(&self) -> Option<Map<String, Value>> {
+        self.assemble_message().map(|(message, _)| message)
+    }
+
+    fn assemble_message(&self) -> Option<(Map<String, Value>, Vec<bool>)> {
+        if self.mode != ResponseMode::OpenAi {
+            return None;
+        }
+        let mut message = self.message.clone();
+        let mut synthesized = Vec::new();
+        if !self.tools.is_empty() {
+            let key = self.response_id.as_deref().unwrap_or(&self.options.call_id);
+            let (tools, flags) = self.tools.snapshot(key);
+            synthesized = flags;
+            message.insert("tool_calls".to_owned(), Value::Array(tools));
+        }
+        Some((message, synthesized))
+    }
+
+    /// Post-stream assembly inputs (S-95 steps 1–4, 6): warnings in S-95 order, the thinking
+    /// projection (S-98), `finalize_text` (S-100), the message (openai), usage facts.
+    pub fn finish(self) -> Accumulated {
+        let assembled = self.assemble_message();
+        let mut warnings = self.notices.clone();
+        for path in &self.merger.conflicts {
+            warnings.push(DialectWarning::FieldConflict { path: path.clone() });
+        }
+        let (message, synthesized) = match assembled {
+            Some((message, synthesized)) => (Some(message), synthesized),
+            None => (None, Vec::new()),
+        };
+        if synthesized.iter().any(|s| *s) {
+            warnings.push(DialectWarning::SynthesizedToolId);
+        }
+        let finish_reason = self.finish_reason.and_then(FinishReason::new);
+        push_finish_warning(&mut warnings, finish_reason.as_ref());
+        warnings.truncate(WARNINGS_PER_ATTEMPT);
+        let thinking_raw = if self.reasoning_content_seen {
+            self.reasoning_content
+        } else {
+            self.reasoning
+        };
+        let (content, thinking) =
+            finalize_text(&self.content, &thinking_raw, self.options.inline_think_tags);
+        let tool_calls = message
+            .as_ref()
+            .map(|m| summarize_tools(m, &synthesized))
+            .unwrap_or_default();
+        Accumulated {
+            mode: self.mode,
+            content,
+            thinking,
+            finish_seen: finish_reason.is_some(),
+            finish_reason,
+            response_id: self.response_id,
+            model_reported: self.model,
+            usage_raw: self.usage,
+            usage_after_finish: self.usage_after_finish,
+            message,
+            tool_calls,
+            conflicts: self.merger.conflicts,
+            warnings,
+        }
+    }
+
+    fn retained_bytes(&self) -> usize {
+        self.text_bytes.saturating_add(self.merger.retained_bytes)
+    }
+
+    fn charge_text(&mut self, bytes: usize) {
+        self.text_bytes = self.text_bytes.saturating_add(bytes);
+    }
+
+    fn admit(&mut self, chunk: &Value) -> Result<FrameFacts, AccumulateError> {
+        let Value::Object(chunk) = chunk else {
+            return Err(AccumulateError::Protocol(ProtocolViolation::NotObject));
+        };
+        if let Some(error) = chunk.get("error") {
+            return Err(AccumulateError::ErrorFrame(Box::new(error.clone())));
+        }
+        let usage = match chunk.get("usage") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(usage)) => Some(usage),
+            Some(_) => return Err(AccumulateError::Protocol(ProtocolViolation::UsageNotObject)),
+        };
+        if self.model.is_none() {
+            self.model = model_of(chunk);
+        }
+        self.chunk_id(chunk.get("id"))?;
+
+        let mut facts = FrameFacts::default();
+        match chunk.get("choices") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(choices)) => {
+                if let Some(choice) = self.select_choice(choices)? {
+                    facts.choice_selected = true;
+                    self.choice(choice, &mut facts)?;
+                }
+            }
+            Some(_) => return Err(AccumulateError::Protocol(ProtocolViolation::ChoicesNotArray)),
+        }
+        facts.finish_seen = self.finish_reason.is_some();
+        if let Some(usage) = usage {
+            self.usage = Some(usage.clone());
+            facts.usage_recorded = true;
+            if facts.finish_seen {
+                self.usage_after_finish = true;
+            }
+        }
+        if self.retained_bytes() > self.options.max_response_bytes {
+            return Err(AccumulateError::ResponseTooLarge {
+                limit_bytes: self.options.max_response_bytes,
+            });
+        }
+        Ok(facts)
+    }
+
+    /// S-42 (openai identity rule; text mode records the first non-empty string leniently).
+    fn chunk_id(&mut self, id: Option<&Value>) -> Result<(), AccumulateError> {
+        match id {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::String(id)) if id.is_empty() => Ok(()),
+            Some(Value::String(id)) => match &self.response_id {
+                None => {
+                    self.response_id = Some(id.clone());
+                    Ok(())
+                }
+                Some(fixed) if fixed == id => Ok(()),
+                Some(_) if self.mode == ResponseMode::OpenAi => {
+                    Err(AccumulateError::Protocol(ProtocolViolation::IdConflict))
+                }
+                Some(_) => Ok(()),
+            },
+            Some(_) if self.mode == ResponseMode::OpenAi => {
+                Err(AccumulateError::Protocol(ProtocolViolation::IdNotString))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// S-44, S-46, S-47.
+    fn select_choice<'v>(
+        &self,
+        choices: &'v [Value],
+    ) -> Result<Option<&'v Map<String, Value>>, AccumulateError> {
+        let violation = |v| Err(AccumulateError::Protocol(v));
+        if choices.is_empty() {
+            return Ok(None);
+        }
+        match self.mode {
+            ResponseMode::OpenAi => {
+                let [choice] = choices else {
+                    return violation(ProtocolViolation::SingleChoiceOnly);
+                };
+                let Value::Object(choice) = choice else {
+                    return violation(ProtocolViolation::ChoiceNotObject);
+                };
+                if choice.get("index").and_then(Value::as_u64) != Some(0) {
+                    return violation(ProtocolViolation::ChoiceIndexNotZero);
+                }
+                Ok(Some(choice))
+            }
+            ResponseMode::Text => {
+                for choice in choices {
+                    let Value::Object(choice) = choice else {
+                        return violation(ProtocolViolation::ChoiceNotObject);
+                    };
+                    match choice.get("index") {
+                        None | Some(Value::Null) => return Ok(Some(choice)),
+                        Some(index) if index.as_u64() == Some(0) => return Ok(Some(choice)),
+                        Some(_) => {}
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The selected choice: delta (S-53..S-73), then finish_reason (S-49, S-50).
+    fn choice(
+        &mut self,
+        choice: &Map<String, Value>,
+        facts: &mut FrameFacts,
+    ) -> Result<(), AccumulateError> {
+        let empty = Map::new();
+        let delta = match choice.get("delta") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(delta)) => delta,
+            Some(_) => return Err(AccumulateError::Protocol(ProtocolViolation::DeltaNotObject)),
+        };
+        let result = match self.mode {
+            ResponseMode::OpenAi => self.delta_openai(delta, &mut facts.delta),
+            ResponseMode::Text => self.delta_text(delta, &mut facts.delta),
+        };
+        result.map_err(AccumulateError::Protocol)?;
+
+        match choice.get("finish_reason") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(reason)) if reason.is_empty() => {}
+            Some(Value::String(reason)) => match &self.finish_reason {
+                None => {
+                    self.finish_reason = Some(reason.clone());
+                    facts.finish_recorded = true;
+                }
+                Some(fixed) if fixed == reason => {}
+                Some(_) if self.mode == ResponseMode::OpenAi => {
+                    return Err(AccumulateError::Protocol(
+                        ProtocolViolation::FinishReasonConflict,
+                    ));
+                }
+                Some(_) => {}
+            },
+            Some(_) if self.mode == ResponseMode::OpenAi => {
+                return Err(AccumulateError::Protocol(
+                    ProtocolViolation::FinishReasonNotString,
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Records a content / reasoning_content / reasoning fragment for the text projection.
+    fn take_fragment(&mut self, key: &str, fragment: &str, delta: &mut ChatDelta) {
+        self.charge_text(fragment.len());
+        match key {
+            "content" => {
+                self.content.push_str(fragment);
+                delta.content.push_str(fragment);
+            }
+            "reasoning_content" => {
+                self.reasoning_content.push_str(fragment);
+                delta.reasoning_content.push_str(fragment);
+                self.reasoning_content_seen |= !fragment.is_empty();
+            }
+            _ => {
+                self.reasoning.push_str(fragment);
+                delta.reasoning.push_str(fragment);
+            }
+        }
+    }
+
+    /// openai-mode delta (S-54..S-65, S-67..S-72).
+    fn delta_openai(
+        &mut self,
+        delta: &Map<String, Value>,
+        out: &mut ChatDelta,
+    ) -> Result<(), ProtocolViolation> {
+        let mut progress = false;
+        for (key, value) in delta {
+            match key.as_str() {
+                "role" => match value {
+                    Value::Null => {
+                        self.message.entry("role").or_insert(Value::Null);
+                    }
+                    Value::String(role) if role == "assistant" => {
+                        self.message
+                            .insert("role".to_owned(), Value::String(role.clone()));
+                    }
+                    _ => return Err(ProtocolViolation::RoleNotAssistant),
+                },
+                "content" | "reasoning_content" => match value {
+                    Value::Null => {
+                        self.message.entry(key.as_str()).or_insert(Value::Null);
+                    }
+                    Value::String(fragment) => {
+                        append_string(&mut self.message, key, fragment);
+                        self.charge_text(fragment.len());
+                        self.take_fragment(key, fragment, out);
+                        progress |= !fragment.is_empty();
+                    }
+                    _ if key == "content" => return Err(ProtocolViolation::ContentType),
+                    _ => return Err(ProtocolViolation::ReasoningContentType),
+                },
+                "tool_calls" => match value {
+                    Value::Null => {
+                        self.message.entry("tool_calls").or_insert(Value::Null);
+                    }
+                    Value::Array(elements) => {
+                        let unset = matches!(
+                            self.message.get("tool_calls"),
+                            None | Some(Value::Null)
+                        );
+                        if unset && (elements.is_empty() || elements.iter().any(|e| !e.is_null()))
+                        {
+                            self.message
+                                .insert("tool_calls".to_owned(), Value::Array(Vec::new()));
+                        }
+                        progress |= self.tools.merge_openai(elements, &mut self.merger)?;
+                    }
+                    _ => return Err(ProtocolViolation::ToolCallsNotArray),
+                },
+                other => {
+                    if other == "reasoning" {
+                        if let Value::String(fragment) = value {
+                            self.take_fragment("reasoning", fragment, out);
+                        }
+                    }
+                    let path = format!("delta.{other}");
+                    progress |= self.merger.merge_key(&mut self.message, other, value, &path);
+                }
+            }
+        }
+        out.progress = progress;
+        Ok(())
+    }
+
+    /// text-mode delta (S-54 role ignored, S-55, S-66, S-73).
+    fn delta_text(
+        &mut self,
+        delta: &Map<String, Value>,
+        out: &mut ChatDelta,
+    ) -> Result<(), ProtocolViolation> {
+        let mut progress = false;
+        for (key, value) in delta {
+            match key.as_str() {
+                "role" => {}
+                "content" | "reasoning_content" => match value {
+                    Value::Null => {}
+                    Value::String(fragment) => {
+                        self.take_fragment(key, fragment, out);
+                        progress |= !fragment.is_empty();
+                    }
+                    _ if key == "content" => return Err(ProtocolViolation::ContentType),
+                    _ => return Err(ProtocolViolation::ReasoningContentType),
+                },
+                "tool_calls" => {
+                    if let Value::Array(elements) = value {
+                        progress |= self.tools.observe_text(elements)?;
+                    }
+                }
+                other => {
+                    if other == "reasoning" {
+                        if let Value::String(fragment) = value {
+                            self.take_fragment("reasoning", fragment, out);
+                        }
+                    }
+                    progress |= fragment_progress(other, value);
+                }
+            }
+        }
+        out.progress = progress;
+        Ok(())
+    }
+}
+
+/// The model sink (S-38): a string with at least one non-whitespace character.
+fn model_of(object: &Map<String, Value>) -> Option<String> {
+    match object.get("model") {
+        Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
+        _ => None,
+    }
+}
+
+/// Adds the `finish:` warning for a finish of class `unknown` (S-95 step 1, S-115).
+fn push_finish_warning(warnings: &mut Vec<DialectWarning>, finish: Option<&FinishReason>) {
+    if let Some(finish) = finish {
+        if finish.class() == FinishClass::Unknown {
+            warnings.push(DialectWarning::UnregisteredFinish {
+                value: finish.as_str().to_owned(),
+            });
+        }
+    }
+}
+
+/// The shape of a tool call's `function.arguments` (50 V-24, V-25; 05 R-42).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolArguments {
+    /// No `arguments` key (or no `function` object).
+    Absent,
+    /// `arguments` stayed `null` (V-25).
+    Null,
+    /// `arguments` is neither a string nor null.
+    NotString,
+    /// A string that is empty or whitespace only.
+    Empty,
+    /// A string that parses as JSON.
+    Json,
+    /// A non-empty string that does not parse as JSON (cut arguments, R-42).
+    NotJson,
+}
+
+/// One tool call of the openai message, as the verdict sees it (50 V-24; 05 R-42).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallSummary {
+    /// The call's id (synthesized or not); `None` when it is not a non-empty string.
+    pub id: Option<String>,
+    /// The id was synthesized (D13, D16, D17).
+    pub id_synthesized: bool,
+    /// `function.name` when it is a non-empty string; `None` → `tool_incomplete` (D13).
+    pub name: Option<String>,
+    /// The shape of `function.arguments`.
+    pub arguments: ToolArguments,
+}
+
+/// Summaries of the non-null elements of `message.tool_calls` (empty when absent or not an
+/// array); `synthesized[i]` says whether element `i` got a synthesized id.
+fn summarize_tools(message: &Map<String, Value>, synthesized: &[bool]) -> Vec<ToolCallSummary> {
+    let Some(Value::Array(tools)) = message.get("tool_calls") else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .enumerate()
+        .filter(|(_, tool)| !tool.is_null())
+        .map(|(position, tool)| {
+            let function = tool.get("function").and_then(Value::as_object);
+            let arguments = match function.and_then(|f| f.get("arguments")) {
+                None => ToolArguments::Absent,
+                Some(Value::Null) => ToolArguments::Null,
+                Some(Value::String(text)) if text.trim().is_empty() => ToolArguments::Empty,
+                Some(Value::String(text)) => {
+                    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+                        ToolArguments::Json
+                    } else {
+                        ToolArguments::NotJson
+                    }
+                }
+                Some(_) => ToolArguments::NotString,
+            };
+            ToolCallSummary {
+                id: tool
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned),
+                id_synthesized: synthesized.get(position).copied().unwrap_or(false),
+                name: function
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned),
+                arguments,
+            }
+        })
+        .collect()
+}
+
+/// The accumulated result of one attempt, streamed ([`Accumulator::finish`]) or not
+/// ([`parse_non_stream_body`]) — the input of the verdict (50) and of response building
+/// (40 S-95, S-111).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Accumulated {
+    /// The mode of the attempt.
+    pub mode: ResponseMode,
+    /// Text projection of the content, think tags stripped where the profile asks (S-100).
+    pub content: String,
+    /// Thinking projection (S-98 stream, S-99 non-stream) plus stripped think spans (S-100).
+    pub thinking: String,
+    /// The raw finish_reason (S-49, S-50, S-111); never `""` (D12).
+    pub finish_reason: Option<FinishReason>,
+    /// A finish_reason was recorded (S-51).
+    pub finish_seen: bool,
+    /// The response id (S-42 stream, S-113 non-stream); never `""` (D12).
+    pub response_id: Option<String>,
+    /// The first model name with a non-whitespace character (S-38).
+    pub model_reported: Option<String>,
+    /// The last non-null usage object, exactly as received (S-37, S-108).
+    pub usage_raw: Option<Map<String, Value>>,
+    /// Usage arrived in or after the finish frame (S-74); stream only (`false` non-stream).
+    pub usage_after_finish: bool,
+    /// openai mode: the message (S-65 `raw_message()`, or the non-stream message after S-111
+    /// step 4); `None` in text mode. Never passes through `finalize_text` (S-101).
+    pub message: Option<Map<String, Value>>,
+    /// openai mode: the non-null tool calls of `message`, in snapshot order.
+    pub tool_calls: Vec<ToolCallSummary>,
+    /// Conflict paths (S-71), sorted.
+    pub conflicts: BTreeSet<String>,
+    /// Dialect warnings in S-95 step 1 order (split-data-lines notice first), at most 1024.
+    pub warnings: Vec<DialectWarning>,
+}
+
+impl Accumulated {
+    /// `true` when the last usage is *measured* (S-104).
+    pub fn usage_measured(&self) -> bool {
+        self.usage_raw.as_ref().is_some_and(|u| measured_usage(u).is_some())
+    }
+
+    /// Token resolution (S-105, S-107): measured → as reported with `Measured` (`Estimated`
+    /// when `salvaged`); otherwise 0 / 0 with `Unavailable`. `cached_prompt_tokens` and
+    /// `reasoning_tokens` come from the last usage object either way.
+    pub fn usage(&self, salvaged: bool) -> (Usage, UsageSource) {
+        let Some(raw) = &self.usage_raw else {
+            return (Usage::default(), UsageSource::Unavailable);
+        };
+        let (cached, reasoning) = usage_details(raw);
+        let (mut usage, source) = match measured_usage(raw) {
+            Some(usage) if salvaged => (usage, UsageSource::Estimated),
+            Some(usage) => (usage, UsageSource::Measured),
+            None => (Usage::default(), UsageSource::Unavailable),
+        };
+        usage.cached_prompt_tokens = cached;
+        usage.reasoning_tokens = reasoning;
+        (usage, source)
+    }
+
+    /// The openai snapshot (S-75, S-111 step 8): `None` in text mode; otherwise
+    /// `OpenAiChatCompletion::try_new` over deep copies of the message and usage, a failure
+    /// being `Transient(protocol_error)`. Call it only after the verdict delivered (V-38).
+    pub fn completion(&self) -> Option<Result<OpenAiChatCompletion, AccumulateError>> {
+        let message = self.message.as_ref()?;
+        Some(
+            OpenAiChatCompletion::try_new(
+                message.clone(),
+                self.finish_reason.as_ref().map(|f| f.as_str().to_owned()),
+                self.response_id.clone(),
+                self.usage_raw.clone(),
+            )
+            .map_err(|shape| AccumulateError::Protocol(ProtocolViolation::Snapshot(shape))),
+        )
+    }
+
+    /// A tool call has no non-empty function name (D13: `tool_incomplete`, synthesis never
+    /// invents a name).
+    pub fn any_tool_without_name(&self) -> bool {
+        self.tool_calls.iter().any(|t| t.name.is_none())
+    }
+
+    /// 05 R-42: some tool call's `arguments` is non-empty text that does not parse as JSON
+    /// (the turn is delivered but not cacheable). Empty arguments do not count (chosen).
+    pub fn tool_arguments_unparsable(&self) -> bool {
+        self.tool_calls
+            .iter()
+            .any(|t| t.arguments == ToolArguments::NotJson)
+    }
+
+    /// Some tool id was synthesized (D13, D16).
+    pub fn any_synthesized_tool_id(&self) -> bool {
+        self.tool_calls.iter().any(|t| t.id_synthesized)
+    }
+}
+
+/// A JSON non-negative integer (booleans excluded), S-104.
+fn count(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64)
+}
+
+/// Measured usage (S-104): `prompt_tokens` and `completion_tokens` both JSON non-negative
+/// integers; with the S-107 details. `None` otherwise (`{}` is not measured).
+pub fn measured_usage(usage: &Map<String, Value>) -> Option<Usage> {
+    let prompt = count(usage.get("prompt_tokens"))?;
+    let completion = count(usage.get("completion_tokens"))?;
+    let (cached, reasoning) = usage_details(usage);
+    Some(Usage {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        cached_prompt_tokens: cached,
+        reasoning_tokens: reasoning,
+    })
+}
+
+/// S-107: `(cached_prompt_tokens, reasoning_tokens)` of a usage object.
+fn usage_details(usage: &Map<String, Value>) -> (Option<u64>, Option<u64>) {
+    let cached = count(
+        usage
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens")),
+    )
+    .or_else(|| count(usage.get("prompt_cache_hit_tokens")));
+    let reasoning = count(
+        usage
+            .get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens")),
+    );
+    (cached, reasoning)
+}
+
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+
+/// `finalize_text(content, thinking, inline_think_tags)` of 40 S-100: without think tags the
+/// inputs unchanged; with them every non-overlapping `<think>…</think>` span (non-greedy,
+/// leftmost first, across newlines) is removed from the content and its inner text appended
+/// to the thinking; if any span was removed, leading whitespace of the content is removed. An
+/// unclosed `<think>` stays. Returns `(content, thinking)`.
+pub fn finalize_text(content: &str, thinking: &str, inline_think_tags: bool) -> (String, String) {
+    if !inline_think_tags {
+        return (content.to_owned(), thinking.to_owned());
+    }
+    let mut kept = String::with_capacity(content.len());
+    let mut thinking = thinking.to_owned();
+    let mut rest = content;
+    let mut removed = false;
+    while let Some(open) = rest.find(THINK_OPEN) {
+        let inner_start = open + THINK_OPEN.len();
+        let Some(close) = rest.get(inner_start..).and_then(|r| r.find(THINK_CLOSE)) else {
+            break;
+        };
+        kept.push_str(rest.get(..open).unwrap_or_default());
+        thinking.push_str(rest.get(inner_start..inner_start + close).unwrap_or_default());
+        rest = rest
+            .get(inner_start + close + THINK_CLOSE.len()..)
+            .unwrap_or_default();
+        removed = true;
+    }
+    kept.push_str(rest);
+    if removed {
+        kept = kept.trim_start().to_owned();
+    }
+    (kept, thinking)
+}

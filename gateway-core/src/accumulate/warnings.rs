@@ -1,0 +1,194 @@
+//! Dialect warnings (40 §13, S-115..S-118; 05 ): what an attempt raises, and the
+//! per-client throttle that logs each `(source, key)` once.
+//!
+//! An attempt only *collects* [`DialectWarning`]s (in S-95 step 1 order); it never logs. The
+//! client owns one [`WarningThrottle`] (S-115: one throttle per `GatewayClient`) and passes each
+//! warning of a delivered or failed attempt through it, so a key is logged once per source, the
+//! set never grows beyond [`WARNING_CAPACITY`] keys, and saturation is said exactly once (S-116).
+//! Warnings never change a result (S-118).
+
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+
+/// Capacity of the warning key set of one client (40 S-116).
+pub const WARNING_CAPACITY: usize = 1024;
+
+/// The text logged once when the key set is full (40 S-116).
+pub const SATURATION_MESSAGE: &str =
+    "dialect warning set saturated (1024); further warnings of this kind are omitted";
+
+/// Longest conflict path kept in a `field:` key, in characters (40 S-115).
+const FIELD_KEY_CHARS: usize = 128;
+/// Longest finish value kept in a `finish:` key, in characters (40 S-115).
+const FINISH_KEY_CHARS: usize = 64;
+
+/// One dialect warning raised by an attempt (40 S-115, S-117; 05 ).
+///
+/// Carries the path or value only; field contents (which may be tool arguments) never appear.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DialectWarning {
+    /// An unknown field was deleted after a merge conflict (S-71); `path` is normalized
+    /// (`delta.ext`, `tool_calls[].function.strict`).
+    FieldConflict {
+        /// The normalized path.
+        path: String,
+    },
+    /// A finish_reason outside the registry (class `unknown`, 50 V-2) was delivered.
+    UnregisteredFinish {
+        /// The raw value.
+        value: String,
+    },
+    /// The SSE split-data-lines recovery happened (S-26, S-33).
+    SplitDataLines,
+    /// A tool call arrived without an id and a stable one was synthesized (D13, D16; S-65).
+    SynthesizedToolId,
+    /// A streamed request got a 200 JSON body, judged as a non-stream body (05 R-27).
+    JsonBodyOnStream,
+}
+
+impl DialectWarning {
+    /// The stable code carried by the log event (05 R-38).
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Self::FieldConflict { .. } => "dialect.field_conflict",
+            Self::UnregisteredFinish { .. } => "dialect.unregistered_finish",
+            Self::SplitDataLines => "dialect.sse_split_data_lines",
+            Self::SynthesizedToolId => "dialect.tool_synthesized_id",
+            Self::JsonBodyOnStream => "dialect.json_body_on_stream",
+        }
+    }
+
+    /// The throttle key (40 S-115): `field:<path>` (path cut to 128 characters),
+    /// `finish:<value>` (value cut to 64 characters), `sse:split_data_lines`,
+    /// `tool:synthesized_id`, `stream:json_body` (05 R-27, chosen).
+    pub fn key(&self) -> String {
+        match self {
+            Self::FieldConflict { path } => format!("field:{}", cut(path, FIELD_KEY_CHARS)),
+            Self::UnregisteredFinish { value } => {
+                format!("finish:{}", cut(value, FINISH_KEY_CHARS))
+            }
+            Self::SplitDataLines => "sse:split_data_lines".to_owned(),
+            Self::SynthesizedToolId => "tool:synthesized_id".to_owned(),
+            Self::JsonBodyOnStream => "stream:json_body".to_owned(),
+        }
+    }
+
+    /// The warning text for `source` (40 S-117 templates). Names the source and the path or
+    /// (cut) value only.
+    pub fn message(&self, source: &str) -> String {
+        match self {
+            Self::FieldConflict { path } => format!(
+                "source {source}: field {} was deleted after a merge conflict; the fidelity result lacks this field",
+                cut(path, FIELD_KEY_CHARS)
+            ),
+            Self::UnregisteredFinish { value } => format!(
+                "source {source}: unregistered finish_reason {:?} delivered as a natural end; results with this value are not cached",
+                cut(value, FINISH_KEY_CHARS)
+            ),
+            Self::SplitDataLines => format!(
+                "source {source}: an SSE event with several data lines was split into separate JSON events"
+            ),
+            Self::SynthesizedToolId => format!(
+                "source {source}: a tool call arrived without an id; a stable id was synthesized"
+            ),
+            Self::JsonBodyOnStream => format!(
+                "source {source}: a streamed request was answered with a JSON body; it was judged as a non-stream body"
+            ),
+        }
+    }
+}
+
+/// The first `n` characters of `s`.
+fn cut(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => &s[..at],
+        None => s,
+    }
+}
+
+/// What [`WarningThrottle::admit`] decided for one warning (40 S-115, S-116).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Admission {
+    /// First time for this `(source, key)`: log it.
+    Emit,
+    /// Already logged for this source, or the set is full and saturation was already said.
+    Suppressed,
+    /// The set is full and this is the first key refused: log [`SATURATION_MESSAGE`] once.
+    Saturated,
+}
+
+/// The per-client warning throttle (40 S-115, S-116): a set of `(source, key)` pairs of at most
+/// [`WARNING_CAPACITY`] entries.
+#[derive(Debug, Default)]
+pub struct WarningThrottle {
+    state: Mutex<ThrottleState>,
+}
+
+#[derive(Debug, Default)]
+struct ThrottleState {
+    seen: HashSet<(String, String)>,
+    saturation_said: bool,
+}
+
+impl WarningThrottle {
+    /// An empty throttle.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decides whether `warning` from `source` is logged (S-115, S-116); records it.
+    pub fn admit(&self, source: &str, warning: &DialectWarning) -> Admission {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = (source.to_owned(), warning.key());
+        if state.seen.contains(&entry) {
+            return Admission::Suppressed;
+        }
+        if state.seen.len() >= WARNING_CAPACITY {
+            if state.saturation_said {
+                return Admission::Suppressed;
+            }
+            state.saturation_said = true;
+            return Admission::Saturated;
+        }
+        state.seen.insert(entry);
+        Admission::Emit
+    }
+
+    /// Admits and logs `warning` through `tracing` with the fields `source` and `code` (05 R-38);
+    /// the text is passed as an argument, never as a format string (S-117). Returns the decision.
+    pub fn emit(&self, source: &str, warning: &DialectWarning) -> Admission {
+        let admission = self.admit(source, warning);
+        match admission {
+            Admission::Emit => {
+                let message = warning.message(source);
+                tracing::warn!(source = source, code = warning.code(), "{}", message);
+            }
+            Admission::Saturated => {
+                tracing::warn!(
+                    source = source,
+                    code = "dialect.saturated",
+                    "{}",
+                    SATURATION_MESSAGE
+                );
+            }
+            Admission::Suppressed => {}
+        }
+        admission
+    }
+
+    /// Number of keys recorded (≤ [`WARNING_CAPACITY`]).
+    pub fn len(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .seen
+            .len()
+    }
+
+    /// `true` when no key is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

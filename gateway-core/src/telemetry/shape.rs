@@ -1,0 +1,823 @@
+//! Row shaping: facts → the 39-field `TelemetryRow` (80 T-7, T-12..T-36; 05 ).
+//!
+//! Owns every value decision a row carries — per-kind values, the error columns (one pure
+//! function, T-20), cost (T-30/T-31), caller dimensions (T-34), `sampling` (T-13), the text cap
+//! (T-35/T-36), the message digest (C-47) and the terminal input summary (T-19). Everything here
+//! is synchronous, allocation-bounded and never fails or panics on any input (T-40), so the
+//! emitter can build rows on the call path and hand them off without awaiting I/O.
+//!
+//! Call-level inputs (messages, sampling intent, tenant, meta, session) reach the emitter as a
+//! [`RowInput`] in the opaque `RowCall::input` (05 R-3): governance never reads them.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use gateway_ports::{
+    CallOperation, CauseKind, ChatRequest, ConfigError, Effort, EmbedRequest, EventKind,
+    GatewayError, JsonObject, Meta, OcrRequest, PricingTable, TelemetryRow, ThinkingObservation,
+    Usage, UsageSource,
+};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::redact::{ScrubOptions, scrubbed_summary};
+use crate::rows::{
+    AttemptRowFacts, AttemptRowOutcome, CacheHitRowFacts, RowCall, TerminalOutcome,
+    TerminalRowFacts,
+};
+
+/// The environment key of the text cap (20 §8.3).
+pub const TEXT_CAP_KEY: &str = "PGW_TELEMETRY_TEXT_CAP";
+
+/// Characters kept of each embedding text in `messages` (80 T-15, T-19).
+pub const EMBED_TEXT_CHARS: usize = 200;
+
+/// Validation errors kept by [`format_bounded_errors`] (70 C-12).
+pub const MAX_FEEDBACK_ERRORS: usize = 3;
+
+/// Characters kept of each validation error and of the repair error (70 C-12; 80 T-26).
+pub const MAX_ERROR_CHARS: usize = 200;
+
+/// Validates the text cap (80 T-4; 20 §11.3 C6, §11.6 F4): `Some(0)` is
+/// `ConfigError telemetry.text_cap` "text_cap must be > 0 (leave it unset for no truncation)";
+/// `None` = no truncation.
+pub fn validate_text_cap(cap: Option<usize>) -> Result<Option<usize>, ConfigError> {
+    match cap {
+        Some(0) => Err(ConfigError::new(
+            "telemetry.text_cap",
+            TEXT_CAP_KEY,
+            "text_cap must be > 0 (leave it unset for no truncation)",
+        )),
+        other => Ok(other),
+    }
+}
+
+/// The first `n` characters (Unicode scalar values) of `text`, never splitting a character.
+pub fn cut_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((at, _)) => text.get(..at).unwrap_or(text),
+        None => text,
+    }
+}
+
+/// The text cap (80 T-35): a text longer than `cap` characters keeps its first `cap`
+/// characters followed by `…(+N chars)`, N = characters removed; `None` or a short text is
+/// returned unchanged (borrowed).
+pub fn cap_text(text: &str, cap: Option<usize>) -> Cow<'_, str> {
+    let Some(cap) = cap else {
+        return Cow::Borrowed(text);
+    };
+    match text.char_indices().nth(cap) {
+        None => Cow::Borrowed(text),
+        Some((at, _)) => {
+            let (head, rest) = text.split_at(at);
+            Cow::Owned(format!("{head}…(+{} chars)", rest.chars().count()))
+        }
+    }
+}
+
+/// Canonical JSON (70 C-46): object keys sorted by code point at every depth, no whitespace,
+/// numbers as `serde_json` prints them. Equal values give byte-identical text.
+pub fn canonical_json(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), sorted(v)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// `digest_messages` (70 C-47): a new value, the input untouched. Every message keeps all
+/// fields; an array `content` keeps its `text` parts and replaces every other part with
+/// `{"type": <type>, "sha256": <hex of canonical_json(part)>}`. No raw image is ever stored.
+pub fn digest_messages(messages: &[JsonObject]) -> Vec<JsonObject> {
+    messages
+        .iter()
+        .map(|message| {
+            let mut out = message.clone();
+            if let Some(Value::Array(parts)) = out.get_mut("content") {
+                for part in parts.iter_mut() {
+                    if part.get("type").and_then(Value::as_str) == Some("text") {
+                        continue;
+                    }
+                    let hash = hex::encode(Sha256::digest(canonical_json(part).as_bytes()));
+                    let kind = part.get("type").cloned().unwrap_or(Value::Null);
+                    let mut digest = Map::new();
+                    digest.insert("type".to_owned(), kind);
+                    digest.insert("sha256".to_owned(), Value::String(hash));
+                    *part = Value::Object(digest);
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// Applies the text cap to messages (80 T-35, T-36): each string `content` and the `text` of
+/// each `type == "text"` part; other fields (tool arguments, names) are untouched. Builds new
+/// values; `None` returns a plain copy.
+pub fn cap_messages(messages: &[JsonObject], cap: Option<usize>) -> Vec<JsonObject> {
+    let mut out = messages.to_vec();
+    if cap.is_none() {
+        return out;
+    }
+    let cap_value = |v: &mut Value| {
+        if let Value::String(s) = v
+            && let Cow::Owned(capped) = cap_text(s, cap)
+        {
+            *s = capped;
+        }
+    };
+    for message in &mut out {
+        match message.get_mut("content") {
+            Some(Value::Array(parts)) => {
+                for part in parts.iter_mut() {
+                    if part.get("type").and_then(Value::as_str) == Some("text")
+                        && let Some(text) = part.get_mut("text")
+                    {
+                        cap_value(text);
+                    }
+                }
+            }
+            Some(content) => cap_value(content),
+            None => {}
+        }
+    }
+    out
+}
+
+/// `format_bounded_errors` (70 C-12): the first 3 errors, each cut to 200 characters, joined
+/// with `"; "`; an empty list renders `output could not be parsed`. Shared with the terminal-row
+/// detail (80 T-26).
+pub fn format_bounded_errors(errors: &[String]) -> String {
+    if errors.is_empty() {
+        return "output could not be parsed".to_owned();
+    }
+    errors
+        .iter()
+        .take(MAX_FEEDBACK_ERRORS)
+        .map(|e| cut_chars(e, MAX_ERROR_CHARS))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What a row's error columns are derived from (80 T-20).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum ErrorInput<'a> {
+    /// No error (success, cache hit).
+    None,
+    /// A label (`cancelled`, `hedge_cancelled`): never parsed for diagnostics.
+    Label(&'a str),
+    /// A failed attempt's error; `scrub` removes secrets from its body (05 R-34).
+    Attempt(&'a GatewayError, ScrubOptions<'a>),
+    /// The error that ended the call (terminal row): no status, cause or body.
+    Terminal(&'a GatewayError),
+}
+
+/// The five error columns of one row (80 T-20..T-26).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ErrorFields {
+    /// `error` (T-21, T-26).
+    pub error: Option<String>,
+    /// `error_type` (T-22).
+    pub error_type: Option<&'static str>,
+    /// `cause_type` (T-23): attempt rows only.
+    pub cause_type: Option<CauseKind>,
+    /// `http_status_code` (T-24): attempt rows only, as received.
+    pub http_status_code: Option<i32>,
+    /// `error_body` (T-25): the scrubbed body summary, empty → `None`; attempt rows only.
+    pub error_body: Option<String>,
+}
+
+/// The one pure function of 80 T-20: error columns from the row's error input. `operation` is
+/// the call site's (T-27); OCR rows use the class-prefixed `"<type name>: <message>"` (T-21).
+pub fn error_fields(input: ErrorInput<'_>, operation: CallOperation) -> ErrorFields {
+    match input {
+        ErrorInput::None => ErrorFields::default(),
+        ErrorInput::Label(label) => ErrorFields {
+            error: Some(label.to_owned()),
+            ..ErrorFields::default()
+        },
+        ErrorInput::Attempt(error, scrub) => {
+            let failure = error.attempt_failure();
+            ErrorFields {
+                error: Some(error_text(error, operation)),
+                error_type: Some(error.type_name()),
+                cause_type: failure.and_then(|f| f.cause),
+                http_status_code: failure.and_then(|f| f.http_status).map(i32::from),
+                error_body: failure
+                    .and_then(|f| f.body_text.as_deref())
+                    .map(|body| scrubbed_summary(body, &scrub))
+                    .filter(|body| !body.is_empty()),
+            }
+        }
+        ErrorInput::Terminal(error) => {
+            let mut text = error_text(error, operation);
+            if let Some(details) = error.result_invalid_details() {
+                if let Some(repair) = &details.repair_error {
+                    text.push_str(" | repair=");
+                    text.push_str(cut_chars(repair, MAX_ERROR_CHARS));
+                }
+                if !details.validation_errors.is_empty() {
+                    text.push_str(" | validation=");
+                    text.push_str(&format_bounded_errors(&details.validation_errors));
+                }
+            }
+            ErrorFields {
+                error: Some(text),
+                error_type: Some(error.type_name()),
+                ..ErrorFields::default()
+            }
+        }
+    }
+}
+
+/// The `error` text of 80 T-21: the display message, or the type name when it is empty; OCR
+/// operations use `"<type name>: <message>"`.
+pub fn error_text(error: &GatewayError, operation: CallOperation) -> String {
+    let message = error.to_string();
+    let type_name = error.type_name();
+    match (is_ocr(operation), message.is_empty()) {
+        (_, true) => type_name.to_owned(),
+        (true, false) => format!("{type_name}: {message}"),
+        (false, false) => message,
+    }
+}
+
+const fn is_ocr(operation: CallOperation) -> bool {
+    matches!(
+        operation,
+        CallOperation::RecognizeText | CallOperation::ParseLayout
+    )
+}
+
+/// What the call was about, for the `messages` column (80 T-12, T-15, T-19).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum RowSubject {
+    /// No input recorded: `messages = "[]"`.
+    #[default]
+    Unknown,
+    /// Chat: the call's messages (digested and capped when written).
+    Chat {
+        /// The request messages.
+        messages: Vec<JsonObject>,
+    },
+    /// Embedding: the texts and the batch size (attempt rows: the texts; terminal rows:
+    /// `<embed texts=N batches=M>` and the first batch).
+    Embed {
+        /// The input texts.
+        texts: Vec<String>,
+        /// Texts per batch (≥ 1).
+        batch_size: usize,
+    },
+    /// OCR: only the image size is recorded (`<ocr:{kind} image_bytes={len}>`).
+    Ocr {
+        /// Image size in bytes.
+        image_bytes: usize,
+    },
+}
+
+/// Call-level row inputs (80 T-12 "the call's" columns): what the facade puts in
+/// `CallOptions::row_input` / `RowCall::input` for the emitter (05 R-3). Validation of tenant
+/// and meta (T-33) happens before the call, not here.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct RowInput {
+    /// What the call was about.
+    pub subject: RowSubject,
+    /// The caller's sampling intent (chat: the overlay before structured injection, T-13);
+    /// empty for embedding and OCR.
+    pub sampling: JsonObject,
+    /// The request-level effort (cache-hit and terminal rows; fallback for failed attempts).
+    pub reasoning_effort: Option<Effort>,
+    /// Caller session.
+    pub session_id: Option<String>,
+    /// Caller correlation id.
+    pub parent_call_id: Option<String>,
+    /// Tenant (`''` when absent, T-34).
+    pub tenant_id: Option<String>,
+    /// Caller meta (canonical JSON, `'{}'` when empty, T-34).
+    pub meta: Meta,
+    /// `messages` JSON of attempt rows, computed once per cap.
+    attempt_messages: OnceLock<(Option<usize>, String)>,
+}
+
+impl RowInput {
+    /// Inputs of a chat call: messages, overlay as the sampling intent, effort and dimensions.
+    pub fn chat(request: &ChatRequest) -> Self {
+        Self {
+            subject: RowSubject::Chat {
+                messages: request.messages.clone(),
+            },
+            sampling: request.overlay.clone(),
+            reasoning_effort: request.reasoning_effort,
+            session_id: request.session_id.clone(),
+            parent_call_id: request.parent_call_id.clone(),
+            tenant_id: request.tenant_id.clone(),
+            meta: request.meta.clone(),
+            attempt_messages: OnceLock::new(),
+        }
+    }
+
+    /// Inputs of an embedding call with `batch_size` texts per batch.
+    pub fn embed(request: &EmbedRequest, batch_size: usize) -> Self {
+        Self {
+            subject: RowSubject::Embed {
+                texts: request.texts.clone(),
+                batch_size: batch_size.max(1),
+            },
+            session_id: request.session_id.clone(),
+            parent_call_id: request.parent_call_id.clone(),
+            tenant_id: request.tenant_id.clone(),
+            meta: request.meta.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// Inputs of an OCR call (`recognize_text` or `parse_layout`; the kind comes from the
+    /// row's operation).
+    pub fn ocr(request: &OcrRequest) -> Self {
+        Self {
+            subject: RowSubject::Ocr {
+                image_bytes: request.image.len(),
+            },
+            session_id: request.session_id.clone(),
+            parent_call_id: request.parent_call_id.clone(),
+            tenant_id: request.tenant_id.clone(),
+            meta: request.meta.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// Inputs with this subject and no dimensions.
+    pub fn with_subject(subject: RowSubject) -> Self {
+        Self {
+            subject,
+            ..Self::default()
+        }
+    }
+}
+
+/// The `response` placeholder of a successful embedding attempt (80 T-15, chosen).
+pub fn embed_response_placeholder(vectors: usize, dim: usize) -> String {
+    format!("<embed vectors={vectors} dim={dim}>")
+}
+
+/// The `response` placeholder of a successful `parse_layout` attempt (80 T-15, chosen).
+pub fn ocr_layout_placeholder(elements: usize, pages: usize) -> String {
+    format!("<ocr:layout elements={elements} pages={pages}>")
+}
+
+fn user_message(content: String) -> Value {
+    let mut m = Map::new();
+    m.insert("role".to_owned(), Value::String("user".to_owned()));
+    m.insert("content".to_owned(), Value::String(content));
+    Value::Object(m)
+}
+
+fn ocr_marker(operation: CallOperation, image_bytes: usize) -> String {
+    let kind = if operation == CallOperation::ParseLayout {
+        "layout"
+    } else {
+        "text"
+    };
+    format!("<ocr:{kind} image_bytes={image_bytes}>")
+}
+
+fn embed_text(text: &str, cap: Option<usize>) -> String {
+    cap_text(cut_chars(text, EMBED_TEXT_CHARS), cap).into_owned()
+}
+
+fn messages_json(items: Vec<Value>) -> String {
+    Value::Array(items).to_string()
+}
+
+fn chat_messages_json(messages: &[JsonObject], cap: Option<usize>) -> String {
+    let capped = cap_messages(&digest_messages(messages), cap);
+    messages_json(capped.into_iter().map(Value::Object).collect())
+}
+
+/// Process-wide set of models already warned about as unpriced (80 T-30: one warning per
+/// unknown model per process, chosen).
+fn warn_unknown_model(model: &str) {
+    static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    let warned = WARNED.get_or_init(|| Mutex::new(HashSet::new()));
+    let first = warned
+        .lock()
+        .map(|mut set| set.insert(model.to_owned()))
+        .unwrap_or(false);
+    if first {
+        tracing::warn!(
+            code = "telemetry.unknown_model_price",
+            model,
+            "model {model:?} is not in the price table; its rows have cost NULL"
+        );
+    }
+}
+
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn canonical_meta(meta: &Meta) -> String {
+    let object: Map<String, Value> = meta.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
+    canonical_json(&Value::Object(object))
+}
+
+fn canonical_object(object: &JsonObject) -> Option<String> {
+    (!object.is_empty()).then(|| canonical_json(&Value::Object(object.clone())))
+}
+
+/// Turns row facts into `TelemetryRow`s (80 T-12): holds the price table, the text cap and the
+/// scrub setting. Cheap to clone; pure and infallible.
+#[derive(Debug, Clone)]
+pub struct RowShaper {
+    pricing: Option<Arc<PricingTable>>,
+    text_cap: Option<usize>,
+    redact_ips: bool,
+}
+
+impl Default for RowShaper {
+    /// No price table, no text cap, IP addresses redacted.
+    fn default() -> Self {
+        Self {
+            pricing: None,
+            text_cap: None,
+            redact_ips: true,
+        }
+    }
+}
+
+impl RowShaper {
+    /// A shaper with this price table (`PGW_PRICING_PATH`), text cap
+    /// (`PGW_TELEMETRY_TEXT_CAP`, characters) and `PGW_REDACT_IPS` setting.
+    ///
+    /// Errors: `ConfigError telemetry.text_cap` for `Some(0)` (80 T-4).
+    pub fn new(
+        pricing: Option<PricingTable>,
+        text_cap: Option<usize>,
+        redact_ips: bool,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self {
+            pricing: pricing.map(Arc::new),
+            text_cap: validate_text_cap(text_cap)?,
+            redact_ips,
+        })
+    }
+
+    /// The text cap in characters.
+    pub fn text_cap(&self) -> Option<usize> {
+        self.text_cap
+    }
+
+    /// Cost of a successful attempt (80 T-30 rules 2–4, T-31): `None` for `unavailable`
+    /// usage, OCR, an empty model, no price table or an unknown model (warned once per model
+    /// per process).
+    pub fn cost(
+        &self,
+        operation: CallOperation,
+        model: &str,
+        usage: &Usage,
+        usage_source: UsageSource,
+    ) -> Option<f64> {
+        if usage_source == UsageSource::Unavailable || is_ocr(operation) || model.is_empty() {
+            return None;
+        }
+        let table = self.pricing.as_ref()?;
+        let cost = table.cost(model, usage);
+        if cost.is_none() {
+            warn_unknown_model(model);
+        }
+        cost
+    }
+
+    /// The `messages` column of attempt rows (80 T-12, T-15).
+    fn attempt_messages(&self, input: &RowInput, operation: CallOperation) -> String {
+        if let Some((cap, json)) = input.attempt_messages.get()
+            && *cap == self.text_cap
+        {
+            return json.clone();
+        }
+        let json = match &input.subject {
+            RowSubject::Unknown => "[]".to_owned(),
+            RowSubject::Chat { messages } => chat_messages_json(messages, self.text_cap),
+            RowSubject::Embed { texts, .. } => messages_json(
+                texts
+                    .iter()
+                    .map(|t| user_message(embed_text(t, self.text_cap)))
+                    .collect(),
+            ),
+            RowSubject::Ocr { image_bytes } => {
+                messages_json(vec![user_message(ocr_marker(operation, *image_bytes))])
+            }
+        };
+        let _ = input.attempt_messages.set((self.text_cap, json.clone()));
+        json
+    }
+
+    /// The `messages` column of terminal rows: the call's input summary (80 T-19).
+    fn terminal_messages(&self, input: &RowInput, operation: CallOperation) -> String {
+        match &input.subject {
+            RowSubject::Embed { texts, batch_size } => {
+                let batches = texts.len().div_ceil(*batch_size.max(&1));
+                let mut items = vec![user_message(format!(
+                    "<embed texts={} batches={batches}>",
+                    texts.len()
+                ))];
+                items.extend(
+                    texts
+                        .iter()
+                        .take(*batch_size)
+                        .map(|t| user_message(embed_text(t, self.text_cap))),
+                );
+                messages_json(items)
+            }
+            _ => self.attempt_messages(input, operation),
+        }
+    }
+
+    /// One attempt row (80 T-12 columns "attempt ✓ / ✗ / ⊘"; T-13..T-16, T-28..T-31).
+    pub fn attempt_row(&self, facts: &AttemptRowFacts) -> TelemetryRow {
+        let call = &*facts.call;
+        let operation = call.operation;
+        let default_input;
+        let input = match input_of(call) {
+            Some(input) => input,
+            None => {
+                default_input = RowInput::default();
+                &default_input
+            }
+        };
+        let source = &*facts.source;
+        let chat = operation == CallOperation::Chat;
+        let sampling = if chat {
+            let mut merged = source.extra_body.clone();
+            for (k, v) in &input.sampling {
+                merged.insert(k.clone(), v.clone());
+            }
+            canonical_object(&merged)
+        } else {
+            None
+        };
+        let fallback_effort = if chat {
+            source.reasoning_effort.or(input.reasoning_effort)
+        } else {
+            None
+        };
+        let key = source.api_key.as_ref().map(|k| k.expose_secret().as_str());
+        let scrub = ScrubOptions {
+            source_key: key,
+            redact_ips: self.redact_ips,
+        };
+        let mut row = TelemetryRow {
+            call_id: facts.call_id.clone(),
+            parent_call_id: input.parent_call_id.clone(),
+            session_id: input.session_id.clone(),
+            model: source.model.clone(),
+            provider: source.provider.clone(),
+            source_name: source.name.clone(),
+            messages: self.attempt_messages(input, operation),
+            response: String::new(),
+            thinking: String::new(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            usage_source: UsageSource::Unavailable,
+            latency_ms: to_i64(facts.latency_ms),
+            ttft_ms: None,
+            max_inter_token_ms: None,
+            cache_hit: false,
+            error: None,
+            cost: None,
+            cached_prompt_tokens: None,
+            model_reported: None,
+            sampling,
+            reasoning_tokens: None,
+            tenant_id: input.tenant_id.clone().unwrap_or_default(),
+            meta: canonical_meta(&input.meta),
+            thinking_observation: Some(ThinkingObservation::Unknown),
+            reasoning_effort: fallback_effort,
+            scope: call.scope.clone(),
+            operation,
+            logical_call_id: Some(call.logical_call_id.clone()),
+            event_kind: EventKind::Attempt,
+            http_status_code: None,
+            error_type: None,
+            cause_type: None,
+            error_body: None,
+            attempts: None,
+            total_latency_ms: None,
+            stall_ms: None,
+            stall_count: None,
+            stream_end: None,
+        };
+        let errors = match &facts.outcome {
+            AttemptRowOutcome::Success(result) => {
+                row.response = cap_text(&result.content, self.text_cap).into_owned();
+                row.thinking = cap_text(&result.thinking, self.text_cap).into_owned();
+                row.prompt_tokens = to_i64(result.usage.prompt_tokens);
+                row.completion_tokens = to_i64(result.usage.completion_tokens);
+                row.usage_source = result.usage_source;
+                row.ttft_ms = result.ttft_ms;
+                row.max_inter_token_ms = result.max_inter_token_ms;
+                row.cost = self.cost(
+                    operation,
+                    &source.model,
+                    &result.usage,
+                    result.usage_source,
+                );
+                row.cached_prompt_tokens = result.usage.cached_prompt_tokens.map(to_i64);
+                row.model_reported = result.model_reported.clone();
+                row.reasoning_tokens = result.usage.reasoning_tokens.map(to_i64);
+                row.thinking_observation = Some(result.thinking_observation);
+                row.reasoning_effort = if chat { result.applied_effort } else { None };
+                if chat {
+                    // T-28: the loop's integer values (truncated), only for chat.
+                    row.stall_ms = result.stall_ms.map(|ms| ms.max(0.0).trunc() as i64);
+                    row.stall_count = result.stall_count.map(i64::from);
+                }
+                row.stream_end = result.stream_end;
+                ErrorFields::default()
+            }
+            AttemptRowOutcome::Failed(error) => {
+                error_fields(ErrorInput::Attempt(error, scrub), operation)
+            }
+            AttemptRowOutcome::Cancelled(label) => {
+                error_fields(ErrorInput::Label(label.as_str()), operation)
+            }
+        };
+        apply_errors(&mut row, errors);
+        row
+    }
+
+    /// The terminal row of a failed or cancelled call (80 T-12 "terminal_failure", T-17..T-20,
+    /// T-26): no source (`''`), no usage, cost NULL, `latency_ms == total_latency_ms`.
+    pub fn terminal_row(&self, facts: &TerminalRowFacts) -> TelemetryRow {
+        let call = &*facts.call;
+        let operation = call.operation;
+        let default_input;
+        let input = match input_of(call) {
+            Some(input) => input,
+            None => {
+                default_input = RowInput::default();
+                &default_input
+            }
+        };
+        let total = to_i64(facts.stats.total_latency_ms);
+        let errors = match &facts.outcome {
+            TerminalOutcome::Error(error) => error_fields(ErrorInput::Terminal(error), operation),
+            TerminalOutcome::Cancelled => error_fields(ErrorInput::Label("cancelled"), operation),
+        };
+        let mut row = TelemetryRow {
+            call_id: facts.call_id.clone(),
+            parent_call_id: input.parent_call_id.clone(),
+            session_id: input.session_id.clone(),
+            model: String::new(),
+            provider: String::new(),
+            source_name: String::new(),
+            messages: self.terminal_messages(input, operation),
+            response: String::new(),
+            thinking: String::new(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            usage_source: UsageSource::Unavailable,
+            latency_ms: total,
+            ttft_ms: None,
+            max_inter_token_ms: None,
+            cache_hit: false,
+            error: None,
+            cost: None,
+            cached_prompt_tokens: None,
+            model_reported: None,
+            sampling: if operation == CallOperation::Chat {
+                canonical_object(&input.sampling)
+            } else {
+                None
+            },
+            reasoning_tokens: None,
+            tenant_id: input.tenant_id.clone().unwrap_or_default(),
+            meta: canonical_meta(&input.meta),
+            thinking_observation: Some(ThinkingObservation::Unknown),
+            reasoning_effort: if operation == CallOperation::Chat {
+                input.reasoning_effort
+            } else {
+                None
+            },
+            scope: call.scope.clone(),
+            operation,
+            logical_call_id: Some(call.logical_call_id.clone()),
+            event_kind: EventKind::TerminalFailure,
+            http_status_code: None,
+            error_type: None,
+            cause_type: None,
+            error_body: None,
+            attempts: Some(i64::from(facts.stats.attempts)),
+            total_latency_ms: Some(total),
+            stall_ms: None,
+            stall_count: None,
+            stream_end: None,
+        };
+        // T-20: a terminal row never carries status, cause or body.
+        apply_errors(
+            &mut row,
+            ErrorFields {
+                cause_type: None,
+                http_status_code: None,
+                error_body: None,
+                ..errors
+            },
+        );
+        row
+    }
+
+    /// One cache-hit row (80 T-12 "cache_hit"): historic values of the stored response,
+    /// `latency_ms 0`, `cost 0.0`, `stream_end`/stall NULL, call-level sampling and effort.
+    pub fn cache_hit_row(&self, facts: &CacheHitRowFacts) -> TelemetryRow {
+        let call = &*facts.call;
+        let default_input;
+        let input = match input_of(call) {
+            Some(input) => input,
+            None => {
+                default_input = RowInput::default();
+                &default_input
+            }
+        };
+        let r = &*facts.response;
+        TelemetryRow {
+            call_id: facts.call_id.clone(),
+            parent_call_id: input.parent_call_id.clone(),
+            session_id: input.session_id.clone(),
+            model: r.model.clone(),
+            provider: r.provider.clone(),
+            source_name: r.source_name.clone(),
+            messages: self.attempt_messages(input, CallOperation::Chat),
+            response: cap_text(&r.content, self.text_cap).into_owned(),
+            thinking: cap_text(&r.thinking, self.text_cap).into_owned(),
+            prompt_tokens: to_i64(r.usage.prompt_tokens),
+            completion_tokens: to_i64(r.usage.completion_tokens),
+            usage_source: r.usage_source,
+            latency_ms: 0,
+            ttft_ms: None,
+            max_inter_token_ms: None,
+            cache_hit: true,
+            error: None,
+            cost: Some(0.0),
+            cached_prompt_tokens: r.usage.cached_prompt_tokens.map(to_i64),
+            model_reported: r.model_reported.clone(),
+            sampling: canonical_object(&input.sampling),
+            reasoning_tokens: r.usage.reasoning_tokens.map(to_i64),
+            tenant_id: input.tenant_id.clone().unwrap_or_default(),
+            meta: canonical_meta(&input.meta),
+            thinking_observation: Some(r.thinking_observation),
+            reasoning_effort: input.reasoning_effort,
+            scope: call.scope.clone(),
+            operation: CallOperation::Chat,
+            logical_call_id: Some(call.logical_call_id.clone()),
+            event_kind: EventKind::CacheHit,
+            http_status_code: None,
+            error_type: None,
+            cause_type: None,
+            error_body: None,
+            attempts: None,
+            total_latency_ms: None,
+            stall_ms: None,
+            stall_count: None,
+            stream_end: None,
+        }
+    }
+}
+
+fn input_of(call: &RowCall) -> Option<&RowInput> {
+    call.input
+        .as_ref()
+        .and_then(|input| (**input).downcast_ref::<RowInput>())
+}
+
+fn apply_errors(row: &mut TelemetryRow, errors: ErrorFields) {
+    let ErrorFields {
+        error,
+        error_type,
+        cause_type,
+        http_status_code,
+        error_body,
+    } = errors;
+    row.error = error;
+    row.error_type = error_type;
+    row.cause_type = cause_type;
+    row.http_status_code = http_status_code;
+    row.error_body = error_body;
+}
