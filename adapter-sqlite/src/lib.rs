@@ -1,1 +1,257 @@
-//! (being built)
+//! PolyGateway `TelemetryRecorder` over SQLite (80 §10.2; 05 ).
+//!
+//! Owns the SQLite side of telemetry: one writer thread per recorder, fed by a bounded channel,
+//! so [`TelemetryRecorder::record`] never waits for disk (80 T-50). The writer opens the file
+//! (created with mode 0600, WAL, `busy_timeout` 5000 ms), prepares `llm_calls` lazily before
+//! its first write (80 T-47: `auto` backfills missing columns, `manual` trims the INSERT and
+//! names the missing ones), and writes rows in enqueue order in transactions of up to 256 rows.
+//!
+//! Failures never propagate (80 T-51, T-56): an open, preparation or availability failure makes
+//! the recorder *degraded* — rows are dropped and counted with no disk traffic until the cooldown
+//! (60 s) ends; the first row after it re-runs preparation, and success heals the recorder
+//! (80 T-57). A full queue drops the row and counts it. Everything shows in
+//! [`TelemetryStatusProvider::status`] (`degraded`, `reason`, `dropped_rows`, `written_rows`,
+//! `degraded_since`, `retry_at`, `missing_columns`).
+//!
+//! The DDL and INSERT texts come from `gateway_core::telemetry::schema`, the single source shared
+//! with Postgres and the CLI (80 T-43, T-49).
+
+mod prepare;
+mod writer;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use gateway_core::telemetry::schema::{RECOVERY_COOLDOWN, SchemaMode, SqlBackend};
+use gateway_ports::{
+    RecordError, TelemetryRecorder, TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
+};
+use tokio::sync::{mpsc, oneshot};
+
+pub use prepare::{Preparation, existing_columns, prepare_schema};
+
+/// Default queue capacity in rows (80 T-50, chosen).
+pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
+
+/// Default rows per transaction (80 T-50, chosen).
+pub const DEFAULT_BATCH_ROWS: usize = 256;
+
+/// Default bound of [`TelemetryRecorder::close`] (80 T-51, chosen): 5 s.
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Settings of one SQLite recorder (20 §8.3).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SqliteRecorderConfig {
+    /// The database file (`PGW_TELEMETRY_SQLITE_PATH`, default `telemetry.db`). Created with
+    /// mode 0600 if missing; an unusable path degrades the recorder, never fails assembly.
+    pub path: PathBuf,
+    /// `PGW_TELEMETRY_SCHEMA_MODE` (unset → `auto` on SQLite, 80 T-46).
+    pub schema_mode: SchemaMode,
+    /// Rows the channel holds before `record` drops (≥ 1).
+    pub queue_capacity: usize,
+    /// Rows per transaction (≥ 1).
+    pub batch_rows: usize,
+    /// Degraded cooldown before preparation is retried (80 T-57: 60 s).
+    pub cooldown: Duration,
+    /// Bound of `close()`.
+    pub close_timeout: Duration,
+}
+
+impl SqliteRecorderConfig {
+    /// Defaults for `path`: `auto`, 10 000 queued rows, 256 rows per transaction, 60 s
+    /// cooldown, 5 s close bound.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            schema_mode: SchemaMode::resolve(None, SqlBackend::Sqlite),
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            cooldown: RECOVERY_COOLDOWN,
+            close_timeout: DEFAULT_CLOSE_TIMEOUT,
+        }
+    }
+
+    /// With this schema mode.
+    pub fn with_schema_mode(mut self, mode: SchemaMode) -> Self {
+        self.schema_mode = mode;
+        self
+    }
+
+    /// With this queue capacity (rows).
+    pub fn with_queue_capacity(mut self, rows: usize) -> Self {
+        self.queue_capacity = rows;
+        self
+    }
+
+    /// With this degraded cooldown.
+    pub fn with_cooldown(mut self, cooldown: Duration) -> Self {
+        self.cooldown = cooldown;
+        self
+    }
+
+    /// With this close bound.
+    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
+        self
+    }
+}
+
+pub(crate) enum Msg {
+    Row(Box<TelemetryRow>),
+    Flush(oneshot::Sender<()>),
+    Close(oneshot::Sender<()>),
+}
+
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Health {
+    pub(crate) degraded: bool,
+    pub(crate) fatal: bool,
+    pub(crate) reason: Option<String>,
+    pub(crate) degraded_since: Option<SystemTime>,
+    pub(crate) retry_at: Option<SystemTime>,
+    pub(crate) missing_columns: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) dropped: AtomicU64,
+    pub(crate) written: AtomicU64,
+    /// Set when `close()` timed out: the writer drops what is left instead of writing it.
+    pub(crate) abort: AtomicBool,
+    health: Mutex<Health>,
+}
+
+impl Shared {
+    pub(crate) fn health(&self) -> MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The SQLite telemetry recorder (80 §10.2). Cheap `record` (a channel send), background writer
+/// thread, never fails the caller.
+#[derive(Debug)]
+pub struct SqliteRecorder {
+    tx: mpsc::Sender<Msg>,
+    shared: Arc<Shared>,
+    closed: AtomicBool,
+    close_timeout: Duration,
+}
+
+impl SqliteRecorder {
+    /// Starts the writer thread for `config`. Never fails: the file is opened lazily by the
+    /// writer, and a thread that cannot be started makes the recorder `fatal` (every row
+    /// dropped and counted). Log lines of the writer go to the `tracing` dispatcher current
+    /// here.
+    pub fn new(config: SqliteRecorderConfig) -> Self {
+        let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
+        let shared = Arc::new(Shared::default());
+        let close_timeout = config.close_timeout;
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let thread_shared = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("pgw-telemetry-sqlite".to_owned())
+            .spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    writer::run(config, thread_shared, rx);
+                });
+            });
+        if let Err(e) = spawned {
+            let mut health = shared.health();
+            health.fatal = true;
+            health.reason = Some(format!("cannot start the SQLite writer thread: {e}"));
+        }
+        Self {
+            tx,
+            shared,
+            closed: AtomicBool::new(false),
+            close_timeout,
+        }
+    }
+
+    /// A recorder for `path` with the default settings.
+    pub fn open(path: impl Into<PathBuf>) -> Self {
+        Self::new(SqliteRecorderConfig::new(path))
+    }
+
+    fn count_drop(&self, why: &str) {
+        let n = self.shared.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::warn!(
+                code = "telemetry.row_dropped",
+                dropped_rows = n,
+                "SQLite telemetry row dropped ({why}; degraded, not propagated)"
+            );
+        }
+    }
+}
+
+#[async_trait]
+impl TelemetryRecorder for SqliteRecorder {
+    /// Enqueues the row and returns at once (80 T-50). A full queue, a closed recorder or a
+    /// stopped writer drops the row and counts it in `dropped_rows`; the recorder absorbs it
+    /// (returns `Ok`), so the emitter does not count it twice.
+    async fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
+        if self.closed.load(Ordering::Relaxed) {
+            self.count_drop("recorder closed");
+            return Ok(());
+        }
+        match self.tx.try_send(Msg::Row(Box::new(row))) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => self.count_drop("queue full"),
+            Err(mpsc::error::TrySendError::Closed(_)) => self.count_drop("writer stopped"),
+        }
+        Ok(())
+    }
+
+    /// Resolves when every row enqueued before it has been written or dropped (05 R-24,
+    /// 80 T-51). Also runs the lazy preparation if nothing was written yet.
+    async fn flush(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(Msg::Flush(ack)).await.is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    /// Flushes within `close_timeout` (default 5 s) and stops the writer; rows left over are
+    /// counted as dropped; later rows are dropped and counted. Idempotent (CT-TEL-07).
+    async fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (ack, done) = oneshot::channel();
+        let closing = async {
+            if self.tx.send(Msg::Close(ack)).await.is_ok() {
+                let _ = done.await;
+            }
+        };
+        if tokio::time::timeout(self.close_timeout, closing).await.is_err() {
+            self.shared.abort.store(true, Ordering::Relaxed);
+            tracing::warn!(
+                code = "telemetry.close_timeout",
+                "SQLite telemetry close(): not flushed within {:?}; the remaining rows are dropped",
+                self.close_timeout
+            );
+        }
+    }
+}
+
+impl TelemetryStatusProvider for SqliteRecorder {
+    /// Snapshot (CT-TEL-06): never blocks on the writer, never fails.
+    fn status(&self) -> TelemetryStatus {
+        let health = self.shared.health().clone();
+        let mut status = TelemetryStatus::for_backend("sqlite");
+        status.degraded = health.degraded;
+        status.fatal = health.fatal;
+        status.reason = health.reason;
+        status.degraded_since = health.degraded_since;
+        status.retry_at = health.retry_at;
+        status.missing_columns = health.missing_columns;
+        status.dropped_rows = self.shared.dropped.load(Ordering::Relaxed);
+        status.written_rows = self.shared.written.load(Ordering::Relaxed);
+        status
+    }
+}

@@ -144,6 +144,26 @@ pub struct AttemptCtx {
     pub hedge_leg: bool,
 }
 
+impl AttemptCtx {
+    /// A context for attempt 1 of a chat call on `source` with this attempt `call_id`: the
+    /// logical call id equals `call_id`, `est_tokens` is the source's effective estimate, no
+    /// deadline, primary leg. Drives a runner directly (tier-1 executor tests, benches); the
+    /// retry loop builds its own.
+    pub fn new(call_id: impl Into<String>, source: Arc<SourceConfig>) -> Self {
+        let call_id = call_id.into();
+        Self {
+            logical_call_id: call_id.clone(),
+            call_id,
+            est_tokens: source.effective_est_tokens(),
+            source,
+            attempt: 1,
+            deadline_remaining: None,
+            operation: CallOperation::Chat,
+            hedge_leg: false,
+        }
+    }
+}
+
 /// The primary leg's liveness signal (05 R-12): one progress counter. The runner calls
 /// [`LegSignals::progress`] on every progress chunk; first token ⇔ `seq > 0`.
 #[derive(Debug, Clone)]

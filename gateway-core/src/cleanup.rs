@@ -517,10 +517,14 @@ impl AttemptGuard {
     }
 
     /// Releases everything of a rejected or aborted admission (30 G-59 order: probe release →
-    /// pacer leave → settle 0 and release), then disarms.
+    /// pacer leave → settle 0 and release), then disarms. The pacer slot admitted nothing, so it
+    /// is returned with [`Pacer::leave_unused`] (no wakeup: waiting callers would otherwise
+    /// wake each other in a loop while quota is exhausted).
     pub async fn release_admission(mut self) {
         self.release_probe().await;
-        self.leave_pacer();
+        if let Some(p) = self.pacer.take() {
+            p.leave_unused(&self.source);
+        }
         self.settle_and_release(0).await;
     }
 

@@ -61,9 +61,9 @@ pub fn has_scheme_and_authority(s: &str, schemes: &[&str]) -> bool {
 /// `true` when `name` is a valid HTTP header name (an RFC 9110 token).
 pub fn is_header_name(name: &str) -> bool {
     !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-        })
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// `true` when `name` is one of [`RESERVED_HEADER_NAMES`] (ASCII case-insensitive).
@@ -103,7 +103,11 @@ pub fn validate_source(
 
     // B1 identity.
     if name.is_empty() {
-        return Err(err("source.identity", "name", "source name must not be empty".into()));
+        return Err(err(
+            "source.identity",
+            "name",
+            "source name must not be empty".into(),
+        ));
     }
     if source.provider.is_empty() {
         return Err(err(
@@ -136,9 +140,7 @@ pub fn validate_source(
             return Err(err(
                 "source.identity",
                 "api_key",
-                format!(
-                    "source {name}: api_key is required (or set auth_style to none)"
-                ),
+                format!("source {name}: api_key is required (or set auth_style to none)"),
             ));
         }
         _ => {}
@@ -269,7 +271,9 @@ pub fn validate_source(
             return Err(err(
                 "source.headers",
                 "headers",
-                format!("source {name}: the value of header `{header}` contains a control character"),
+                format!(
+                    "source {name}: the value of header `{header}` contains a control character"
+                ),
             ));
         }
     }

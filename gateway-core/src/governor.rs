@@ -34,6 +34,7 @@ use crate::budget::RetryBudget;
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
 use crate::deadline::{resolve_call_deadline, with_deadline};
+use crate::hedge::HedgeConfig;
 use crate::pacer::{AimdPacer, Pacer};
 use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
 use crate::rows::{NoopRowSink, RowCall, RowSink};
@@ -60,6 +61,8 @@ pub(crate) struct GovernorInner {
     /// The scope's retry budget (05 R-35); `None` = off. The hedge orchestrator charges
     /// hedge legs to it (`try_withdraw` before dispatching a hedge).
     pub(crate) retry_budget: Option<Arc<RetryBudget>>,
+    /// The scope's hedge thresholds (60; off by default, H-1).
+    pub(crate) hedge: HedgeConfig,
     pub(crate) backpressure: BackpressurePolicy,
     pub(crate) call_deadline: Option<Duration>,
     pub(crate) sink: Arc<dyn RowSink>,
@@ -87,7 +90,7 @@ pub struct Governor {
 }
 
 /// Per-call options of a governed call.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct CallOptions {
     /// Per-call deadline override (`None` inherits the assembled one; zero is
@@ -97,6 +100,20 @@ pub struct CallOptions {
     pub deadline_origin: Option<String>,
     /// Emitter-owned call input for the call-level row columns (opaque, 05 R-3).
     pub row_input: Option<Arc<dyn Any + Send + Sync>>,
+    /// The request's upstream wire mode (`ChatRequest::stream`, default `true` like it): only
+    /// the hedge entry gate reads it (60 H-12 — a stall-only scope hedges streaming calls only).
+    pub stream: bool,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        Self {
+            call_deadline: None,
+            deadline_origin: None,
+            row_input: None,
+            stream: true,
+        }
+    }
 }
 
 impl fmt::Debug for CallOptions {
@@ -105,6 +122,7 @@ impl fmt::Debug for CallOptions {
             .field("call_deadline", &self.call_deadline)
             .field("deadline_origin", &self.deadline_origin)
             .field("row_input", &self.row_input.as_ref().map(|_| "<opaque>"))
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -119,6 +137,12 @@ impl CallOptions {
     /// Options carrying this row input.
     pub fn with_row_input(mut self, input: Arc<dyn Any + Send + Sync>) -> Self {
         self.row_input = Some(input);
+        self
+    }
+
+    /// Options for a request with this wire mode (`ChatRequest::stream`; 60 H-12).
+    pub fn with_stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
         self
     }
 }
@@ -169,6 +193,7 @@ pub struct GovernorBuilder {
     jitter: Option<Jitter>,
     retry: RetryPolicy,
     retry_budget: Option<Arc<RetryBudget>>,
+    hedge: HedgeConfig,
     backpressure: BackpressurePolicy,
     admission: AdmissionPolicy,
     call_deadline: Option<Duration>,
@@ -208,6 +233,7 @@ impl GovernorBuilder {
             jitter: None,
             retry: RetryPolicy::default(),
             retry_budget: None,
+            hedge: HedgeConfig::off(),
             backpressure: BackpressurePolicy::default(),
             admission: AdmissionPolicy::default(),
             call_deadline: None,
@@ -252,6 +278,14 @@ impl GovernorBuilder {
     /// neither the budget is off.
     pub fn retry_budget(mut self, budget: Arc<RetryBudget>) -> Self {
         self.retry_budget = Some(budget);
+        self
+    }
+
+    /// The scope's hedge thresholds (60 H-9; default [`HedgeConfig::off`]). Validate them with
+    /// [`crate::hedge::check_hedge_assembly`] first (stage D, 20 §11.4); only chat calls hedge
+    /// (60 H-2).
+    pub fn hedge(mut self, hedge: HedgeConfig) -> Self {
+        self.hedge = hedge;
         self
     }
 
@@ -359,6 +393,7 @@ impl GovernorBuilder {
             jitter,
             retry: self.retry,
             retry_budget,
+            hedge: self.hedge,
             backpressure: self.backpressure,
             call_deadline: self.call_deadline,
             sink: self.sink.unwrap_or_else(|| Arc::new(NoopRowSink)),
@@ -494,6 +529,7 @@ impl Governor {
             .as_deref()
             .unwrap_or("ChatOptions::call_deadline");
         let deadline = resolve_call_deadline(gov.call_deadline, options.call_deadline, origin)?;
+        let stream = options.stream;
         // The statistics boundary (G-117).
         let mut row_call = RowCall::new(new_uuid_v4(), operation, gov.scope.clone());
         row_call.input = options.row_input;
@@ -516,6 +552,7 @@ impl Governor {
                 policy,
                 settle,
                 deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+                stream,
             };
             let governed = async {
                 let success = run_loop(env, runner).await?;

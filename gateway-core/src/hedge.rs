@@ -1,1 +1,714 @@
-//! (being built)
+//! Hedged requests: the first-token hedge and the mid-stream stall hedge (60; README D1;
+//! 05 R-6, R-7, R-8, R-12, R-13).
+//!
+//! Owns
+//! - [`HedgeConfig`], the assembled thresholds of one chat scope (`{SCOPE}__HEDGE__AFTER_S`,
+//!   `{SCOPE}__HEDGE__STALL_AFTER_S`, `{SCOPE}__HEDGE__MAX_EXTRA`), and the entry gate of 60 H-12
+//!   ([`HedgeConfig::hedges_round`]);
+//! - stage D of the assembly guards, [`check_hedge_assembly`] (20 §11.4: which conditions raise a
+//!   [`ConfigError`], which only warn), plus the non-chat warning of stage E3
+//!   ([`non_chat_hedge_warning`]);
+//! - the pure failure combination of a round whose legs both failed, [`combine_failures`]
+//!   (30 G-51);
+//! - the hedged round itself (crate-internal; the retry loop's `run_round` hands a round to it
+//!   when the gate says so).
+//!
+//! Why here and not in the loop: the loop only sees one [`RoundOutcome`] per round (60 H-14). The
+//! orchestrator owns the primary's progress receiver (R-12), the two-phase trigger window
+//! (H-17..H-21, on runtime timers only, H-15), at most one trigger per round reaching admission
+//! (R-13), the hedge pick with the primary's source excluded and no `on_no_runnable` (H-25..H-28,
+//! G-84), the phase-3.5 release (H-31), and the adjudication of the two legs (H-34..H-43). Both
+//! leg futures are polled inline in one biased `select!` loop, never spawned (R-7); the loser is
+//! cancelled cooperatively through its [`LegControl`] and polled until it has run its own
+//! cleanup (R-8). Each leg returns its [`LegDelta`]; the loop applies them after adjudication
+//! (R-6). Dropping the round (external cancellation, the call deadline) drops both leg futures;
+//! their guards label the rows from the loser flag (R-8).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use gateway_ports::{
+    AttemptFailure, ConfigError, ConfigWarning, ErrorOperation, FailureReason, GatewayError,
+    ScopeKind, SourceConfig,
+};
+use tokio::sync::watch;
+
+use crate::admission::{Admitted, Pick};
+use crate::attempt::{AttemptRunner, LegControl, LegSignals};
+use crate::classify::failure_reason_of;
+use crate::retry_loop::{
+    LegDelta, LegResult, LoopEnv, LoopSuccess, RoundOutcome, leg_outcome, run_attempt,
+};
+use crate::stats::CallContext;
+
+/// Largest accepted `HEDGE__MAX_EXTRA` (60 H-9; D1).
+pub const MAX_EXTRA_LIMIT: u32 = 3;
+
+/// The hedge thresholds of one chat scope (60 H-9; 20 §5.6). Both thresholds unset (the
+/// default) = hedging off: every round runs the single-leg path with no progress receiver
+/// (60 H-1).
+///
+/// Build it with [`HedgeConfig::off`] plus [`HedgeConfig::with_after`] /
+/// [`HedgeConfig::with_stall_after`] / [`HedgeConfig::with_max_extra`], or from a validated
+/// [`HedgeAssembly`] ([`HedgeAssembly::config`]). Thresholds are runtime-timer durations
+/// (60 H-15). Implements 60 H-1, H-6, H-9, H-12.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HedgeConfig {
+    /// `{SCOPE}__HEDGE__AFTER_S`: first-token threshold (streaming: no progress yet;
+    /// non-stream: pure elapsed time). `None` = off.
+    pub after: Option<Duration>,
+    /// `{SCOPE}__HEDGE__STALL_AFTER_S`: mid-stream silence threshold (streaming only, after the
+    /// first progress). `None` = off.
+    pub stall_after: Option<Duration>,
+    /// `{SCOPE}__HEDGE__MAX_EXTRA` in [1, 3]; until staggered hedging exists any value acts as 1
+    /// (D1: at most one hedge leg per round).
+    pub max_extra: u32,
+}
+
+impl Default for HedgeConfig {
+    fn default() -> Self {
+        Self::off()
+    }
+}
+
+impl HedgeConfig {
+    /// Hedging off: no thresholds, `max_extra = 1`.
+    pub const fn off() -> Self {
+        Self {
+            after: None,
+            stall_after: None,
+            max_extra: 1,
+        }
+    }
+
+    /// The same config with the first-token threshold set.
+    pub const fn with_after(mut self, after: Duration) -> Self {
+        self.after = Some(after);
+        self
+    }
+
+    /// The same config with the stall threshold set.
+    pub const fn with_stall_after(mut self, stall_after: Duration) -> Self {
+        self.stall_after = Some(stall_after);
+        self
+    }
+
+    /// The same config with `max_extra` set (stored as given; acts as 1, D1).
+    pub const fn with_max_extra(mut self, max_extra: u32) -> Self {
+        self.max_extra = max_extra;
+        self
+    }
+
+    /// `true` when either threshold is set.
+    pub const fn is_enabled(&self) -> bool {
+        self.after.is_some() || self.stall_after.is_some()
+    }
+
+    /// The entry gate of 60 H-12: does a round of a request with this wire mode run hedged?
+    /// `after` set → always (non-stream: pure time trigger); only `stall_after` set → only when
+    /// `stream`; neither → never. Depends only on configuration and `stream` (H-13).
+    pub const fn hedges_round(&self, stream: bool) -> bool {
+        self.after.is_some() || (self.stall_after.is_some() && stream)
+    }
+
+    /// Hedge legs a round may launch: 0 when off, else 1 whatever `max_extra` says (D1).
+    pub const fn legs_per_round(&self) -> u32 {
+        if self.is_enabled() { 1 } else { 0 }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage D (20 §11.4)
+// ---------------------------------------------------------------------------------------------
+
+/// The inputs of stage D (20 §11.4) besides the sources.
+///
+/// `scope` is the environment prefix used in messages (e.g. `"LLM"`, naming
+/// `LLM__HEDGE__AFTER_S`); the origins name where each value came from (20 §2.4: the env key,
+/// `GatewaySettings.hedge_after_s`, `GatewayClientBuilder::hedge_after_s`, …).
+#[derive(Debug, Clone, Copy)]
+pub struct HedgeAssemblyInput<'a> {
+    /// Environment prefix of the scope for messages, e.g. `"LLM"`.
+    pub scope: &'a str,
+    /// `hedge_after_s` in seconds, unvalidated.
+    pub hedge_after_s: Option<f64>,
+    /// `hedge_max_extra` (type errors are env parse errors, stage A1).
+    pub hedge_max_extra: u32,
+    /// `hedge_stall_after_s` in seconds, unvalidated.
+    pub stall_after_s: Option<f64>,
+    /// The assembled `call_deadline_s`, already validated (stage C10 / F1).
+    pub call_deadline_s: Option<f64>,
+    /// Origin of `hedge_after_s`.
+    pub after_origin: &'a str,
+    /// Origin of `hedge_stall_after_s`.
+    pub stall_origin: &'a str,
+    /// Origin of `hedge_max_extra`.
+    pub max_extra_origin: &'a str,
+}
+
+/// The result of a successful stage D: the normalized thresholds and the warnings (as data;
+/// the assembled client logs them once, 20 §9).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HedgeAssembly {
+    /// Normalized `hedge_after_s` in seconds.
+    pub after_s: Option<f64>,
+    /// Normalized `hedge_stall_after_s` in seconds.
+    pub stall_after_s: Option<f64>,
+    /// `hedge_max_extra` as accepted.
+    pub max_extra: u32,
+    /// `hedge.after_ge_ttft`, `hedge.single_source`, `hedge.multi_leg_unsupported`, in that order.
+    pub warnings: Vec<ConfigWarning>,
+    after: Option<Duration>,
+    stall_after: Option<Duration>,
+}
+
+impl HedgeAssembly {
+    /// The runtime configuration of these values.
+    pub fn config(&self) -> HedgeConfig {
+        HedgeConfig {
+            after: self.after,
+            stall_after: self.stall_after,
+            max_extra: self.max_extra,
+        }
+    }
+}
+
+/// `ensure_call_deadline` (20 §11.4 D0) for a hedge threshold: `None` stays `None`; otherwise
+/// finite, `> 0` and representable as a `Duration`, else a `ConfigError` with `code` naming
+/// `origin`.
+fn ensure_threshold(
+    value: Option<f64>,
+    origin: &str,
+    code: &'static str,
+    field: &str,
+) -> Result<Option<(f64, Duration)>, ConfigError> {
+    let Some(v) = value else {
+        return Ok(None);
+    };
+    let err = || {
+        ConfigError::new(
+            code,
+            origin,
+            format!("{field} ({origin}) must be None or a finite positive number of seconds"),
+        )
+    };
+    if !(v.is_finite() && v > 0.0) {
+        return Err(err());
+    }
+    Duration::try_from_secs_f64(v)
+        .map(|d| Some((v, d)))
+        .map_err(|_| err())
+}
+
+fn min_of(values: impl Iterator<Item = (f64, String)>) -> Option<(f64, String)> {
+    values.fold(None, |acc, (v, name)| match acc {
+        Some((m, _)) if m <= v => acc,
+        _ => Some((v, name)),
+    })
+}
+
+/// Stage D of the assembly guards, `check_hedge_assembly` (20 §11.4; 60 H-10), in the exact
+/// order D2 → D14. The single definition point shared by every assembly path (env, settings,
+/// builder): the facade calls it with the path's origins.
+///
+/// Errors (`ConfigError.code`, `origin`): `hedge.max_extra_range` (D2, checked even when hedging
+/// is off; origin `max_extra_origin`), `hedge.after_domain` (D3), `hedge.stall_domain` (D4),
+/// `hedge.no_sources` (D6), `hedge.after_ge_min_timeout` (D7), `hedge.after_ge_deadline` (D8),
+/// `hedge.stall_ge_min_inter_token` (D10), `hedge.stall_ge_deadline` (D11); cross-field errors
+/// carry the origin of the threshold at fault and a message naming the fields and the key
+/// pattern. Warnings (`ConfigWarning.code`): `hedge.after_ge_ttft` (D9, naming the source with
+/// the smallest `ttft_timeout_s`), `hedge.single_source` (D12, naming the source),
+/// `hedge.multi_leg_unsupported` (D13). Both thresholds unset → no further checks and no
+/// warnings (D5). Never panics.
+pub fn check_hedge_assembly<'s>(
+    input: &HedgeAssemblyInput<'_>,
+    sources: impl IntoIterator<Item = &'s SourceConfig>,
+) -> Result<HedgeAssembly, ConfigError> {
+    let scope = input.scope;
+    let max_extra = input.hedge_max_extra;
+    // D2 (D1 is a type error in Rust: env parsing, stage A1).
+    if !(1..=MAX_EXTRA_LIMIT).contains(&max_extra) {
+        return Err(ConfigError::new(
+            "hedge.max_extra_range",
+            input.max_extra_origin,
+            format!(
+                "hedge_max_extra ({scope}__HEDGE__MAX_EXTRA={max_extra}) must be an integer in [1,3]"
+            ),
+        ));
+    }
+    // D3, D4.
+    let after = ensure_threshold(
+        input.hedge_after_s,
+        input.after_origin,
+        "hedge.after_domain",
+        "hedge_after_s",
+    )?;
+    let stall = ensure_threshold(
+        input.stall_after_s,
+        input.stall_origin,
+        "hedge.stall_domain",
+        "hedge_stall_after_s",
+    )?;
+    // D5.
+    if after.is_none() && stall.is_none() {
+        return Ok(HedgeAssembly {
+            after_s: None,
+            stall_after_s: None,
+            max_extra,
+            warnings: Vec::new(),
+            after: None,
+            stall_after: None,
+        });
+    }
+    let sources: Vec<&SourceConfig> = sources.into_iter().collect();
+    // D6.
+    if sources.is_empty() {
+        let origin = if after.is_some() {
+            input.after_origin
+        } else {
+            input.stall_origin
+        };
+        return Err(ConfigError::new(
+            "hedge.no_sources",
+            origin,
+            format!(
+                "hedge_after_s / hedge_stall_after_s ({scope}__HEDGE__AFTER_S / \
+                 {scope}__HEDGE__STALL_AFTER_S) are set but `sources` is empty; \
+                 hedging needs at least one source"
+            ),
+        ));
+    }
+    let mut warnings = Vec::new();
+    if let Some((a, _)) = after {
+        // D7.
+        if let Some((min_timeout, _)) =
+            min_of(sources.iter().map(|s| (s.timeout_s, s.name.clone())))
+            && a >= min_timeout
+        {
+            return Err(ConfigError::new(
+                "hedge.after_ge_min_timeout",
+                input.after_origin,
+                format!(
+                    "hedge_after_s ({scope}__HEDGE__AFTER_S={a}) must be < min source \
+                     timeout_s ({min_timeout}); the hedge could never fire"
+                ),
+            ));
+        }
+        // D8.
+        if let Some(d) = input.call_deadline_s
+            && a >= d
+        {
+            return Err(ConfigError::new(
+                "hedge.after_ge_deadline",
+                input.after_origin,
+                format!(
+                    "hedge_after_s ({scope}__HEDGE__AFTER_S={a}) must be < call_deadline_s \
+                     ({scope}__CALL_DEADLINE_S={d}); the deadline would always fire first"
+                ),
+            ));
+        }
+        // D9 (warning).
+        if let Some((min_ttft, name)) = min_of(
+            sources
+                .iter()
+                .filter_map(|s| s.ttft_timeout_s.map(|t| (t, s.name.clone()))),
+        ) && a >= min_ttft
+        {
+            warnings.push(
+                ConfigWarning::new(
+                    "hedge.after_ge_ttft",
+                    format!(
+                        "hedge_after_s ({scope}__HEDGE__AFTER_S={a}) is >= the smallest \
+                         ttft_timeout_s ({min_ttft}): the TTFT watchdog cuts streaming hangs \
+                         first; non-stream calls still benefit"
+                    ),
+                )
+                .with_source(name),
+            );
+        }
+    }
+    if let Some((s, _)) = stall {
+        // D10.
+        if let Some((min_gap, _)) = min_of(sources.iter().map(|src| {
+            (
+                src.inter_token_timeout_s.unwrap_or(src.timeout_s),
+                src.name.clone(),
+            )
+        })) && s >= min_gap
+        {
+            return Err(ConfigError::new(
+                "hedge.stall_ge_min_inter_token",
+                input.stall_origin,
+                format!(
+                    "hedge_stall_after_s ({scope}__HEDGE__STALL_AFTER_S={s}) must be < the \
+                     smallest inter_token_timeout_s (or timeout_s) over the sources \
+                     ({min_gap}); the stall window could never open"
+                ),
+            ));
+        }
+        // D11.
+        if let Some(d) = input.call_deadline_s
+            && s >= d
+        {
+            return Err(ConfigError::new(
+                "hedge.stall_ge_deadline",
+                input.stall_origin,
+                format!(
+                    "hedge_stall_after_s ({scope}__HEDGE__STALL_AFTER_S={s}) must be < \
+                     call_deadline_s ({scope}__CALL_DEADLINE_S={d})"
+                ),
+            ));
+        }
+    }
+    // D12.
+    if let [only] = sources.as_slice() {
+        warnings.push(
+            ConfigWarning::new(
+                "hedge.single_source",
+                format!(
+                    "hedging is configured ({scope}__HEDGE__AFTER_S / \
+                     {scope}__HEDGE__STALL_AFTER_S) but the scope has a single source: \
+                     no other source exists at runtime, hedging stays silent"
+                ),
+            )
+            .with_source(only.name.clone()),
+        );
+    }
+    // D13.
+    if max_extra > 1 {
+        warnings.push(ConfigWarning::new(
+            "hedge.multi_leg_unsupported",
+            format!(
+                "hedge_max_extra ({scope}__HEDGE__MAX_EXTRA={max_extra}) accepted; only a single \
+                 hedge leg runs per round until staggered hedging exists"
+            ),
+        ));
+    }
+    // D14.
+    Ok(HedgeAssembly {
+        after_s: after.map(|(v, _)| v),
+        stall_after_s: stall.map(|(v, _)| v),
+        max_extra,
+        warnings,
+        after: after.map(|(_, d)| d),
+        stall_after: stall.map(|(_, d)| d),
+    })
+}
+
+/// Stage E3 (20 §11.5; 60 H-2, H-10 row 13): an embedding or OCR scope whose embedded gateway
+/// settings set either hedge threshold gets the warning `hedge.non_chat_scope` (the keys are
+/// ignored there). `None` for chat scopes and when neither threshold is set.
+pub fn non_chat_hedge_warning(
+    kind: ScopeKind,
+    hedge_after_s: Option<f64>,
+    stall_after_s: Option<f64>,
+) -> Option<ConfigWarning> {
+    if hedge_after_s.is_none() && stall_after_s.is_none() {
+        return None;
+    }
+    let name = match kind {
+        ScopeKind::Embedding => "embedding",
+        ScopeKind::Ocr => "ocr",
+        _ => return None,
+    };
+    Some(ConfigWarning::new(
+        "hedge.non_chat_scope",
+        format!(
+            "hedge keys only take effect on chat scopes: {name} scope is non-streaming; hedge \
+             configuration is ignored"
+        ),
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adjudication helpers
+// ---------------------------------------------------------------------------------------------
+
+/// A leg of a hedged round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HedgeSide {
+    /// The primary leg (the round's pick).
+    Primary,
+    /// The hedge leg (the pick with the primary's source excluded).
+    Hedge,
+}
+
+/// `combine_failures(primary, hedge)` (30 G-51; 60 H-38): the failure a round whose two legs
+/// both failed retryably reports to the loop — the hedge's iff the primary's failure reason is
+/// `rate_limited` and the hedge's is not, else the primary's. So any non-429 failure wins (the
+/// round consumes one unit of budget and gets no stall refund), two 429s make a rate-limited
+/// (budget-free, refunded) round, and two failures of the same kind keep the primary's (its
+/// Retry-After hint and its `SourceDead` switch).
+pub fn combine_failures(primary: &GatewayError, hedge: &GatewayError) -> HedgeSide {
+    let limited = |e: &GatewayError| failure_reason_of(e) == Some(FailureReason::RateLimited);
+    if limited(primary) && !limited(hedge) {
+        HedgeSide::Hedge
+    } else {
+        HedgeSide::Primary
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The trigger window (60 §4; 05 R-12)
+// ---------------------------------------------------------------------------------------------
+
+/// Resolves once the primary reported its first progress chunk (`seq > 0`); never resolves if
+/// the runner dropped its signal without one (the transport finished: nothing to hedge).
+async fn first_progress(rx: &mut watch::Receiver<u64>) {
+    let closed = rx.wait_for(|seq| *seq > 0).await.is_err();
+    if closed {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The two-phase trigger window (60 H-17..H-21; 05 R-12). Returns when a hedge must be
+/// triggered; stays pending when none ever will (the caller races it against the primary,
+/// polling the primary first, so a primary that completes wins: H-24).
+///
+/// Stage 1: wait for the first progress, for at most `after` when set (then re-check the
+/// counter at expiry: a first token that arrived with the timer prevents the trigger, H-18),
+/// without a limit when not (a stall-only config never triggers before the first token, H-21).
+/// Stage 2 (only with `stall`, i.e. a streaming request with `STALL_AFTER_S`): each window is
+/// `timeout(stall, rx.changed())` measured from the last `borrow_and_update` (H-19), with a
+/// re-check of `has_changed` at expiry (H-20). Runtime timers only (H-15).
+async fn trigger_window(
+    rx: &mut watch::Receiver<u64>,
+    after: Option<Duration>,
+    stall: Option<Duration>,
+) {
+    match after {
+        Some(after) => {
+            if tokio::time::timeout(after, first_progress(rx))
+                .await
+                .is_err()
+            {
+                let seq = *rx.borrow();
+                if seq == 0 {
+                    return; // H-18: trigger
+                }
+            }
+        }
+        None => first_progress(rx).await,
+    }
+    let Some(stall) = stall else {
+        return std::future::pending::<()>().await;
+    };
+    loop {
+        drop(rx.borrow_and_update());
+        match tokio::time::timeout(stall, rx.changed()).await {
+            Ok(Ok(())) => {}
+            // The runner dropped its signal: the stream ended, it cannot stall any more.
+            Ok(Err(_)) => return std::future::pending::<()>().await,
+            Err(_) => match rx.has_changed() {
+                Ok(true) => {}       // a chunk arrived with the timer (H-20)
+                Ok(false) => return, // a real silence: trigger
+                Err(_) => return std::future::pending::<()>().await,
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hedged round (60 §3–§9)
+// ---------------------------------------------------------------------------------------------
+
+/// A successful round's bookkeeping (60 H-43, H-63): the winner's generation sample, then the
+/// round's `hedge_won`.
+fn won(ctx: &CallContext, success: LoopSuccess, hedge_won: bool) -> RoundOutcome {
+    ctx.record_generation(
+        success.generation,
+        success.result.stall_ms,
+        success.result.stall_count,
+        hedge_won,
+    );
+    RoundOutcome::Success(success)
+}
+
+/// A leg's retryable failure, its `SourceDead` flag and its delta. A leg that reports a loser
+/// cancel it was never asked for violated the runner contract: a transient failure without a
+/// delta (as in the single-leg path).
+fn retryable(leg: LegResult) -> (GatewayError, bool, Option<LegDelta>) {
+    match leg {
+        LegResult::Failed {
+            failure,
+            dead,
+            delta,
+        } => (failure, dead, Some(delta)),
+        _ => (
+            GatewayError::transient(AttemptFailure::new(
+                "hedged leg ended without a result (runner contract violation)",
+                ErrorOperation::Chat,
+            )),
+            false,
+            None,
+        ),
+    }
+}
+
+/// No winner (60 H-37, H-38): a raised error propagates (the primary's first); two retryable
+/// failures combine into one (G-51) carrying both legs' deltas (R-6). `hedge_won := false`
+/// (H-70); the generation sample is kept (H-63).
+fn no_winner(ctx: &CallContext, primary: LegResult, hedge: LegResult) -> RoundOutcome {
+    ctx.set_hedge_won(false);
+    match (primary, hedge) {
+        (LegResult::Propagate(e), _) | (_, LegResult::Propagate(e)) => RoundOutcome::Propagate(e),
+        (p, h) => {
+            let (pf, pdead, pdelta) = retryable(p);
+            let (hf, hdead, hdelta) = retryable(h);
+            let deltas = pdelta.into_iter().chain(hdelta).collect();
+            let (failure, immediate) = match combine_failures(&pf, &hf) {
+                HedgeSide::Hedge => (hf, hdead),
+                _ => (pf, pdead),
+            };
+            RoundOutcome::Failed {
+                failure,
+                immediate,
+                deltas,
+            }
+        }
+    }
+}
+
+/// The hedged round (60 §3–§9; D1; 05 R-6, R-7, R-8, R-12, R-13): the primary leg on
+/// `admitted` with the progress receiver, the trigger window, at most one hedge admission with
+/// the primary's source excluded (sharing the loop's `reasons` and `attempt_fails`, never
+/// `on_no_runnable`), then the adjudication. Returns exactly one outcome (H-14).
+pub(crate) async fn run_hedged_round<R: AttemptRunner>(
+    env: LoopEnv<'_>,
+    runner: &R,
+    admitted: Admitted,
+    reasons: &mut BTreeMap<String, FailureReason>,
+    attempt_fails: &HashMap<String, u32>,
+) -> RoundOutcome {
+    let cfg = env.gov.hedge;
+    let primary_source = admitted.source.name.clone();
+    let (signals, mut progress) = LegSignals::new();
+    let primary_ctl = LegControl::new();
+    let primary = run_attempt(
+        env,
+        runner,
+        admitted,
+        Some(signals),
+        primary_ctl.clone(),
+        false,
+    );
+    tokio::pin!(primary);
+
+    // Phases 1–2: the trigger window, raced against the primary (primary first: H-18, H-24).
+    {
+        let stall = cfg.stall_after.filter(|_| env.stream);
+        let window = trigger_window(&mut progress, cfg.after, stall);
+        tokio::pin!(window);
+        tokio::select! {
+            biased;
+            leg = &mut primary => return leg_outcome(env.ctx, leg),
+            () = &mut window => {}
+        }
+    }
+    drop(progress); // H-23: the window's waiter is gone before admission starts
+
+    // Phase 3: one hedge admission (R-13), the primary still driven (H-30); the pick is allowed
+    // to finish even when the primary completes meanwhile (abandoning it midway could leak).
+    let mut early: Option<LegResult> = None;
+    let picked = {
+        let exclude = [primary_source.as_str()];
+        let pick =
+            env.gov
+                .admission
+                .pick(env.ctx.logical_call_id(), reasons, attempt_fails, &exclude);
+        tokio::pin!(pick);
+        loop {
+            tokio::select! {
+                biased;
+                leg = &mut primary, if early.is_none() => early = Some(leg),
+                res = &mut pick => break res,
+            }
+        }
+    };
+    let hedge_admitted = match picked {
+        Ok(Pick::Picked(admitted)) => admitted,
+        // H-28 (G-84): nothing admitted → silently abandoned; only the primary is awaited.
+        Ok(Pick::NothingRunnable(_)) => {
+            let leg = match early {
+                Some(leg) => leg,
+                None => (&mut primary).await,
+            };
+            return leg_outcome(env.ctx, leg);
+        }
+        Err(error) => {
+            if let Some(leg) = early {
+                // The primary already delivered its outcome, settled and written back; nothing
+                // was admitted for the hedge, so the outcome stands (decision, see module doc).
+                tracing::warn!(
+                    code = "hedge.admission_failed",
+                    "hedge admission failed after the primary completed; the primary's outcome \
+                     stands: {error}"
+                );
+                return leg_outcome(env.ctx, leg);
+            }
+            // H-29: fail closed. Returning drops the primary leg: its guard settles `est` and
+            // writes its `cancelled` row through the cleanup path (R-8).
+            return RoundOutcome::Propagate(error);
+        }
+    };
+    if let Some(leg) = early {
+        // Phase 3.5 (H-31): the primary completed during the admission — release what was just
+        // acquired (probe → pacer → settle 0 and release); nothing is sent, nothing counted.
+        hedge_admitted.guard.release_admission().await;
+        return leg_outcome(env.ctx, leg);
+    }
+    // 05 R-35: a hedge leg is a retry for the scope's budget; a refusal abandons the hedge like
+    // an empty pick (60 H-28 as amended), after releasing the admission.
+    if env
+        .gov
+        .retry_budget
+        .as_deref()
+        .is_some_and(|b| !b.try_withdraw())
+    {
+        hedge_admitted.guard.release_admission().await;
+        return leg_outcome(env.ctx, (&mut primary).await);
+    }
+
+    // Phase 4: the hedge leg (H-32): an ordinary attempt without signals (H-16, H-33).
+    env.ctx.add_hedge(); // D1, H-68: a launched leg counts
+    let hedge_ctl = LegControl::new();
+    let hedge = run_attempt(env, runner, *hedge_admitted, None, hedge_ctl.clone(), true);
+    tokio::pin!(hedge);
+
+    // Adjudication (H-34..H-43): inspect after every wake-up, the primary first (H-36).
+    let mut p: Option<LegResult> = None;
+    let mut h: Option<LegResult> = None;
+    loop {
+        tokio::select! {
+            biased;
+            leg = &mut primary, if p.is_none() => p = Some(leg),
+            leg = &mut hedge, if h.is_none() => h = Some(leg),
+        }
+        match (p.take(), h.take()) {
+            (Some(LegResult::Success(success)), other) => {
+                if other.is_none() {
+                    // R-8: mark, cancel, and poll the loser until its cleanup is done (H-40).
+                    hedge_ctl.cancel_as_loser();
+                    let _race_or_cancelled = (&mut hedge).await; // H-41, H-42: discarded
+                }
+                return won(env.ctx, success, false);
+            }
+            (other, Some(LegResult::Success(success))) => {
+                if other.is_none() {
+                    primary_ctl.cancel_as_loser();
+                    let _race_or_cancelled = (&mut primary).await;
+                }
+                return won(env.ctx, success, true);
+            }
+            (Some(pl), Some(hl)) => return no_winner(env.ctx, pl, hl),
+            // H-35: one leg failed or raised while the other runs → wait for the other.
+            (pl, hl) => {
+                p = pl;
+                h = hl;
+            }
+        }
+    }
+}

@@ -15,6 +15,7 @@ pub mod cleanup;
 pub mod clock;
 pub mod config;
 pub mod deadline;
+pub mod executor;
 pub mod governor;
 pub mod hedge;
 pub mod memory;

@@ -39,6 +39,14 @@ pub trait Pacer: Send + Sync + fmt::Debug + 'static {
     /// Returns one paced slot of `source` (saturating: a stray `leave` never underflows) and wakes
     /// waiters (05 R-11).
     fn leave(&self, source: &str);
+    /// Returns a slot whose candidate admitted nothing — a later gate rejected it inside `pick`
+    /// or a hedge admission was abandoned (30 G-59) — **without** waking waiters. Waking them
+    /// would make every waiting caller re-pick, borrow and return the slot, and wake the others
+    /// again: a busy loop while quota is exhausted. A caller paced out by this momentary hold
+    /// waits at most `poll_interval_s`. Default: [`Pacer::leave`].
+    fn leave_unused(&self, source: &str) {
+        self.leave(source);
+    }
     /// Additive increase after a successful attempt of `source`.
     fn on_success(&self, source: &str);
     /// Multiplicative decrease after a `rate_limited` failure of `source`.
@@ -158,6 +166,20 @@ impl AimdPacer {
     }
 }
 
+impl AimdPacer {
+    /// Returns one slot (saturating); `true` if one was held.
+    fn release_slot(&self, source: &str) -> bool {
+        let mut map = self.lock();
+        match map.get_mut(source) {
+            Some(st) if st.inflight > 0 => {
+                st.inflight -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Admitted concurrency for a limit: `max(1, floor(limit))`.
 fn admitted(limit: f64) -> u32 {
     // limit is always within [1, ceiling] and finite, so the cast is exact after floor().
@@ -182,19 +204,13 @@ impl Pacer for AimdPacer {
     }
 
     fn leave(&self, source: &str) {
-        let left = {
-            let mut map = self.lock();
-            match map.get_mut(source) {
-                Some(st) if st.inflight > 0 => {
-                    st.inflight -= 1;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if left {
+        if self.release_slot(source) {
             self.notify.notify_waiters();
         }
+    }
+
+    fn leave_unused(&self, source: &str) {
+        self.release_slot(source);
     }
 
     fn on_success(&self, source: &str) {

@@ -12,8 +12,8 @@
 //! round withdraws — 429 rounds and `SourceDead` switches included — and a refusal ends the
 //! loop as `AllSourcesExhausted { retry_exhausted }` carrying the last failure).
 //!
-//! A *round* is a function ([`run_round`]); today it runs a single attempt. The hedged round
-//! (issue "hedging", 60) plugs in there: it returns the same [`RoundOutcome`] with one
+//! A *round* is a function ([`run_round`]): a single attempt, or a hedged round
+//! (`crate::hedge`, 60) when the scope hedges: it returns the same [`RoundOutcome`] with one
 //! [`LegDelta`] per leg, and the loop applies the deltas after adjudication — legs never
 //! share `&mut` loop state.
 //!
@@ -84,6 +84,9 @@ pub struct LoopSuccess {
     pub call_id: String,
     /// Injected-clock ms from attempt start to the end of its bookkeeping (10 §4.1).
     pub latency_ms: u64,
+    /// Wall time of the winning transport (60 H-60): the generation sample is recorded by the
+    /// round once the winner is known (60 H-63), never by a race loser.
+    pub(crate) generation: std::time::Duration,
 }
 
 /// One leg's contribution to the loop state (05 R-6), applied by the loop after adjudication.
@@ -145,6 +148,8 @@ pub(crate) struct LoopEnv<'a> {
     pub(crate) policy: LoopPolicy,
     pub(crate) settle: SettleMode,
     pub(crate) deadline_at: Option<tokio::time::Instant>,
+    /// `request.stream` (the wire mode): the hedge entry gate reads it (60 H-12).
+    pub(crate) stream: bool,
 }
 
 struct LoopState {
@@ -239,7 +244,7 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
         }
 
         let mark = st.stall.round_started();
-        let outcome = run_round(env, runner, admitted)
+        let outcome = run_round(env, runner, admitted, &mut st.reasons, &st.attempt_fails)
             .instrument(tracing::debug_span!("pgw.round"))
             .await;
         match outcome {
@@ -316,21 +321,37 @@ async fn check_death(env: LoopEnv<'_>, st: &LoopState, window_s: f64) -> Result<
     Ok(())
 }
 
-/// One round (30 G-44 `round(admitted)`). Today: a single attempt.
-///
-/// Hedging hook (issue "hedging", 60; 05 ): when `env.policy.hedging` and the scope
-/// has a hedge policy, this is where the orchestrator runs the primary leg from `admitted` plus
-/// at most one hedge leg admitted through `pick(exclude = {primary})`, polls both futures in
-/// one `select!` (never spawned), cancels the loser through its `LegControl`, and combines the
-/// legs' failures (G-51) into one `RoundOutcome::Failed` with one `LegDelta` per failed leg.
+/// One round (30 G-44 `round(admitted)`): a single attempt, or — when `env.policy.hedging` and
+/// the scope's [`crate::hedge::HedgeConfig`] gate says so for this wire mode (60 H-12) — a
+/// hedged round (`crate::hedge`: the primary leg from `admitted` plus at most one hedge leg
+/// admitted through `pick(exclude = {primary})` with this loop's `reasons` / `attempt_fails`,
+/// both polled in one `select!`, never spawned; 05 ). Either way one outcome with one
+/// `LegDelta` per failed leg.
 pub(crate) async fn run_round<R: AttemptRunner>(
     env: LoopEnv<'_>,
     runner: &R,
     admitted: Admitted,
+    reasons: &mut BTreeMap<String, FailureReason>,
+    attempt_fails: &HashMap<String, u32>,
 ) -> RoundOutcome {
+    if env.policy.hedging && env.gov.hedge.hedges_round(env.stream) {
+        return crate::hedge::run_hedged_round(env, runner, admitted, reasons, attempt_fails)
+            .await;
+    }
     let control = LegControl::new();
-    match run_attempt(env, runner, admitted, None, control, false).await {
-        LegResult::Success(s) => RoundOutcome::Success(s),
+    let leg = run_attempt(env, runner, admitted, None, control, false).await;
+    leg_outcome(env.ctx, leg)
+}
+
+/// The round outcome of one leg that ran alone (single-leg round, or a hedged round whose hedge
+/// never launched): a success records its generation sample with `hedge_won = false`
+/// (60 H-63, H-70).
+pub(crate) fn leg_outcome(ctx: &CallContext, leg: LegResult) -> RoundOutcome {
+    match leg {
+        LegResult::Success(s) => {
+            ctx.record_generation(s.generation, s.result.stall_ms, s.result.stall_count, false);
+            RoundOutcome::Success(s)
+        }
         LegResult::Propagate(e) => RoundOutcome::Propagate(e),
         LegResult::Failed {
             failure,
@@ -434,8 +455,6 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
             // Step 4, synchronously first (G-86).
             let wall = gov.clock.monotonic().saturating_sub(gen_started);
             guard.set_settlement(result.settle_tokens(env.settle, est));
-            env.ctx
-                .record_generation(wall, result.stall_ms, result.stall_count, hedge_leg);
             span.record("outcome", "success");
             if let Some(t) = result.ttft_ms {
                 span.record("ttft_ms", t);
@@ -461,6 +480,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                 source,
                 call_id,
                 latency_ms,
+                generation: wall,
             })
         }
         AttemptOutcome::Failed(err) => {

@@ -40,15 +40,21 @@ pub fn new_uuid_v4() -> String {
     b[8..].copy_from_slice(&lo.to_be_bytes());
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    // Hyphenated lower-case hex into one buffer (one allocation; this runs on every call and
+    // every attempt, 05 R-56).
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 36];
+    let mut pos = 0;
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out[pos] = b'-';
+            pos += 1;
+        }
+        out[pos] = HEX[usize::from(byte >> 4)];
+        out[pos + 1] = HEX[usize::from(byte & 0x0f)];
+        pos += 2;
+    }
+    out.iter().map(|&c| char::from(c)).collect()
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -123,6 +129,27 @@ impl CallContext {
     /// Counts one dispatched hedge leg (D1; 10 §4.4 `hedges`).
     pub fn add_hedge(&self) {
         self.hedges.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Hedge legs dispatched so far (D1).
+    pub fn hedges(&self) -> u32 {
+        self.hedges.load(Ordering::SeqCst)
+    }
+
+    /// Overwrites `hedge_won` without touching the generation sample (60 H-70: a hedged round
+    /// without a winner sets `false`).
+    pub fn set_hedge_won(&self, hedge_won: bool) {
+        self.generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .hedge_won = hedge_won;
+    }
+
+    /// The original's context API `register_hedge(hedge_won)` (60 H-70, H-110): `hedges += 1`
+    /// and the flag overwritten.
+    pub fn register_hedge(&self, hedge_won: bool) {
+        self.add_hedge();
+        self.set_hedge_won(hedge_won);
     }
 
     /// Records the generation sample of a successful round (60; 10 §4.4): `generation_ms =

@@ -25,8 +25,8 @@ use gateway_core::rows::CancelLabel;
 use gateway_core::select::StaticSelector;
 use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
-    BackpressurePolicy, BreakerConfig, CallOperation, CircuitBreaker, Clock, FailureReason,
-    GatewayError, GlobalLimits, RateLimiter, RetryPolicy, ScopeReason, SourceConfig,
+    Acquire, BackpressurePolicy, BreakerConfig, CallOperation, CircuitBreaker, Clock, FailureReason,
+    GatewayError, GlobalLimits, RateLimiter, RetryPolicy, ScopeReason,
 };
 use support::*;
 use tokio::time::Instant;
@@ -58,6 +58,7 @@ struct Wired {
 
 struct WiredOpts {
     park: bool,
+    count_cap: Option<u64>,
     fail_release: bool,
     deadline: Option<Duration>,
     sink: RecordingRowSink,
@@ -67,6 +68,7 @@ impl Default for WiredOpts {
     fn default() -> Self {
         Self {
             park: false,
+            count_cap: None,
             fail_release: false,
             deadline: None,
             sink: RecordingRowSink::new(),
@@ -84,9 +86,11 @@ fn wired(o: WiredOpts) -> Wired {
         100.0,
         clock.clone(),
     ));
-    let parking = o
-        .park
-        .then(|| Arc::new(ParkingLimiter::new(limiter.clone())));
+    let parking = match (o.park, o.count_cap) {
+        (true, _) => Some(Arc::new(ParkingLimiter::new(limiter.clone()))),
+        (false, Some(cap)) => Some(Arc::new(ParkingLimiter::counting(limiter.clone(), cap))),
+        (false, None) => None,
+    };
     let port: Arc<dyn RateLimiter> = match &parking {
         Some(p) => p.clone(),
         None => limiter.clone(),
@@ -252,13 +256,13 @@ async fn cf_082_chat_429_pushback_ends_retry_exhausted_after_3_calls() {
     // Chat 429s are budget-free (G-46), so only the scope retry budget (R-35, ratio 2 = two
     // retries for this lone first attempt) ends the pushback sequence as retry_exhausted; the
     // AIMD pacer backs off on every 429 (G-72) and the hints are slept.
-    let pacer = Arc::new(AimdPacer::for_sources(&[source("s1")]));
+    let pacer = Arc::new(AimdPacer::new(8.0));
     let fx = FxBuilder {
         retry: RetryPolicy {
             budget_ratio: Some(2.0),
             ..retry(3, 0.001, 0.01)
         },
-        pacer: Some(pacer.clone()),
+        pacer: Some(pacer.clone() as Arc<dyn Pacer>),
         ..FxBuilder::default()
     }
     .build();
@@ -433,4 +437,32 @@ async fn g_107_s1_parked_try_acquire_with_held_probe_releases_everything() {
         TerminalOutcome::Cancelled
     ));
     assert_eq!(w.sink.terminals()[0].stats.attempts, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn g_80_r_11_quota_waiters_with_aimd_pacer_do_not_wake_each_other() {
+    // Regression: a rejected pick returned its borrowed pacer slot with a wakeup, so two callers
+    // waiting for quota woke each other (and themselves) forever without the clock advancing.
+    let w = wired(WiredOpts {
+        count_cap: Some(100_000),
+        ..WiredOpts::default()
+    });
+    // 800 of the 1000 TPM are used for the next 60 s: two 400-token calls must wait.
+    let Acquire::Granted(p) = w.limiter.try_acquire("s1", 800).await.unwrap() else {
+        panic!("fixture grant");
+    };
+    p.settle(800).await.unwrap();
+    p.release().await.unwrap();
+    w.runner.push_all([ok(), ok()]);
+    let start = Instant::now();
+    let (a, b) = tokio::join!(
+        w.gov.run_chat(&w.runner, CallOptions::default()),
+        w.gov.run_chat(&w.runner, CallOptions::default())
+    );
+    a.unwrap();
+    b.unwrap();
+    assert!(start.elapsed() >= Duration::from_secs(60));
+    let picks = w.parking.as_ref().unwrap().acquires();
+    // Polling every 10 ms for ~60 s is ~6000 picks per caller.
+    assert!(picks < 20_000, "{picks} picks");
 }

@@ -14,8 +14,19 @@ use proptest::prelude::*;
 fn r_48_builtin_registry_qwen_true_others_false() {
     let registry = ProviderRegistry::builtin();
     assert!(registry.inline_think_tags(QWEN));
-    assert_eq!(registry.profile_for("qwen"), ProviderProfile::new("qwen", true));
-    for other in ["openai", "azure", "glm", "deepseek", "openrouter", "", "qwen3"] {
+    assert_eq!(
+        registry.profile_for("qwen"),
+        ProviderProfile::new("qwen", true)
+    );
+    for other in [
+        "openai",
+        "azure",
+        "glm",
+        "deepseek",
+        "openrouter",
+        "",
+        "qwen3",
+    ] {
         assert!(!registry.inline_think_tags(other), "{other}");
         assert_eq!(registry.profile_for(other), ProviderProfile::plain(other));
         assert!(registry.get(other).is_none());
@@ -34,7 +45,10 @@ fn r_48_registry_lookup_is_ascii_case_insensitive() {
 #[test]
 fn r_48_profiles_are_registrable_and_replaceable() {
     let mut registry = ProviderRegistry::builtin();
-    assert_eq!(registry.register(ProviderProfile::new("vllm_local", true)), None);
+    assert_eq!(
+        registry.register(ProviderProfile::new("vllm_local", true)),
+        None
+    );
     assert!(registry.inline_think_tags("vllm_local"));
     // Replacing the built-in turns its tags off.
     let old = registry.register(ProviderProfile::plain("qwen"));
@@ -66,7 +80,11 @@ fn s_100_without_inline_tags_text_is_untouched() {
 #[test]
 fn s_100_strip_rules() {
     let split = |s: &str| {
-        let ThinkSplit { content, thinking, spans } = strip_think_tags(s);
+        let ThinkSplit {
+            content,
+            thinking,
+            spans,
+        } = strip_think_tags(s);
         (content, thinking, spans)
     };
     let rows: [(&str, (&str, &str, usize)); 11] = [
@@ -161,7 +179,11 @@ fn c_35_thinking_observation_rows() {
         ("\t", None, Unknown),
     ];
     for (thinking, tokens, expected) in rows {
-        assert_eq!(observe_thinking(thinking, tokens), expected, "{thinking:?} {tokens:?}");
+        assert_eq!(
+            observe_thinking(thinking, tokens),
+            expected,
+            "{thinking:?} {tokens:?}"
+        );
     }
 }
 

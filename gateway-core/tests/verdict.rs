@@ -6,10 +6,10 @@
 
 use gateway_core::verdict::{
     AttemptFacts, COMPLETENESS_CODES, Completeness, OutputSummary, StreamFacts, StreamTerminal,
-    TERMINAL_CODES, VERDICT_CODES, Verdict, VerdictFailure, classify_finish,
-    classify_finish_value, effective_finish, fill_null_arguments, has_string, judge_attempt,
-    judge_completeness, judge_truncation, reason_category, resolve_usage_source,
-    stream_is_complete, summarize_message, summarize_text, tool_snapshot_ok,
+    TERMINAL_CODES, VERDICT_CODES, Verdict, VerdictFailure, classify_finish, classify_finish_value,
+    effective_finish, fill_null_arguments, has_string, judge_attempt, judge_completeness,
+    judge_truncation, reason_category, resolve_usage_source, stream_is_complete, summarize_message,
+    summarize_text, tool_snapshot_ok,
 };
 use gateway_ports::{
     Category, FailureReason, FinishClass, GatewayError, MissingDone, OpenAiChatCompletion,
@@ -40,7 +40,7 @@ fn completion(finish: Option<&str>) -> OpenAiChatCompletion {
         None,
         None,
     )
-    .unwrap()
+    .unwrap_or_else(|e| panic!("valid completion: {e}"))
 }
 
 fn stream(terminal: StreamTerminal, usage_after_finish: bool, any_fragment: bool) -> StreamFacts {
@@ -77,9 +77,15 @@ fn cf_158_v_2_classify_finish_table() {
     }
     // Non-string values found in cache entries (e.g. 5) are unknown; null is absent.
     assert_eq!(classify_finish_value(Some(&json!(5))), FinishClass::Unknown);
-    assert_eq!(classify_finish_value(Some(&json!(null))), FinishClass::Absent);
+    assert_eq!(
+        classify_finish_value(Some(&json!(null))),
+        FinishClass::Absent
+    );
     assert_eq!(classify_finish_value(None), FinishClass::Absent);
-    assert_eq!(classify_finish_value(Some(&json!("stop"))), FinishClass::Natural);
+    assert_eq!(
+        classify_finish_value(Some(&json!("stop"))),
+        FinishClass::Natural
+    );
 }
 
 #[test]
@@ -102,13 +108,28 @@ fn cf_200_v_59_effective_finish() {
 
 // ---------------------------------------------------------------- V-8, V-11 completeness
 
+/// (done, finish, usage after finish, measured, result).
+type CompleteRow<'a> = (bool, Option<&'a str>, bool, bool, Option<StreamEnd>);
+
 #[test]
 fn cf_159_v_11_stream_is_complete_truth_table() {
-    let rows: [(bool, Option<&str>, bool, bool, Option<StreamEnd>); 7] = [
+    let rows: [CompleteRow<'_>; 7] = [
         (true, None, false, false, Some(StreamEnd::Done)),
         (true, Some("stop"), true, true, Some(StreamEnd::Done)),
-        (false, Some("stop"), true, true, Some(StreamEnd::EofAfterFinish)),
-        (false, Some("length"), true, true, Some(StreamEnd::EofAfterFinish)),
+        (
+            false,
+            Some("stop"),
+            true,
+            true,
+            Some(StreamEnd::EofAfterFinish),
+        ),
+        (
+            false,
+            Some("length"),
+            true,
+            true,
+            Some(StreamEnd::EofAfterFinish),
+        ),
         (false, None, true, true, None),
         (false, Some("stop"), false, true, None),
         (false, Some("stop"), true, false, None),
@@ -136,7 +157,10 @@ fn v_14_truncation_order() {
             );
             // Step 2: text, zero output → early_eof whatever MISSING_DONE says.
             if !any {
-                assert_eq!(judge_truncation(TEXT, md, any), Truncated(ReasonCode::EarlyEof));
+                assert_eq!(
+                    judge_truncation(TEXT, md, any),
+                    Truncated(ReasonCode::EarlyEof)
+                );
             }
         }
     }
@@ -235,20 +259,61 @@ fn cf_161_v_28_summarize_text() {
 fn cf_162_v_29_summarize_message() {
     let rows = [
         (json!({"role":"assistant"}), "", (false, false, false, true)),
-        (json!({"role":"assistant","content":null}), "", (false, false, false, true)),
-        (json!({"role":"assistant","refusal":"no"}), "", (true, false, false, true)),
-        (json!({"role":"assistant","reasoning_content":"r"}), "", (true, false, false, true)),
-        (json!({"role":"assistant","content":" "}), " ", (true, false, false, true)),
-        (json!({"role":"assistant","x":{"y":["","z"]}}), "", (true, false, false, true)),
-        (json!({"role":"assistant","tool_calls":[null]}), "", (false, false, false, true)),
-        (json!({"role":"assistant","tool_calls":[tool_ok()]}), "", (true, true, true, true)),
-        (json!({"role":"assistant","tool_calls":[{"id":"t"}]}), "", (true, false, true, false)),
-        (json!({"role":"assistant","content":"a"}), "a", (true, true, false, true)),
+        (
+            json!({"role":"assistant","content":null}),
+            "",
+            (false, false, false, true),
+        ),
+        (
+            json!({"role":"assistant","refusal":"no"}),
+            "",
+            (true, false, false, true),
+        ),
+        (
+            json!({"role":"assistant","reasoning_content":"r"}),
+            "",
+            (true, false, false, true),
+        ),
+        (
+            json!({"role":"assistant","content":" "}),
+            " ",
+            (true, false, false, true),
+        ),
+        (
+            json!({"role":"assistant","x":{"y":["","z"]}}),
+            "",
+            (true, false, false, true),
+        ),
+        (
+            json!({"role":"assistant","tool_calls":[null]}),
+            "",
+            (false, false, false, true),
+        ),
+        (
+            json!({"role":"assistant","tool_calls":[tool_ok()]}),
+            "",
+            (true, true, true, true),
+        ),
+        (
+            json!({"role":"assistant","tool_calls":[{"id":"t"}]}),
+            "",
+            (true, false, true, false),
+        ),
+        (
+            json!({"role":"assistant","content":"a"}),
+            "a",
+            (true, true, false, true),
+        ),
     ];
     for (message, projected, (a, b, p, ok)) in rows {
         let summary = summarize_message(&obj(message.clone()), projected);
         assert_eq!(
-            (summary.any_output, summary.body_output, summary.tools_present, summary.tools_ok),
+            (
+                summary.any_output,
+                summary.body_output,
+                summary.tools_present,
+                summary.tools_ok
+            ),
             (a, b, p, ok),
             "{message}"
         );
@@ -271,10 +336,19 @@ fn cf_160_v_24_tool_snapshot_ok() {
     let rows = [
         (json!({"role":"assistant"}), true),
         (json!({"role":"assistant","tool_calls":null}), true),
-        (json!({"role":"assistant","tool_calls":[null, tool_ok()]}), true),
+        (
+            json!({"role":"assistant","tool_calls":[null, tool_ok()]}),
+            true,
+        ),
         (json!({"role":"assistant","tool_calls":{}}), false),
-        (json!({"role":"assistant","tool_calls":[{"id":"t1","type":"function"}]}), false),
-        (json!({"role":"assistant","tool_calls":[tool_ok(), tool_ok()]}), false),
+        (
+            json!({"role":"assistant","tool_calls":[{"id":"t1","type":"function"}]}),
+            false,
+        ),
+        (
+            json!({"role":"assistant","tool_calls":[tool_ok(), tool_ok()]}),
+            false,
+        ),
     ];
     for (message, ok) in rows {
         assert_eq!(tool_snapshot_ok(&obj(message.clone())), ok, "{message}");
@@ -286,7 +360,9 @@ fn v_24_tool_snapshot_field_rules() {
     let with = |tool: Value| obj(json!({"role":"assistant","tool_calls":[tool]}));
     // Empty arguments are fine; a non-string id, an empty id, a wrong type, a missing or empty
     // name, non-string arguments and a non-object element are not.
-    assert!(tool_snapshot_ok(&with(json!({"id":"a","type":"function","function":{"name":"f","arguments":""}}))));
+    assert!(tool_snapshot_ok(&with(
+        json!({"id":"a","type":"function","function":{"name":"f","arguments":""}})
+    )));
     for bad in [
         json!({"id":5,"type":"function","function":{"name":"f","arguments":"{}"}}),
         json!({"id":"","type":"function","function":{"name":"f","arguments":"{}"}}),
@@ -342,8 +418,15 @@ fn v_25_fill_null_arguments_is_for_classification_only() {
     let filled = fill_null_arguments(&message);
     assert_eq!(filled["tool_calls"][0]["function"]["arguments"], json!(""));
     // A missing key is not filled; the original is untouched.
-    assert!(filled["tool_calls"][1]["function"].get("arguments").is_none());
-    assert_eq!(message["tool_calls"][0]["function"]["arguments"], json!(null));
+    assert!(
+        filled["tool_calls"][1]["function"]
+            .get("arguments")
+            .is_none()
+    );
+    assert_eq!(
+        message["tool_calls"][0]["function"]["arguments"],
+        json!(null)
+    );
 }
 
 // ---------------------------------------------------------------- registry, V-43..V-45
@@ -372,12 +455,19 @@ fn v_45_registry_covers_every_reason_code() {
         (ReasonCode::InvalidJson, T),
         (ReasonCode::ResponseTooLarge, RI),
     ];
-    assert_eq!(expected.len(), ReasonCode::ALL.len(), "a new code needs a registry row");
+    assert_eq!(
+        expected.len(),
+        ReasonCode::ALL.len(),
+        "a new code needs a registry row"
+    );
     for (code, category) in expected {
         assert_eq!(reason_category(code), Some(category), "{code}");
     }
     for code in ReasonCode::ALL {
-        assert!(reason_category(*code).is_some(), "{code} missing from the registry");
+        assert!(
+            reason_category(*code).is_some(),
+            "{code} missing from the registry"
+        );
     }
 }
 
@@ -396,10 +486,17 @@ fn v_43_verdict_codes_are_exactly_the_seven() {
             "empty_completion"
         ]
     );
-    assert_eq!(COMPLETENESS_CODES, [ReasonCode::MissingDone, ReasonCode::EarlyEof]);
+    assert_eq!(
+        COMPLETENESS_CODES,
+        [ReasonCode::MissingDone, ReasonCode::EarlyEof]
+    );
     assert_eq!(
         TERMINAL_CODES,
-        [ReasonCode::ReadError, ReasonCode::ResponseTooLarge, ReasonCode::LivenessTimeout]
+        [
+            ReasonCode::ReadError,
+            ReasonCode::ResponseTooLarge,
+            ReasonCode::LivenessTimeout
+        ]
     );
 }
 
@@ -419,7 +516,14 @@ fn v_45_every_produced_code_maps_to_its_registry_category() {
     .map(obj);
     let mut seen = std::collections::BTreeSet::new();
     for mode in [TEXT, OPENAI] {
-        for finish in [None, Some("stop"), Some("length"), Some("sensitive"), Some("error"), Some("end_turn")] {
+        for finish in [
+            None,
+            Some("stop"),
+            Some("length"),
+            Some("sensitive"),
+            Some("error"),
+            Some("end_turn"),
+        ] {
             for (content, thinking) in [("", ""), ("a", ""), ("", "t"), (" ", "")] {
                 for message in messages.iter().map(Some).chain([None]) {
                     for terminal in [
@@ -462,7 +566,11 @@ fn v_45_every_produced_code_maps_to_its_registry_category() {
         }
     }
     // The grid reaches every code the verdict owns.
-    for code in VERDICT_CODES.iter().chain(&COMPLETENESS_CODES).chain(&TERMINAL_CODES) {
+    for code in VERDICT_CODES
+        .iter()
+        .chain(&COMPLETENESS_CODES)
+        .chain(&TERMINAL_CODES)
+    {
         assert!(seen.contains(code), "{code} unreachable in the grid");
     }
 }
@@ -488,7 +596,10 @@ fn v_39_v_40_outcome_failure_message_and_category() {
     assert!(matches!(error, GatewayError::Transient(_)));
     assert_eq!(error.reason_code(), Some(ReasonCode::EmptyCompletion));
     assert_eq!(error.source_name(), Some(SRC));
-    assert!(!error.to_string().contains("дума"), "reasoning is never echoed (V-42)");
+    assert!(
+        !error.to_string().contains("дума"),
+        "reasoning is never echoed (V-42)"
+    );
 
     // No finish → null.
     let failure = VerdictFailure::new(ReasonCode::EmptyCompletion, &AttemptFacts::default());
@@ -510,12 +621,20 @@ fn v_40_result_invalid_is_unwrapped_with_empty_raw_text() {
     };
     let classification = failure.clone().into_classification(SRC);
     assert_eq!(classification.category, Category::ResultInvalid);
-    assert_eq!(classification.failure_reason, None, "V-48: a neutral breaker success");
+    assert_eq!(
+        classification.failure_reason, None,
+        "V-48: a neutral breaker success"
+    );
     let error = failure.into_error(SRC);
-    let details = error.result_invalid_details().expect("ResultInvalid, not wrapped");
+    let details = error
+        .result_invalid_details()
+        .expect("ResultInvalid, not wrapped");
     assert_eq!(details.raw_text, "");
     assert!(details.validation_errors.is_empty());
-    assert_eq!(details.failure.reason_code, Some(ReasonCode::LengthWithoutContent));
+    assert_eq!(
+        details.failure.reason_code,
+        Some(ReasonCode::LengthWithoutContent)
+    );
     assert_eq!(
         details.failure.message,
         "qwen_1 length_without_content: finish_reason=\"length\", thinking_len=12"
@@ -534,10 +653,16 @@ fn v_45_completeness_messages() {
     let Verdict::Fail(failure) = judge_attempt(&text) else {
         panic!("text retry truncation fails");
     };
-    assert_eq!(failure.message(SRC), "qwen_1: SSE stream truncated without [DONE] (missing_done)");
+    assert_eq!(
+        failure.message(SRC),
+        "qwen_1: SSE stream truncated without [DONE] (missing_done)"
+    );
     let classification = failure.into_classification(SRC);
     assert_eq!(classification.category, Category::Transient);
-    assert_eq!(classification.failure_reason, Some(FailureReason::NetworkError));
+    assert_eq!(
+        classification.failure_reason,
+        Some(FailureReason::NetworkError)
+    );
 
     let openai = AttemptFacts {
         mode: OPENAI,
@@ -561,7 +686,10 @@ fn v_45_completeness_messages() {
         panic!("zero output truncation fails");
     };
     assert_eq!(failure.code, ReasonCode::EarlyEof);
-    assert_eq!(failure.message(SRC), "qwen_1: SSE stream ended with zero output (early_eof)");
+    assert_eq!(
+        failure.message(SRC),
+        "qwen_1: SSE stream ended with zero output (early_eof)"
+    );
 }
 
 // ---------------------------------------------------------------- S-105 usage resolution
@@ -578,13 +706,21 @@ fn s_105_usage_resolution() {
         (Some(StreamEnd::Salvaged), false, UsageSource::Unavailable),
     ];
     for (end, measured, source) in rows {
-        assert_eq!(resolve_usage_source(end, measured), source, "{end:?} {measured}");
+        assert_eq!(
+            resolve_usage_source(end, measured),
+            source,
+            "{end:?} {measured}"
+        );
     }
 }
 
 // ---------------------------------------------------------------- fact-level wire rows
 
-fn text_stream<'a>(terminal: StreamTerminal, finish: Option<&'a str>, content: &'a str) -> AttemptFacts<'a> {
+fn text_stream<'a>(
+    terminal: StreamTerminal,
+    finish: Option<&'a str>,
+    content: &'a str,
+) -> AttemptFacts<'a> {
     AttemptFacts {
         stream: Some(stream(terminal, false, !content.is_empty())),
         finish_reason: finish,
@@ -656,8 +792,14 @@ fn cf_203_v_19_incomplete_eof_still_fails() {
             message: Some(&message),
             ..base
         };
-        assert_eq!(judge_attempt(&openai).reason_code(), Some(ReasonCode::MissingDone));
-        assert_eq!(judge_attempt(&base).reason_code(), Some(ReasonCode::MissingDone));
+        assert_eq!(
+            judge_attempt(&openai).reason_code(),
+            Some(ReasonCode::MissingDone)
+        );
+        assert_eq!(
+            judge_attempt(&base).reason_code(),
+            Some(ReasonCode::MissingDone)
+        );
     }
 }
 
@@ -768,20 +910,79 @@ fn cf_208_cf_232_v_54_openai_reasoning_only_length_is_delivered() {
     }
 }
 
+/// (row, message, thinking, finish, openai result, text result).
+type StreamRow<'a> = (
+    &'a str,
+    &'a Map<String, Value>,
+    &'a str,
+    &'a str,
+    Option<ReasonCode>,
+    Option<ReasonCode>,
+);
+
 /// V-74 `test_outcome_rows_stream`: frames + finish + usage + `[DONE]`; (openai, text).
 #[test]
 fn cf_209_to_cf_215_v_74_outcome_rows_stream() {
     let think = obj(json!({"role":"assistant","reasoning_content":"long thought"}));
     let role = obj(json!({"role":"assistant"}));
     let refusal = obj(json!({"role":"assistant","refusal":"no"}));
-    let rows: [(&str, &Map<String, Value>, &str, &str, Option<ReasonCode>, Option<ReasonCode>); 7] = [
-        ("cf_209", &think, "long thought", "length", None, Some(ReasonCode::LengthWithoutContent)),
-        ("cf_210", &role, "", "length", None, Some(ReasonCode::LengthWithoutContent)),
-        ("cf_211", &think, "long thought", "content_filter", None, Some(ReasonCode::FilteredWithoutContent)),
-        ("cf_212", &role, "", "sensitive", None, Some(ReasonCode::FilteredWithoutContent)),
-        ("cf_213", &think, "long thought", "stop", None, Some(ReasonCode::EmptyCompletion)),
-        ("cf_214", &refusal, "", "stop", None, Some(ReasonCode::EmptyCompletion)),
-        ("cf_215", &role, "", "stop", Some(ReasonCode::EmptyCompletion), Some(ReasonCode::EmptyCompletion)),
+    let rows: [StreamRow<'_>; 7] = [
+        (
+            "cf_209",
+            &think,
+            "long thought",
+            "length",
+            None,
+            Some(ReasonCode::LengthWithoutContent),
+        ),
+        (
+            "cf_210",
+            &role,
+            "",
+            "length",
+            None,
+            Some(ReasonCode::LengthWithoutContent),
+        ),
+        (
+            "cf_211",
+            &think,
+            "long thought",
+            "content_filter",
+            None,
+            Some(ReasonCode::FilteredWithoutContent),
+        ),
+        (
+            "cf_212",
+            &role,
+            "",
+            "sensitive",
+            None,
+            Some(ReasonCode::FilteredWithoutContent),
+        ),
+        (
+            "cf_213",
+            &think,
+            "long thought",
+            "stop",
+            None,
+            Some(ReasonCode::EmptyCompletion),
+        ),
+        (
+            "cf_214",
+            &refusal,
+            "",
+            "stop",
+            None,
+            Some(ReasonCode::EmptyCompletion),
+        ),
+        (
+            "cf_215",
+            &role,
+            "",
+            "stop",
+            Some(ReasonCode::EmptyCompletion),
+            Some(ReasonCode::EmptyCompletion),
+        ),
     ];
     for (row, message, thinking, finish, openai, text) in rows {
         let base = AttemptFacts {
@@ -796,7 +997,11 @@ fn cf_209_to_cf_215_v_74_outcome_rows_stream() {
             message: Some(message),
             ..base
         };
-        assert_eq!(judge_attempt(&fidelity).reason_code(), openai, "{row} openai");
+        assert_eq!(
+            judge_attempt(&fidelity).reason_code(),
+            openai,
+            "{row} openai"
+        );
         assert_eq!(judge_attempt(&base).reason_code(), text, "{row} text");
     }
 }
@@ -811,9 +1016,19 @@ fn cf_216_cf_217_v_33_zero_output_with_done_is_transient() {
         usage_measured: true,
         ..AttemptFacts::default()
     };
-    assert_eq!(judge_attempt(&base).reason_code(), Some(ReasonCode::EmptyCompletion));
-    let fidelity = AttemptFacts { mode: OPENAI, message: Some(&think), ..base };
-    assert_eq!(judge_attempt(&fidelity).reason_code(), Some(ReasonCode::EmptyCompletion));
+    assert_eq!(
+        judge_attempt(&base).reason_code(),
+        Some(ReasonCode::EmptyCompletion)
+    );
+    let fidelity = AttemptFacts {
+        mode: OPENAI,
+        message: Some(&think),
+        ..base
+    };
+    assert_eq!(
+        judge_attempt(&fidelity).reason_code(),
+        Some(ReasonCode::EmptyCompletion)
+    );
     // Zero increments + [DONE], finish stop or none.
     let role = obj(json!({"role":"assistant"}));
     for finish in [Some("stop"), None] {
@@ -916,14 +1131,70 @@ fn cf_221_cf_222_cf_223_v_73_null_fields() {
 /// V-75 `test_outcome_rows_nonstream` (`_body(message, finish)`; openai; text).
 #[test]
 fn cf_224_to_cf_229_v_75_outcome_rows_nonstream() {
-    type Row<'a> = (&'a str, Value, &'a str, &'a str, Option<&'a str>, Option<ReasonCode>, Option<ReasonCode>);
+    type Row<'a> = (
+        &'a str,
+        Value,
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        Option<ReasonCode>,
+        Option<ReasonCode>,
+    );
     let rows: [Row<'_>; 6] = [
-        ("cf_224", json!({"role":"assistant","reasoning_content":"t"}), "", "t", Some("length"), None, Some(ReasonCode::LengthWithoutContent)),
-        ("cf_225", json!({"role":"assistant","content":""}), "", "", Some("content_filter"), None, Some(ReasonCode::FilteredWithoutContent)),
-        ("cf_226", json!({"role":"assistant","reasoning_content":"t"}), "", "t", Some("stop"), None, Some(ReasonCode::EmptyCompletion)),
-        ("cf_227", json!({"role":"assistant","reasoning_content":"t"}), "", "t", None, Some(ReasonCode::EmptyCompletion), Some(ReasonCode::EmptyCompletion)),
-        ("cf_228", json!({"role":"assistant","content":"a"}), "a", "", Some("network_error"), Some(ReasonCode::UpstreamFinishError), Some(ReasonCode::UpstreamFinishError)),
-        ("cf_229", json!({"role":"assistant","content":"a"}), "a", "", Some("length"), None, None),
+        (
+            "cf_224",
+            json!({"role":"assistant","reasoning_content":"t"}),
+            "",
+            "t",
+            Some("length"),
+            None,
+            Some(ReasonCode::LengthWithoutContent),
+        ),
+        (
+            "cf_225",
+            json!({"role":"assistant","content":""}),
+            "",
+            "",
+            Some("content_filter"),
+            None,
+            Some(ReasonCode::FilteredWithoutContent),
+        ),
+        (
+            "cf_226",
+            json!({"role":"assistant","reasoning_content":"t"}),
+            "",
+            "t",
+            Some("stop"),
+            None,
+            Some(ReasonCode::EmptyCompletion),
+        ),
+        (
+            "cf_227",
+            json!({"role":"assistant","reasoning_content":"t"}),
+            "",
+            "t",
+            None,
+            Some(ReasonCode::EmptyCompletion),
+            Some(ReasonCode::EmptyCompletion),
+        ),
+        (
+            "cf_228",
+            json!({"role":"assistant","content":"a"}),
+            "a",
+            "",
+            Some("network_error"),
+            Some(ReasonCode::UpstreamFinishError),
+            Some(ReasonCode::UpstreamFinishError),
+        ),
+        (
+            "cf_229",
+            json!({"role":"assistant","content":"a"}),
+            "a",
+            "",
+            Some("length"),
+            None,
+            None,
+        ),
     ];
     for (row, message, content, thinking, finish, openai, text) in rows {
         let message = obj(message);
@@ -934,13 +1205,20 @@ fn cf_224_to_cf_229_v_75_outcome_rows_nonstream() {
             usage_measured: true,
             ..AttemptFacts::default()
         };
-        let fidelity = AttemptFacts { mode: OPENAI, message: Some(&message), ..base };
+        let fidelity = AttemptFacts {
+            mode: OPENAI,
+            message: Some(&message),
+            ..base
+        };
         let (got_openai, got_text) = (judge_attempt(&fidelity), judge_attempt(&base));
         assert_eq!(got_openai.reason_code(), openai, "{row} openai");
         assert_eq!(got_text.reason_code(), text, "{row} text");
         for verdict in [got_openai, got_text] {
             if let Some(delivery) = verdict.delivery() {
-                assert_eq!(delivery.stream_end, None, "{row}: non-stream has no stream_end");
+                assert_eq!(
+                    delivery.stream_end, None,
+                    "{row}: non-stream has no stream_end"
+                );
             }
         }
     }
@@ -952,7 +1230,9 @@ fn cf_234_v_16_salvage_with_length_partial_content_delivered() {
         missing_done: MissingDone::Salvage,
         ..text_stream(StreamTerminal::End, Some("length"), "part")
     });
-    let delivery = verdict.delivery().expect("salvaged, then step 2 delivers the body");
+    let delivery = verdict
+        .delivery()
+        .expect("salvaged, then step 2 delivers the body");
     assert_eq!(delivery.stream_end, Some(StreamEnd::Salvaged));
     assert_eq!(delivery.finish_class, FinishClass::Truncated);
     assert_eq!(delivery.usage_source, UsageSource::Unavailable);
@@ -1049,8 +1329,12 @@ fn arb_message() -> impl Strategy<Value = Option<Value>> {
         Some(json!({"role":"assistant","reasoning_content":"r"})),
         Some(json!({"role":"assistant","content":null,"tool_calls":[tool_ok()]})),
         Some(json!({"role":"assistant","content":"a","tool_calls":[{"id":"t"}]})),
-        Some(json!({"role":"assistant","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{\"q"}}]})),
-        Some(json!({"role":"assistant","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":null}}]})),
+        Some(
+            json!({"role":"assistant","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":"{\"q"}}]}),
+        ),
+        Some(
+            json!({"role":"assistant","tool_calls":[{"id":"t","type":"function","function":{"name":"f","arguments":null}}]}),
+        ),
     ])
 }
 

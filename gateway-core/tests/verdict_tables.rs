@@ -3,8 +3,8 @@
 //! 05 R-23, R-42; CF-189..CF-199).
 
 use gateway_core::verdict::{
-    AttemptFacts, OutputSummary, Outcome, StreamFacts, StreamTerminal, judge_attempt,
-    judge_outcome, is_cacheable, is_cacheable_message, is_cacheable_raw, is_cacheable_response,
+    AttemptFacts, Outcome, OutputSummary, StreamFacts, StreamTerminal, is_cacheable,
+    is_cacheable_message, is_cacheable_raw, is_cacheable_response, judge_attempt, judge_outcome,
     tool_arguments_parse,
 };
 use gateway_ports::{
@@ -32,7 +32,13 @@ fn obj(value: Value) -> Map<String, Value> {
 type Expect = Option<(Category, ReasonCode)>;
 const DELIVER: Expect = None;
 
-fn check(row: &str, mode: ResponseMode, summary: OutputSummary, class: FinishClass, expected: Expect) {
+fn check(
+    row: &str,
+    mode: ResponseMode,
+    summary: OutputSummary,
+    class: FinishClass,
+    expected: Expect,
+) {
     let outcome = judge_outcome(mode, &summary, class);
     match expected {
         None => assert_eq!(outcome, Outcome::Deliver, "{row}"),
@@ -48,31 +54,121 @@ fn check(row: &str, mode: ResponseMode, summary: OutputSummary, class: FinishCla
 #[test]
 fn v_36_judge_outcome_rows() {
     let rows: [(&str, ResponseMode, OutputSummary, FinishClass, Expect); 25] = [
-        ("cf_163 #1", OpenAi, BODY, UpstreamError, Some((T, ReasonCode::UpstreamFinishError))),
-        ("cf_164 #2", Text, BODY, UpstreamError, Some((T, ReasonCode::UpstreamFinishError))),
-        ("cf_165 #3", OpenAi, BAD_TOOL, Truncated, Some((RI, ReasonCode::ToolTruncated))),
-        ("cf_166 #4", OpenAi, BAD_TOOL, Natural, Some((T, ReasonCode::ToolIncomplete))),
+        (
+            "cf_163 #1",
+            OpenAi,
+            BODY,
+            UpstreamError,
+            Some((T, ReasonCode::UpstreamFinishError)),
+        ),
+        (
+            "cf_164 #2",
+            Text,
+            BODY,
+            UpstreamError,
+            Some((T, ReasonCode::UpstreamFinishError)),
+        ),
+        (
+            "cf_165 #3",
+            OpenAi,
+            BAD_TOOL,
+            Truncated,
+            Some((RI, ReasonCode::ToolTruncated)),
+        ),
+        (
+            "cf_166 #4",
+            OpenAi,
+            BAD_TOOL,
+            Natural,
+            Some((T, ReasonCode::ToolIncomplete)),
+        ),
         ("cf_167 #5", Text, BAD_TOOL, Natural, DELIVER),
         ("cf_168 #6", OpenAi, NONE, Truncated, DELIVER),
         ("cf_169 #7", OpenAi, NONE, Filtered, DELIVER),
-        ("cf_170 #8", Text, NONE, Truncated, Some((RI, ReasonCode::LengthWithoutContent))),
-        ("cf_171 #9", Text, NONE, Filtered, Some((RI, ReasonCode::FilteredWithoutContent))),
-        ("cf_172 #10", OpenAi, NONE, Natural, Some((T, ReasonCode::EmptyCompletion))),
-        ("cf_173 #11", OpenAi, NONE, Absent, Some((T, ReasonCode::EmptyCompletion))),
-        ("cf_174 #12", OpenAi, NONE, Unknown, Some((T, ReasonCode::EmptyCompletion))),
-        ("cf_175 #13", Text, NONE, Absent, Some((T, ReasonCode::EmptyCompletion))),
+        (
+            "cf_170 #8",
+            Text,
+            NONE,
+            Truncated,
+            Some((RI, ReasonCode::LengthWithoutContent)),
+        ),
+        (
+            "cf_171 #9",
+            Text,
+            NONE,
+            Filtered,
+            Some((RI, ReasonCode::FilteredWithoutContent)),
+        ),
+        (
+            "cf_172 #10",
+            OpenAi,
+            NONE,
+            Natural,
+            Some((T, ReasonCode::EmptyCompletion)),
+        ),
+        (
+            "cf_173 #11",
+            OpenAi,
+            NONE,
+            Absent,
+            Some((T, ReasonCode::EmptyCompletion)),
+        ),
+        (
+            "cf_174 #12",
+            OpenAi,
+            NONE,
+            Unknown,
+            Some((T, ReasonCode::EmptyCompletion)),
+        ),
+        (
+            "cf_175 #13",
+            Text,
+            NONE,
+            Absent,
+            Some((T, ReasonCode::EmptyCompletion)),
+        ),
         ("cf_176 #14", OpenAi, BODY, Truncated, DELIVER),
         ("cf_177 #15", Text, BODY, Filtered, DELIVER),
         ("cf_178 #16", Text, BODY, Absent, DELIVER),
         ("cf_179 #17", OpenAi, THINK, Truncated, DELIVER),
-        ("cf_180 #18", Text, THINK, Truncated, Some((RI, ReasonCode::LengthWithoutContent))),
+        (
+            "cf_180 #18",
+            Text,
+            THINK,
+            Truncated,
+            Some((RI, ReasonCode::LengthWithoutContent)),
+        ),
         ("cf_181 #19", OpenAi, THINK, Filtered, DELIVER),
-        ("cf_182 #20", Text, THINK, Filtered, Some((RI, ReasonCode::FilteredWithoutContent))),
+        (
+            "cf_182 #20",
+            Text,
+            THINK,
+            Filtered,
+            Some((RI, ReasonCode::FilteredWithoutContent)),
+        ),
         ("cf_183 #21", OpenAi, THINK, Natural, DELIVER),
         ("cf_184 #22", OpenAi, THINK, Unknown, DELIVER),
-        ("cf_185 #23", Text, THINK, Natural, Some((T, ReasonCode::EmptyCompletion))),
-        ("cf_186 #24", OpenAi, THINK, Absent, Some((T, ReasonCode::EmptyCompletion))),
-        ("cf_187 #25", Text, THINK, Absent, Some((T, ReasonCode::EmptyCompletion))),
+        (
+            "cf_185 #23",
+            Text,
+            THINK,
+            Natural,
+            Some((T, ReasonCode::EmptyCompletion)),
+        ),
+        (
+            "cf_186 #24",
+            OpenAi,
+            THINK,
+            Absent,
+            Some((T, ReasonCode::EmptyCompletion)),
+        ),
+        (
+            "cf_187 #25",
+            Text,
+            THINK,
+            Absent,
+            Some((T, ReasonCode::EmptyCompletion)),
+        ),
     ];
     for (row, mode, summary, class, expected) in rows {
         check(row, mode, summary, class, expected);
@@ -85,7 +181,13 @@ fn v_36_judge_outcome_rows() {
 fn v_30_row_1_upstream_error_beats_everything() {
     for mode in [Text, OpenAi] {
         for summary in [NONE, THINK, BODY, BAD_TOOL] {
-            check("row 1", mode, summary, UpstreamError, Some((T, ReasonCode::UpstreamFinishError)));
+            check(
+                "row 1",
+                mode,
+                summary,
+                UpstreamError,
+                Some((T, ReasonCode::UpstreamFinishError)),
+            );
         }
     }
 }
@@ -96,12 +198,36 @@ fn v_30_row_2_bad_tool_openai_only() {
         null_arguments: true,
         ..BAD_TOOL
     };
-    check("row 2 truncated", OpenAi, BAD_TOOL, Truncated, Some((RI, ReasonCode::ToolTruncated)));
+    check(
+        "row 2 truncated",
+        OpenAi,
+        BAD_TOOL,
+        Truncated,
+        Some((RI, ReasonCode::ToolTruncated)),
+    );
     // Truncation wins over null_arguments.
-    check("row 2 truncated+null", OpenAi, null_args, Truncated, Some((RI, ReasonCode::ToolTruncated)));
+    check(
+        "row 2 truncated+null",
+        OpenAi,
+        null_args,
+        Truncated,
+        Some((RI, ReasonCode::ToolTruncated)),
+    );
     for class in [Natural, Absent, Unknown, Filtered] {
-        check("row 2 null", OpenAi, null_args, class, Some((RI, ReasonCode::ToolArgumentsNull)));
-        check("row 2 else", OpenAi, BAD_TOOL, class, Some((T, ReasonCode::ToolIncomplete)));
+        check(
+            "row 2 null",
+            OpenAi,
+            null_args,
+            class,
+            Some((RI, ReasonCode::ToolArgumentsNull)),
+        );
+        check(
+            "row 2 else",
+            OpenAi,
+            BAD_TOOL,
+            class,
+            Some((T, ReasonCode::ToolIncomplete)),
+        );
     }
     // Never matches in text mode: the body delivers (row 3).
     check("row 2 text", Text, null_args, Natural, DELIVER);
@@ -119,8 +245,20 @@ fn v_30_row_3_body_delivers() {
 #[test]
 fn v_30_row_4_truncated_or_filtered_without_body() {
     for summary in [NONE, THINK] {
-        check("row 4", Text, summary, Truncated, Some((RI, ReasonCode::LengthWithoutContent)));
-        check("row 4", Text, summary, Filtered, Some((RI, ReasonCode::FilteredWithoutContent)));
+        check(
+            "row 4",
+            Text,
+            summary,
+            Truncated,
+            Some((RI, ReasonCode::LengthWithoutContent)),
+        );
+        check(
+            "row 4",
+            Text,
+            summary,
+            Filtered,
+            Some((RI, ReasonCode::FilteredWithoutContent)),
+        );
         check("row 4", OpenAi, summary, Truncated, DELIVER);
         check("row 4", OpenAi, summary, Filtered, DELIVER);
     }
@@ -130,25 +268,52 @@ fn v_30_row_4_truncated_or_filtered_without_body() {
 fn v_30_row_5_openai_output_with_declared_end() {
     check("row 5", OpenAi, THINK, Natural, DELIVER);
     check("row 5", OpenAi, THINK, Unknown, DELIVER);
-    check("row 5 absent", OpenAi, THINK, Absent, Some((T, ReasonCode::EmptyCompletion)));
-    check("row 5 text", Text, THINK, Natural, Some((T, ReasonCode::EmptyCompletion)));
-    check("row 5 text", Text, THINK, Unknown, Some((T, ReasonCode::EmptyCompletion)));
+    check(
+        "row 5 absent",
+        OpenAi,
+        THINK,
+        Absent,
+        Some((T, ReasonCode::EmptyCompletion)),
+    );
+    check(
+        "row 5 text",
+        Text,
+        THINK,
+        Natural,
+        Some((T, ReasonCode::EmptyCompletion)),
+    );
+    check(
+        "row 5 text",
+        Text,
+        THINK,
+        Unknown,
+        Some((T, ReasonCode::EmptyCompletion)),
+    );
 }
 
 #[test]
 fn v_30_row_6_everything_else_is_empty_completion() {
     for mode in [Text, OpenAi] {
         for class in [Natural, Unknown, Absent] {
-            check("row 6", mode, NONE, class, Some((T, ReasonCode::EmptyCompletion)));
+            check(
+                "row 6",
+                mode,
+                NONE,
+                class,
+                Some((T, ReasonCode::EmptyCompletion)),
+            );
         }
     }
 }
 
 // ---------------------------------------------------------------- V-65 text cacheability
 
+/// (row, content, finish, stream_end, cacheable).
+type CacheRow<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, bool);
+
 #[test]
 fn cf_189_to_cf_197_v_65_is_cacheable_text_rows() {
-    let rows: [(&str, &str, Option<&str>, Option<&str>, bool); 9] = [
+    let rows: [CacheRow<'_>; 9] = [
         ("cf_189", "a", Some("stop"), Some("done"), true),
         ("cf_190", "a", None, None, true),
         ("cf_191", "a", Some("stop"), Some("eof_after_finish"), true),
@@ -169,8 +334,16 @@ fn cf_189_to_cf_197_v_65_is_cacheable_text_rows() {
             "{row} raw"
         );
         // Typed form, where the stream end is representable ("bogus" is a decode miss).
-        if let Some(end) = end.map(StreamEnd::from_wire).unwrap_or(Some(None)) {
-            assert_eq!(is_cacheable(Text, content, finish, end, None), cacheable, "{row} typed");
+        let typed_end: Option<Option<StreamEnd>> = match end {
+            None => Some(None),
+            Some(e) => StreamEnd::from_wire(e).map(Some),
+        };
+        if let Some(end) = typed_end {
+            assert_eq!(
+                is_cacheable(Text, content, finish, end, None),
+                cacheable,
+                "{row} typed"
+            );
         } else {
             assert_eq!(row, "cf_197");
         }
@@ -182,7 +355,13 @@ fn v_58_non_string_finish_is_not_cacheable() {
     // A cache entry with finish 5 (V-67).
     assert!(!is_cacheable_raw(Text, "a", Some(&json!(5)), None, None));
     assert!(!is_cacheable_raw(Text, "a", None, Some(&json!(1)), None));
-    assert!(is_cacheable_raw(Text, "a", Some(&json!(null)), Some(&json!(null)), None));
+    assert!(is_cacheable_raw(
+        Text,
+        "a",
+        Some(&json!(null)),
+        Some(&json!(null)),
+        None
+    ));
     // D12: "" is absent → natural-or-absent passes.
     assert!(is_cacheable_raw(Text, "a", Some(&json!("")), None, None));
     assert!(is_cacheable(Text, "a", Some(""), None, None));
@@ -191,8 +370,13 @@ fn v_58_non_string_finish_is_not_cacheable() {
 // ---------------------------------------------------------------- V-66 openai cacheability
 
 fn completion(message: Value, finish: Option<&str>) -> OpenAiChatCompletion {
-    OpenAiChatCompletion::try_new(obj(message), finish.map(str::to_owned), Some("up-1".into()), None)
-        .unwrap()
+    OpenAiChatCompletion::try_new(
+        obj(message),
+        finish.map(str::to_owned),
+        Some("up-1".into()),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("valid completion: {e}"))
 }
 
 fn tool(id: &str, arguments: Value) -> Value {
@@ -202,17 +386,35 @@ fn tool(id: &str, arguments: Value) -> Value {
 #[test]
 fn cf_198_cf_199_v_66_is_cacheable_openai_rows() {
     let ok = completion(json!({"role":"assistant","content":"a"}), Some("stop"));
-    assert!(is_cacheable(OpenAi, "a", Some("stop"), Some(StreamEnd::Done), Some(&ok)), "complete");
-    assert!(!is_cacheable(OpenAi, "a", Some("stop"), Some(StreamEnd::Done), None), "no completion");
+    assert!(
+        is_cacheable(OpenAi, "a", Some("stop"), Some(StreamEnd::Done), Some(&ok)),
+        "complete"
+    );
+    assert!(
+        !is_cacheable(OpenAi, "a", Some("stop"), Some(StreamEnd::Done), None),
+        "no completion"
+    );
     let empty_raw = completion(json!({"role":"assistant","content":""}), Some("stop"));
-    assert!(!is_cacheable(OpenAi, "a", Some("stop"), None, Some(&empty_raw)), "raw content empty");
+    assert!(
+        !is_cacheable(OpenAi, "a", Some("stop"), None, Some(&empty_raw)),
+        "raw content empty"
+    );
     let tool_only = completion(
         json!({"role":"assistant","content":null,"tool_calls":[tool("call_1", json!("{\"q\": 1}"))]}),
         Some("tool_calls"),
     );
-    assert!(is_cacheable(OpenAi, "", Some("tool_calls"), None, Some(&tool_only)), "tool-only");
-    let think = completion(json!({"role":"assistant","content":"<think>x</think>"}), Some("stop"));
-    assert!(!is_cacheable(OpenAi, "", Some("stop"), None, Some(&think)), "cf_199 think-only projection");
+    assert!(
+        is_cacheable(OpenAi, "", Some("tool_calls"), None, Some(&tool_only)),
+        "tool-only"
+    );
+    let think = completion(
+        json!({"role":"assistant","content":"<think>x</think>"}),
+        Some("stop"),
+    );
+    assert!(
+        !is_cacheable(OpenAi, "", Some("stop"), None, Some(&think)),
+        "cf_199 think-only projection"
+    );
 }
 
 #[test]
@@ -220,19 +422,46 @@ fn v_64_uncacheable_results_are_delivered_but_not_written() {
     // Each: the verdict delivers, the predicate refuses (C-50).
     let salvaged = AttemptFacts {
         missing_done: gateway_ports::MissingDone::Salvage,
-        stream: Some(StreamFacts { terminal: StreamTerminal::End, usage_after_finish: false, any_fragment: true }),
+        stream: Some(StreamFacts {
+            terminal: StreamTerminal::End,
+            usage_after_finish: false,
+            any_fragment: true,
+        }),
         content: "a",
         ..AttemptFacts::default()
     };
     let text_rows = [
         ("salvaged", salvaged),
-        ("length", AttemptFacts { content: "a", finish_reason: Some("length"), ..AttemptFacts::default() }),
-        ("content_filter", AttemptFacts { content: "a", finish_reason: Some("content_filter"), ..AttemptFacts::default() }),
-        ("end_turn", AttemptFacts { content: "a", finish_reason: Some("end_turn"), ..AttemptFacts::default() }),
+        (
+            "length",
+            AttemptFacts {
+                content: "a",
+                finish_reason: Some("length"),
+                ..AttemptFacts::default()
+            },
+        ),
+        (
+            "content_filter",
+            AttemptFacts {
+                content: "a",
+                finish_reason: Some("content_filter"),
+                ..AttemptFacts::default()
+            },
+        ),
+        (
+            "end_turn",
+            AttemptFacts {
+                content: "a",
+                finish_reason: Some("end_turn"),
+                ..AttemptFacts::default()
+            },
+        ),
     ];
     for (row, facts) in text_rows {
         let verdict = judge_attempt(&facts);
-        let delivery = verdict.delivery().unwrap_or_else(|| panic!("{row} delivered"));
+        let delivery = verdict
+            .delivery()
+            .unwrap_or_else(|| panic!("{row} delivered"));
         assert!(!delivery.cacheable, "{row}");
     }
     let reasoning_only = obj(json!({"role":"assistant","reasoning_content":"r"}));
@@ -245,7 +474,9 @@ fn v_64_uncacheable_results_are_delivered_but_not_written() {
             ..AttemptFacts::default()
         };
         let verdict = judge_attempt(&facts);
-        let delivery = verdict.delivery().unwrap_or_else(|| panic!("openai reasoning-only {finish}"));
+        let delivery = verdict
+            .delivery()
+            .unwrap_or_else(|| panic!("openai reasoning-only {finish}"));
         assert!(!delivery.cacheable, "openai reasoning-only {finish}");
     }
     // test_fidelity_think_only_projection_not_cached: raw "<think>x</think>", projection "".
@@ -268,7 +499,13 @@ fn v_67_read_path_rows_representable_in_the_predicate() {
     assert!(!is_cacheable_raw(OpenAi, "a", None, None, Some(&length)));
     // An openai entry with eof_after_finish and no top-level finish → hit (finish from completion).
     let stop = completion(json!({"role":"assistant","content":"a"}), Some("stop"));
-    assert!(is_cacheable_raw(OpenAi, "a", None, Some(&json!("eof_after_finish")), Some(&stop)));
+    assert!(is_cacheable_raw(
+        OpenAi,
+        "a",
+        None,
+        Some(&json!("eof_after_finish")),
+        Some(&stop)
+    ));
     // A 1.3.9 text entry without the two new keys → hit.
     assert!(is_cacheable_raw(Text, "a", None, None, None));
     // Role-only, null/""/whitespace content with empty tools, reasoning-only → miss.
@@ -280,10 +517,19 @@ fn v_67_read_path_rows_representable_in_the_predicate() {
         json!({"role":"assistant","reasoning_content":"r"}),
     ] {
         let c = completion(message.clone(), Some("stop"));
-        assert!(!is_cacheable_raw(OpenAi, "", Some(&json!("stop")), None, Some(&c)), "{message}");
+        assert!(
+            !is_cacheable_raw(OpenAi, "", Some(&json!("stop")), None, Some(&c)),
+            "{message}"
+        );
     }
     // Salvaged stored entry → miss even with a clean finish.
-    assert!(!is_cacheable_raw(Text, "a", Some(&json!("stop")), Some(&json!("salvaged")), None));
+    assert!(!is_cacheable_raw(
+        Text,
+        "a",
+        Some(&json!("stop")),
+        Some(&json!("salvaged")),
+        None
+    ));
 }
 
 // ---------------------------------------------------------------- R-42
@@ -302,10 +548,20 @@ fn r_42_fidelity_turn_with_unparsable_tool_arguments_is_not_cacheable() {
     for (arguments, cacheable) in rows {
         let message = json!({"role":"assistant","content":null,"tool_calls":[
             tool("call_1", json!("{}")), tool("call_2", arguments.clone())]});
-        assert_eq!(tool_arguments_parse(&obj(message.clone())), cacheable, "{arguments}");
+        assert_eq!(
+            tool_arguments_parse(&obj(message.clone())),
+            cacheable,
+            "{arguments}"
+        );
         let c = completion(message.clone(), Some("tool_calls"));
         assert_eq!(
-            is_cacheable(OpenAi, "", Some("tool_calls"), Some(StreamEnd::Done), Some(&c)),
+            is_cacheable(
+                OpenAi,
+                "",
+                Some("tool_calls"),
+                Some(StreamEnd::Done),
+                Some(&c)
+            ),
             cacheable,
             "{arguments}"
         );
@@ -318,7 +574,9 @@ fn r_42_fidelity_turn_with_unparsable_tool_arguments_is_not_cacheable() {
             ..AttemptFacts::default()
         };
         let verdict = judge_attempt(&facts);
-        let delivery = verdict.delivery().expect("delivered whatever the arguments");
+        let delivery = verdict
+            .delivery()
+            .expect("delivered whatever the arguments");
         assert_eq!(delivery.cacheable, cacheable, "{arguments}");
     }
     // Text mode has no tool calls: R-42 never applies.
@@ -338,12 +596,24 @@ fn v_60_one_predicate_for_verdict_write_and_read() {
         json!({"role":"assistant","reasoning_content":"r"}),
     ];
     for message in messages {
-        for finish in [None, Some("stop"), Some("tool_calls"), Some("length"), Some("end_turn")] {
-            for end in [None, Some(StreamEnd::Done), Some(StreamEnd::EofAfterFinish), Some(StreamEnd::Salvaged)] {
+        for finish in [
+            None,
+            Some("stop"),
+            Some("tool_calls"),
+            Some("length"),
+            Some("end_turn"),
+        ] {
+            for end in [
+                None,
+                Some(StreamEnd::Done),
+                Some(StreamEnd::EofAfterFinish),
+                Some(StreamEnd::Salvaged),
+            ] {
                 for content in ["", "a", " "] {
                     let c = completion(message.clone(), finish);
                     let by_completion = is_cacheable(OpenAi, content, finish, end, Some(&c));
-                    let by_message = is_cacheable_message(OpenAi, content, finish, end, Some(c.message()));
+                    let by_message =
+                        is_cacheable_message(OpenAi, content, finish, end, Some(c.message()));
                     let raw = is_cacheable_raw(
                         OpenAi,
                         content,
@@ -357,9 +627,18 @@ fn v_60_one_predicate_for_verdict_write_and_read() {
                     response.stream_end = end;
                     response.completion = Some(c.clone());
                     let by_response = is_cacheable_response(OpenAi, &response);
-                    assert_eq!(by_completion, by_message, "{message} {finish:?} {end:?} {content:?}");
-                    assert_eq!(by_completion, raw, "{message} {finish:?} {end:?} {content:?}");
-                    assert_eq!(by_completion, by_response, "{message} {finish:?} {end:?} {content:?}");
+                    assert_eq!(
+                        by_completion, by_message,
+                        "{message} {finish:?} {end:?} {content:?}"
+                    );
+                    assert_eq!(
+                        by_completion, raw,
+                        "{message} {finish:?} {end:?} {content:?}"
+                    );
+                    assert_eq!(
+                        by_completion, by_response,
+                        "{message} {finish:?} {end:?} {content:?}"
+                    );
                 }
             }
         }

@@ -171,10 +171,10 @@ fn openai_envelope(
     let Value::Object(choice) = choice else {
         return violation(ProtocolViolation::ChoiceNotObject);
     };
-    if let Some(index) = choice.get("index") {
-        if index.as_u64() != Some(0) {
-            return violation(ProtocolViolation::ChoiceIndexNotZero);
-        }
+    if let Some(index) = choice.get("index")
+        && index.as_u64() != Some(0)
+    {
+        return violation(ProtocolViolation::ChoiceIndexNotZero);
     }
     let finish = match choice.get("finish_reason") {
         None | Some(Value::Null) => None,

@@ -115,7 +115,11 @@ impl MergeState {
                         .and_then(|o| o.get("index"))
                         .is_some_and(is_integer)
                 });
-                let shape = if indexed { Shape::Indexed } else { Shape::Plain };
+                let shape = if indexed {
+                    Shape::Indexed
+                } else {
+                    Shape::Plain
+                };
                 match self.shapes.get(path) {
                     Some(fixed) if *fixed != shape => return Err(Conflict),
                     Some(_) => {}

@@ -37,6 +37,7 @@ use serde_json::{Map, Value};
 use crate::classify::{
     Classification, ClassifyContext, classify_error_value, classify_frame_too_large,
 };
+use crate::thinking::strip_think_tags;
 
 pub use body::{parse_non_stream_body, parse_non_stream_value};
 pub use tools::{MAX_TOOL_SLOTS, synthesized_tool_id};
@@ -267,6 +268,7 @@ pub struct ChatDelta {
 
 /// What one chunk told the executor (40 §6, §5.4, §5.11).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FrameFacts {
     /// The frame's fragments and progress flag (S-40, S-77).
     pub delta: ChatDelta,
@@ -497,7 +499,11 @@ impl Accumulator {
                     self.choice(choice, &mut facts)?;
                 }
             }
-            Some(_) => return Err(AccumulateError::Protocol(ProtocolViolation::ChoicesNotArray)),
+            Some(_) => {
+                return Err(AccumulateError::Protocol(
+                    ProtocolViolation::ChoicesNotArray,
+                ));
+            }
         }
         facts.finish_seen = self.finish_reason.is_some();
         if let Some(usage) = usage {
@@ -677,12 +683,9 @@ impl Accumulator {
                         self.message.entry("tool_calls").or_insert(Value::Null);
                     }
                     Value::Array(elements) => {
-                        let unset = matches!(
-                            self.message.get("tool_calls"),
-                            None | Some(Value::Null)
-                        );
-                        if unset && (elements.is_empty() || elements.iter().any(|e| !e.is_null()))
-                        {
+                        let unset =
+                            matches!(self.message.get("tool_calls"), None | Some(Value::Null));
+                        if unset && (elements.is_empty() || elements.iter().any(|e| !e.is_null())) {
                             self.message
                                 .insert("tool_calls".to_owned(), Value::Array(Vec::new()));
                         }
@@ -691,13 +694,15 @@ impl Accumulator {
                     _ => return Err(ProtocolViolation::ToolCallsNotArray),
                 },
                 other => {
-                    if other == "reasoning" {
-                        if let Value::String(fragment) = value {
-                            self.take_fragment("reasoning", fragment, out);
-                        }
+                    if other == "reasoning"
+                        && let Value::String(fragment) = value
+                    {
+                        self.take_fragment("reasoning", fragment, out);
                     }
                     let path = format!("delta.{other}");
-                    progress |= self.merger.merge_key(&mut self.message, other, value, &path);
+                    progress |= self
+                        .merger
+                        .merge_key(&mut self.message, other, value, &path);
                 }
             }
         }
@@ -730,10 +735,10 @@ impl Accumulator {
                     }
                 }
                 other => {
-                    if other == "reasoning" {
-                        if let Value::String(fragment) = value {
-                            self.take_fragment("reasoning", fragment, out);
-                        }
+                    if other == "reasoning"
+                        && let Value::String(fragment) = value
+                    {
+                        self.take_fragment("reasoning", fragment, out);
                     }
                     progress |= fragment_progress(other, value);
                 }
@@ -754,12 +759,12 @@ fn model_of(object: &Map<String, Value>) -> Option<String> {
 
 /// Adds the `finish:` warning for a finish of class `unknown` (S-95 step 1, S-115).
 fn push_finish_warning(warnings: &mut Vec<DialectWarning>, finish: Option<&FinishReason>) {
-    if let Some(finish) = finish {
-        if finish.class() == FinishClass::Unknown {
-            warnings.push(DialectWarning::UnregisteredFinish {
-                value: finish.as_str().to_owned(),
-            });
-        }
+    if let Some(finish) = finish
+        && finish.class() == FinishClass::Unknown
+    {
+        warnings.push(DialectWarning::UnregisteredFinish {
+            value: finish.as_str().to_owned(),
+        });
     }
 }
 
@@ -840,7 +845,7 @@ fn summarize_tools(message: &Map<String, Value>, synthesized: &[bool]) -> Vec<To
 /// The accumulated result of one attempt, streamed ([`Accumulator::finish`]) or not
 /// ([`parse_non_stream_body`]) — the input of the verdict (50) and of response building
 /// (40 S-95, S-111).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct Accumulated {
     /// The mode of the attempt.
@@ -875,7 +880,9 @@ pub struct Accumulated {
 impl Accumulated {
     /// `true` when the last usage is *measured* (S-104).
     pub fn usage_measured(&self) -> bool {
-        self.usage_raw.as_ref().is_some_and(|u| measured_usage(u).is_some())
+        self.usage_raw
+            .as_ref()
+            .is_some_and(|u| measured_usage(u).is_some())
     }
 
     /// Token resolution (S-105, S-107): measured → as reported with `Measured` (`Estimated`
@@ -967,37 +974,16 @@ fn usage_details(usage: &Map<String, Value>) -> (Option<u64>, Option<u64>) {
     (cached, reasoning)
 }
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-
-/// `finalize_text(content, thinking, inline_think_tags)` of 40 S-100: without think tags the
-/// inputs unchanged; with them every non-overlapping `<think>…</think>` span (non-greedy,
-/// leftmost first, across newlines) is removed from the content and its inner text appended
-/// to the thinking; if any span was removed, leading whitespace of the content is removed. An
-/// unclosed `<think>` stays. Returns `(content, thinking)`.
-pub fn finalize_text(content: &str, thinking: &str, inline_think_tags: bool) -> (String, String) {
+/// `finalize_text` of 40 S-100 with the provider profile's flag: without inline think tags the
+/// inputs unchanged; with them the `<think>…</think>` spans of
+/// [`crate::thinking::strip_think_tags`] move from the content to the end of the thinking.
+fn finalize_text(content: &str, thinking: &str, inline_think_tags: bool) -> (String, String) {
     if !inline_think_tags {
         return (content.to_owned(), thinking.to_owned());
     }
-    let mut kept = String::with_capacity(content.len());
-    let mut thinking = thinking.to_owned();
-    let mut rest = content;
-    let mut removed = false;
-    while let Some(open) = rest.find(THINK_OPEN) {
-        let inner_start = open + THINK_OPEN.len();
-        let Some(close) = rest.get(inner_start..).and_then(|r| r.find(THINK_CLOSE)) else {
-            break;
-        };
-        kept.push_str(rest.get(..open).unwrap_or_default());
-        thinking.push_str(rest.get(inner_start..inner_start + close).unwrap_or_default());
-        rest = rest
-            .get(inner_start + close + THINK_CLOSE.len()..)
-            .unwrap_or_default();
-        removed = true;
-    }
-    kept.push_str(rest);
-    if removed {
-        kept = kept.trim_start().to_owned();
-    }
-    (kept, thinking)
+    let split = strip_think_tags(content);
+    let mut all = String::with_capacity(thinking.len() + split.thinking.len());
+    all.push_str(thinking);
+    all.push_str(&split.thinking);
+    (split.content, all)
 }

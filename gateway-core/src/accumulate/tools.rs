@@ -149,14 +149,14 @@ impl ToolCalls {
                 match key.as_str() {
                     "index" => {}
                     "id" => {
-                        if let Some(id) = id {
-                            if call.id.is_none() {
-                                call.id = Some(id.to_owned());
-                                call.object.insert("id".to_owned(), Value::String(id.to_owned()));
-                                merger.retained_bytes =
-                                    merger.retained_bytes.saturating_add(id.len());
-                                progress = true;
-                            }
+                        if let Some(id) = id
+                            && call.id.is_none()
+                        {
+                            call.id = Some(id.to_owned());
+                            call.object
+                                .insert("id".to_owned(), Value::String(id.to_owned()));
+                            merger.retained_bytes = merger.retained_bytes.saturating_add(id.len());
+                            progress = true;
                         }
                     }
                     "type" => match value {
@@ -225,17 +225,18 @@ impl ToolCalls {
             let Some(call) = self.calls.get_mut(position) else {
                 continue;
             };
-            if let Some(id) = id {
-                if call.id.is_none() {
-                    call.id = Some(id.to_owned());
-                    progress = true;
-                }
+            if let Some(id) = id
+                && call.id.is_none()
+            {
+                call.id = Some(id.to_owned());
+                progress = true;
             }
-            if let Some(Value::String(kind)) = tool.get("type") {
-                if !kind.is_empty() && call.kind.is_none() {
-                    call.kind = Some(kind.clone());
-                    progress = true;
-                }
+            if let Some(Value::String(kind)) = tool.get("type")
+                && !kind.is_empty()
+                && call.kind.is_none()
+            {
+                call.kind = Some(kind.clone());
+                progress = true;
             }
             if let Some(Value::Object(function)) = tool.get("function") {
                 let non_empty = |key: &str| {

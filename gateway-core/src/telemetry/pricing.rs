@@ -63,14 +63,21 @@ pub fn parse_pricing(
     let mut warnings = Vec::new();
     for (model, entry) in &models {
         let Value::Object(entry) = entry else {
-            return Err(invalid(file, Some(model), "the entry must be a JSON object"));
+            return Err(invalid(
+                file,
+                Some(model),
+                "the entry must be a JSON object",
+            ));
         };
         let input_per_1m = price(file, model, entry, "input_per_1m")?
             .ok_or_else(|| invalid(file, Some(model), "missing required member input_per_1m"))?;
         let output_per_1m = price(file, model, entry, "output_per_1m")?
             .ok_or_else(|| invalid(file, Some(model), "missing required member output_per_1m"))?;
         let cached_input_per_1m = price(file, model, entry, "cached_input_per_1m")?;
-        for key in entry.keys().filter(|k| !KNOWN_MEMBERS.contains(&k.as_str())) {
+        for key in entry
+            .keys()
+            .filter(|k| !KNOWN_MEMBERS.contains(&k.as_str()))
+        {
             warnings.push(
                 ConfigWarning::new(
                     PRICING_UNKNOWN_MEMBER,

@@ -282,8 +282,8 @@ pub fn telemetry_schema_sql(backend: SqlBackend) -> String {
     match backend {
         SqlBackend::Sqlite => {
             sql.push_str(
-                "-- SQLite has no ADD COLUMN IF NOT EXISTS: run each line only for a column \
-                 that PRAGMA table_info(llm_calls) does not list.\n",
+                "-- SQLite cannot add a column only when it is missing: run each line below only \
+                 for a column that PRAGMA table_info(llm_calls) does not list.\n",
             );
             for col in &BACKFILL_COLUMNS {
                 let _ = writeln!(sql, "{};", backfill_statement(backend, col));

@@ -634,12 +634,7 @@ impl RowShaper {
                 row.usage_source = result.usage_source;
                 row.ttft_ms = result.ttft_ms;
                 row.max_inter_token_ms = result.max_inter_token_ms;
-                row.cost = self.cost(
-                    operation,
-                    &source.model,
-                    &result.usage,
-                    result.usage_source,
-                );
+                row.cost = self.cost(operation, &source.model, &result.usage, result.usage_source);
                 row.cached_prompt_tokens = result.usage.cached_prompt_tokens.map(to_i64);
                 row.model_reported = result.model_reported.clone();
                 row.reasoning_tokens = result.usage.reasoning_tokens.map(to_i64);

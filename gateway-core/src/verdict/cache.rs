@@ -33,7 +33,13 @@ pub fn is_cacheable(
     completion: Option<&OpenAiChatCompletion>,
 ) -> bool {
     let class = classify_finish(effective_finish(finish_reason, completion));
-    judge(mode, content, class, stream_end, completion.map(OpenAiChatCompletion::message))
+    judge(
+        mode,
+        content,
+        class,
+        stream_end,
+        completion.map(OpenAiChatCompletion::message),
+    )
 }
 
 /// [`is_cacheable`] over the assembled message instead of the snapshot, for the verdict, which
@@ -47,7 +53,13 @@ pub fn is_cacheable_message(
     stream_end: Option<StreamEnd>,
     message: Option<&Map<String, Value>>,
 ) -> bool {
-    judge(mode, content, classify_finish(finish_reason), stream_end, message)
+    judge(
+        mode,
+        content,
+        classify_finish(finish_reason),
+        stream_end,
+        message,
+    )
 }
 
 /// [`is_cacheable`] of a delivered response (its `content`, `finish_reason`, `stream_end` and
@@ -88,7 +100,13 @@ pub fn is_cacheable_raw(
         Some(Value::String(s)) => classify_finish(effective_finish(Some(s), completion)),
         other => classify_finish_value(other),
     };
-    judge(mode, content, class, stream_end, completion.map(OpenAiChatCompletion::message))
+    judge(
+        mode,
+        content,
+        class,
+        stream_end,
+        completion.map(OpenAiChatCompletion::message),
+    )
 }
 
 /// `true` when every tool call's `function.arguments` string in `message` parses as JSON

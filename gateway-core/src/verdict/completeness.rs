@@ -126,9 +126,7 @@ pub fn judge_truncation(
         (ResponseMode::Text, MissingDone::Retry) => {
             Completeness::Truncated(ReasonCode::MissingDone)
         }
-        (ResponseMode::Text, MissingDone::Salvage) => {
-            Completeness::Continue(StreamEnd::Salvaged)
-        }
+        (ResponseMode::Text, MissingDone::Salvage) => Completeness::Continue(StreamEnd::Salvaged),
     }
 }
 

@@ -43,8 +43,8 @@ pub use summary::{
 };
 
 use gateway_ports::{
-    AttemptFailure, Category, ErrorOperation, FinishClass, GatewayError, MissingDone,
-    ReasonCode, ResponseMode, StreamEnd, UsageSource,
+    AttemptFailure, Category, ErrorOperation, FinishClass, GatewayError, MissingDone, ReasonCode,
+    ResponseMode, StreamEnd, UsageSource,
 };
 use serde_json::{Map, Value};
 
@@ -221,7 +221,10 @@ impl Verdict {
 /// Usage resolution of a delivered attempt (40 S-105; 50 V-17, V-70): a salvaged stream
 /// downgrades a measured usage to `Estimated`; otherwise a measured usage is `Measured`; no
 /// measured usage is `Unavailable`.
-pub const fn resolve_usage_source(stream_end: Option<StreamEnd>, usage_measured: bool) -> UsageSource {
+pub const fn resolve_usage_source(
+    stream_end: Option<StreamEnd>,
+    usage_measured: bool,
+) -> UsageSource {
     match (stream_end, usage_measured) {
         (_, false) => UsageSource::Unavailable,
         (Some(StreamEnd::Salvaged), true) => UsageSource::Estimated,

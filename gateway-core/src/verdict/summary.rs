@@ -27,7 +27,12 @@ pub struct OutputSummary {
 
 impl OutputSummary {
     /// A summary from the spec's four-tuple, with `null_arguments = false` (V-20).
-    pub const fn new(any_output: bool, body_output: bool, tools_present: bool, tools_ok: bool) -> Self {
+    pub const fn new(
+        any_output: bool,
+        body_output: bool,
+        tools_present: bool,
+        tools_ok: bool,
+    ) -> Self {
         Self {
             any_output,
             body_output,
@@ -119,7 +124,11 @@ pub fn tool_snapshot_ok(message: &Map<String, Value>) -> bool {
             Value::Object(tool) => tool,
             _ => return false,
         };
-        let Some(id) = tool.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()) else {
+        let Some(id) = tool
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+        else {
             return false;
         };
         if seen.contains(&id) {

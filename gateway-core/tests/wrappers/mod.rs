@@ -16,9 +16,12 @@ use gateway_ports::{
 use tokio::sync::Notify;
 
 /// A limiter whose `try_acquire` parks (never returns) while parking is on; it signals
-/// [`ParkingLimiter::parked`] first. Everything else is delegated.
+/// [`ParkingLimiter::parked`] first. Counts `try_acquire` calls and panics beyond `cap` (a busy
+/// loop on the paused clock would otherwise hang the test). Everything else is delegated.
 pub struct ParkingLimiter {
     pub inner: Arc<dyn RateLimiter>,
+    acquires: AtomicU64,
+    cap: u64,
     parking: AtomicBool,
     parked_flag: AtomicBool,
     parked: Notify,
@@ -34,10 +37,25 @@ impl ParkingLimiter {
     pub fn new(inner: Arc<dyn RateLimiter>) -> Self {
         Self {
             inner,
+            acquires: AtomicU64::new(0),
+            cap: u64::MAX,
             parking: AtomicBool::new(true),
             parked_flag: AtomicBool::new(false),
             parked: Notify::new(),
         }
+    }
+
+    /// A counting wrapper that never parks and panics after `cap` acquisitions.
+    pub fn counting(inner: Arc<dyn RateLimiter>, cap: u64) -> Self {
+        let mut l = Self::new(inner);
+        l.parking = AtomicBool::new(false);
+        l.cap = cap;
+        l
+    }
+
+    /// `try_acquire` calls so far.
+    pub fn acquires(&self) -> u64 {
+        self.acquires.load(Ordering::SeqCst)
     }
 
     /// Waits until a `try_acquire` is parked.
@@ -57,6 +75,8 @@ impl ParkingLimiter {
 #[async_trait]
 impl RateLimiter for ParkingLimiter {
     async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
+        let n = self.acquires.fetch_add(1, Ordering::SeqCst) + 1;
+        assert!(n <= self.cap, "{n} try_acquire calls: the waiting picks spin");
         if self.parking.load(Ordering::SeqCst) {
             self.parked_flag.store(true, Ordering::SeqCst);
             self.parked.notify_waiters();

@@ -4,13 +4,12 @@
 //! Owns `GatewaySettings`, `EmbeddingSettings`, `OcrSettings` (20 §9.1), their validated forms,
 //! and the process-wide backend choices (20 §8). The three assembly paths of 20 §9.2 all end in
 //! the same guard functions: stage B is `gateway_core::config::validate_source`, stage C is
-//! [`GatewaySettings::validate`], stage D is [`hedge::check_hedge_assembly`], stage E is
+//! [`GatewaySettings::validate`], stage D is `gateway_core::hedge::check_hedge_assembly`, stage E is
 //! [`EmbeddingSettings::validate`] / [`OcrSettings::validate`]; stage F is in `crate::assembly`.
 //! Validation logs nothing: warnings are returned as data; client assembly logs them once
 //! (20 §9.2, §10).
 
 mod env;
-pub mod hedge;
 pub mod pricing;
 mod values;
 
@@ -21,14 +20,15 @@ use std::path::PathBuf;
 
 use gateway_core::config::{has_scheme_and_authority, validate_source};
 use gateway_ports::config::{
-    BackpressurePolicy, BreakerConfig, GlobalLimits, PricingTable, RetryPolicy, Secret,
-    SourceConfig, DEFAULT_STALL_THRESHOLD_MS,
+    BackpressurePolicy, BreakerConfig, DEFAULT_STALL_THRESHOLD_MS, GlobalLimits, PricingTable,
+    RetryPolicy, Secret, SourceConfig,
 };
 use gateway_ports::vocab::{ScopeKind, SelectorKind, WaitPolicy};
 use gateway_ports::{ConfigError, ConfigWarning};
 
 pub use env::EnvMap;
-pub use hedge::{HedgeInputs, check_hedge_assembly};
+
+use gateway_core::hedge::{HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly};
 
 /// Default `max_waiters` (05 R-37, 20 §5.1).
 pub const DEFAULT_MAX_WAITERS: u32 = 10_000;
@@ -144,11 +144,15 @@ fn availability(backend: &str) -> Result<(), &'static str> {
         "redis" if cfg!(feature = "redis") => {
             Err("cargo feature `redis` (on, but the Redis adapter is not implemented yet)")
         }
-        "redis" => Err("cargo feature `redis` (off in this build; the adapter is not implemented yet)"),
+        "redis" => {
+            Err("cargo feature `redis` (off in this build; the adapter is not implemented yet)")
+        }
         "postgres" if cfg!(feature = "postgres") => {
             Err("cargo feature `postgres` (on, but the Postgres adapter is not implemented yet)")
         }
-        _ => Err("cargo feature `postgres` (off in this build; the adapter is not implemented yet)"),
+        _ => {
+            Err("cargo feature `postgres` (off in this build; the adapter is not implemented yet)")
+        }
     }
 }
 
@@ -511,19 +515,18 @@ fn validate_gateway(
     // C10 call deadline.
     check_deadline_s(s.call_deadline_s, &at("call_deadline_s"))?;
     // C11 stage D.
-    let ((after, stall), found) = check_hedge_assembly(HedgeInputs {
-        after_s: s.hedge_after_s,
-        max_extra: s.hedge_max_extra,
-        sources: &s.sources,
-        call_deadline_s: s.call_deadline_s,
-        origin: &at("hedge_after_s"),
-        stall_after_s: s.hedge_stall_after_s,
-        stall_origin: &at("hedge_stall_after_s"),
-        max_extra_origin: &at("hedge_max_extra"),
-    })?;
-    s.hedge_after_s = after;
-    s.hedge_stall_after_s = stall;
-    warnings.extend(found);
+    let hedge = stage_d(
+        &s.scope,
+        s.hedge_after_s,
+        s.hedge_max_extra,
+        s.hedge_stall_after_s,
+        s.call_deadline_s,
+        &s.sources,
+        &at,
+    )?;
+    s.hedge_after_s = hedge.after_s;
+    s.hedge_stall_after_s = hedge.stall_after_s;
+    warnings.extend(hedge.warnings);
     Ok(ValidatedSettings {
         settings: s,
         kind,
@@ -532,7 +535,37 @@ fn validate_gateway(
     })
 }
 
-fn check_policies(s: &GatewaySettings, at: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+/// Stage D through the core's single definition (20 §11.4, `gateway_core::hedge`), with the
+/// origins `at("hedge_after_s")`, `at("hedge_stall_after_s")`, `at("hedge_max_extra")`.
+pub(crate) fn stage_d(
+    scope: &str,
+    after_s: Option<f64>,
+    max_extra: u32,
+    stall_after_s: Option<f64>,
+    call_deadline_s: Option<f64>,
+    sources: &[SourceConfig],
+    at: &dyn Fn(&str) -> String,
+) -> Result<HedgeAssembly, ConfigError> {
+    let scope_up = scope.to_ascii_uppercase();
+    check_hedge_assembly(
+        &HedgeAssemblyInput {
+            scope: &scope_up,
+            hedge_after_s: after_s,
+            hedge_max_extra: max_extra,
+            stall_after_s,
+            call_deadline_s,
+            after_origin: &at("hedge_after_s"),
+            stall_origin: &at("hedge_stall_after_s"),
+            max_extra_origin: &at("hedge_max_extra"),
+        },
+        sources,
+    )
+}
+
+pub(crate) fn check_policies(
+    s: &GatewaySettings,
+    at: &dyn Fn(&str) -> String,
+) -> Result<(), ConfigError> {
     let policy = |field: &str, rule: &str| {
         Err(ConfigError::new(
             "settings.policy",
@@ -554,7 +587,10 @@ fn check_policies(s: &GatewaySettings, at: &dyn Fn(&str) -> String) -> Result<()
         return policy("retry.backoff_max_s", ">= retry.backoff_base_s");
     }
     if r.max_hint_s.is_some_and(|v| !positive_finite(v)) {
-        return policy("retry.max_hint_s", "unset or a finite number of seconds > 0");
+        return policy(
+            "retry.max_hint_s",
+            "unset or a finite number of seconds > 0",
+        );
     }
     if r.budget_ratio.is_some_and(|v| !positive_finite(v)) {
         return policy("retry.budget_ratio", "unset or a finite number > 0");
@@ -580,13 +616,22 @@ fn check_policies(s: &GatewaySettings, at: &dyn Fn(&str) -> String) -> Result<()
     }
     let bp = &s.backpressure;
     if !positive_finite(bp.stall_window_s) {
-        return policy("backpressure.stall_window_s", "a finite number of seconds > 0");
+        return policy(
+            "backpressure.stall_window_s",
+            "a finite number of seconds > 0",
+        );
     }
     if !positive_finite(bp.poll_interval_s) {
-        return policy("backpressure.poll_interval_s", "a finite number of seconds > 0");
+        return policy(
+            "backpressure.poll_interval_s",
+            "a finite number of seconds > 0",
+        );
     }
     if bp.poll_interval_s >= bp.stall_window_s {
-        return policy("backpressure.poll_interval_s", "< backpressure.stall_window_s");
+        return policy(
+            "backpressure.poll_interval_s",
+            "< backpressure.stall_window_s",
+        );
     }
     if s.stall_threshold_ms == 0 {
         return policy("stall_threshold_ms", ">= 1");
@@ -623,8 +668,7 @@ fn check_process_wide(
         _ => {}
     }
     if s.telemetry_backend == TelemetryBackend::Postgres
-        && s
-            .telemetry_pg_dsn
+        && s.telemetry_pg_dsn
             .as_ref()
             .is_none_or(|d| d.expose_secret().trim().is_empty())
     {
@@ -709,7 +753,11 @@ fn check_process_wide(
             "PGW_BREAKER_BACKEND",
             state_id(s.breaker_backend),
         ),
-        ("cache_backend", "PGW_CACHE_BACKEND", cache_id(s.cache_backend)),
+        (
+            "cache_backend",
+            "PGW_CACHE_BACKEND",
+            cache_id(s.cache_backend),
+        ),
         (
             "telemetry_backend",
             "PGW_TELEMETRY_BACKEND",
@@ -744,16 +792,13 @@ fn cache_id(b: CacheBackend) -> &'static str {
     }
 }
 
-/// The E3 warning (20 §11.5; 90 E-3, O-2): hedge keys set on a non-chat scope do nothing.
-fn non_chat_hedge_warning(gateway: &GatewaySettings, kind: &str) -> Option<ConfigWarning> {
-    (gateway.hedge_after_s.is_some() || gateway.hedge_stall_after_s.is_some()).then(|| {
-        ConfigWarning::new(
-            "hedge.non_chat_scope",
-            format!(
-                "hedge keys only take effect on chat scopes: {kind} scope is non-streaming; hedge configuration is ignored"
-            ),
-        )
-    })
+/// The E3 warning (20 §11.5; 90 E-3, O-2) through the core's definition.
+fn non_chat_hedge_warning(gateway: &GatewaySettings, kind: ScopeKind) -> Option<ConfigWarning> {
+    gateway_core::hedge::non_chat_hedge_warning(
+        kind,
+        gateway.hedge_after_s,
+        gateway.hedge_stall_after_s,
+    )
 }
 
 /// An embedding scope (20 §7, §9.1; 90 E-1): the embedded gateway settings plus batching.
@@ -835,7 +880,7 @@ impl EmbeddingSettings {
         check_embedding(self.batch_size, self.expected_dim, "EmbeddingSettings.")?;
         gateway
             .warnings
-            .extend(non_chat_hedge_warning(&self.gateway, "embedding"));
+            .extend(non_chat_hedge_warning(&self.gateway, ScopeKind::Embedding));
         Ok(ValidatedEmbeddingSettings {
             gateway,
             batch_size: self.batch_size,
@@ -909,7 +954,7 @@ impl OcrSettings {
         let mut gateway = self.gateway.validate_as(ScopeKind::Ocr)?;
         gateway
             .warnings
-            .extend(non_chat_hedge_warning(&self.gateway, "ocr"));
+            .extend(non_chat_hedge_warning(&self.gateway, ScopeKind::Ocr));
         Ok(gateway)
     }
 }

@@ -36,7 +36,9 @@ pub fn load_pricing(
     let mut warnings = Vec::new();
     for (model, entry) in models {
         let Value::Object(members) = entry else {
-            return Err(invalid(format!("model `{model}`: the price must be a JSON object")));
+            return Err(invalid(format!(
+                "model `{model}`: the price must be a JSON object"
+            )));
         };
         let price_of = |member: &str| -> Result<Option<f64>, ConfigError> {
             match members.get(member) {
@@ -50,9 +52,8 @@ pub fn load_pricing(
             }
         };
         let required = |member: &str| -> Result<f64, ConfigError> {
-            price_of(member)?.ok_or_else(|| {
-                invalid(format!("model `{model}`: `{member}` is required"))
-            })
+            price_of(member)?
+                .ok_or_else(|| invalid(format!("model `{model}`: `{member}` is required")))
         };
         let price = ModelPrice {
             input_per_1m: required("input_per_1m")?,

@@ -1,0 +1,300 @@
+//! The writer thread (80 T-50, T-51, T-56, T-57; 05 R-47): owns the connection, prepares the
+//! table lazily, writes rows in enqueue order in batched transactions, and runs the
+//! healthy → degraded → (cooldown) → healthy state machine.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use gateway_core::telemetry::schema::{SchemaMode, SqlBackend, insert_sql};
+use gateway_ports::{SqlValue, TelemetryRow};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, ErrorCode};
+use tokio::sync::mpsc;
+
+use crate::prepare::prepare_schema;
+use crate::{Msg, Shared, SqliteRecorderConfig};
+
+/// SQLite `busy_timeout` in ms (80 T-50).
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+struct Ready {
+    conn: Connection,
+    sql: String,
+    /// Positions of the INSERT columns in `TelemetryRow::columns()`.
+    indices: Vec<usize>,
+}
+
+pub(crate) struct Writer {
+    config: SqliteRecorderConfig,
+    shared: std::sync::Arc<Shared>,
+    ready: Option<Ready>,
+}
+
+pub(crate) fn run(config: SqliteRecorderConfig, shared: std::sync::Arc<Shared>, mut rx: mpsc::Receiver<Msg>) {
+    let batch_rows = config.batch_rows.max(1);
+    let mut writer = Writer {
+        config,
+        shared,
+        ready: None,
+    };
+    while let Some(first) = rx.blocking_recv() {
+        let mut rows = Vec::new();
+        let mut acks = Vec::new();
+        let mut close = None;
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Row(row) => rows.push(row),
+                Msg::Flush(ack) => acks.push(ack),
+                Msg::Close(ack) => {
+                    close = Some(ack);
+                    break;
+                }
+            }
+            if rows.len() < batch_rows {
+                next = rx.try_recv().ok();
+            }
+        }
+        writer.write(&rows);
+        for ack in acks {
+            let _ = ack.send(());
+        }
+        if let Some(ack) = close {
+            rx.close();
+            while let Ok(msg) = rx.try_recv() {
+                match msg {
+                    Msg::Row(_) => writer.drop_rows(1),
+                    Msg::Flush(a) | Msg::Close(a) => {
+                        let _ = a.send(());
+                    }
+                }
+            }
+            writer.ready = None; // closes the connection (checkpoints the WAL)
+            let _ = ack.send(());
+            return;
+        }
+    }
+}
+
+impl Writer {
+    fn drop_rows(&self, n: usize) {
+        self.shared
+            .dropped
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Writes one batch, or drops it (counted) when the recorder cannot write.
+    fn write(&mut self, rows: &[Box<TelemetryRow>]) {
+        if self.shared.abort.load(Ordering::Relaxed) {
+            self.drop_rows(rows.len());
+            return;
+        }
+        if !self.ensure_ready() {
+            self.drop_rows(rows.len());
+            return;
+        }
+        if rows.is_empty() {
+            return;
+        }
+        let Some(ready) = self.ready.as_mut() else {
+            self.drop_rows(rows.len());
+            return;
+        };
+        match insert_batch(ready, rows) {
+            Ok(Batch { written, rejected }) => {
+                self.shared
+                    .written
+                    .fetch_add(written as u64, Ordering::Relaxed);
+                self.drop_rows(rejected);
+            }
+            Err(e) if is_availability(&e) => {
+                self.drop_rows(rows.len());
+                self.ready = None;
+                self.enter_degraded(format!("telemetry write failed: {e}"));
+            }
+            Err(e) => {
+                self.drop_rows(rows.len());
+                tracing::warn!(
+                    code = "telemetry.batch_dropped",
+                    rows = rows.len(),
+                    "SQLite telemetry batch dropped (degraded, not propagated): {e}"
+                );
+            }
+        }
+    }
+
+    /// `true` when a prepared connection exists; otherwise, unless fatal or cooling down,
+    /// opens and prepares (80 T-47, T-57).
+    fn ensure_ready(&mut self) -> bool {
+        if self.ready.is_some() {
+            return true;
+        }
+        {
+            let health = self.shared.health();
+            if health.fatal {
+                return false;
+            }
+            if health.degraded
+                && health
+                    .retry_at
+                    .is_some_and(|at| SystemTime::now() < at)
+            {
+                return false;
+            }
+        }
+        match open_and_prepare(&self.config.path, self.config.schema_mode) {
+            Ok((ready, missing)) => {
+                let mut health = self.shared.health();
+                let recovered = health.degraded;
+                health.degraded = false;
+                health.reason = None;
+                health.degraded_since = None;
+                health.retry_at = None;
+                health.missing_columns = missing;
+                drop(health);
+                if recovered {
+                    tracing::info!(code = "telemetry.recovered", "SQLite telemetry recorder recovered");
+                }
+                self.ready = Some(ready);
+                true
+            }
+            Err(reason) => {
+                self.enter_degraded(reason);
+                false
+            }
+        }
+    }
+
+    fn enter_degraded(&self, reason: String) {
+        let now = SystemTime::now();
+        let mut health = self.shared.health();
+        if !health.degraded {
+            health.degraded_since = Some(now);
+        }
+        health.degraded = true;
+        health.retry_at = now.checked_add(self.config.cooldown);
+        health.reason = Some(reason.clone());
+        drop(health);
+        tracing::warn!(
+            code = "telemetry.degraded",
+            cooldown_s = self.config.cooldown.as_secs_f64(),
+            "SQLite telemetry recorder degraded (rows dropped and counted until the cooldown ends): {reason}"
+        );
+    }
+}
+
+fn open_and_prepare(path: &Path, mode: SchemaMode) -> Result<(Ready, Vec<String>), String> {
+    let conn = open(path).map_err(|e| format!("cannot open telemetry database {}: {e}", path.display()))?;
+    let prep = prepare_schema(&conn, mode)?;
+    let indices = prep
+        .columns
+        .iter()
+        .filter_map(|c| TelemetryRow::COLUMNS.iter().position(|k| k == c))
+        .collect();
+    let sql = insert_sql(SqlBackend::Sqlite, &prep.columns);
+    let missing = prep.missing_columns.iter().map(|c| (*c).to_owned()).collect();
+    Ok((Ready { conn, sql, indices }, missing))
+}
+
+/// Opens the database: creates the file with mode 0600 first (05 R-47), WAL,
+/// `busy_timeout = 5000` ms, `synchronous = NORMAL` (80 T-50).
+fn open(path: &Path) -> Result<Connection, String> {
+    create_private(path).map_err(|e| e.to_string())?;
+    let conn = Connection::open(path).map_err(|e| e.to_string())?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
+    conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        .map_err(|e| e.to_string())?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(|e| e.to_string())?;
+    Ok(conn)
+}
+
+#[cfg(unix)]
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(unix))]
+fn create_private(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+struct Batch {
+    written: usize,
+    rejected: usize,
+}
+
+fn to_sql(value: SqlValue<'_>) -> ToSqlOutput<'_> {
+    ToSqlOutput::Borrowed(match value {
+        SqlValue::Text(s) => ValueRef::Text(s.as_bytes()),
+        SqlValue::Int(i) => ValueRef::Integer(i),
+        SqlValue::Real(f) => ValueRef::Real(f),
+        SqlValue::Bool(b) => ValueRef::Integer(i64::from(b)),
+        _ => ValueRef::Null,
+    })
+}
+
+/// One transaction: rows in enqueue order (05 R-47), bound by column name from
+/// `TelemetryRow::columns()` (05 R-22). A row-level failure drops that row with a warning; an
+/// availability failure aborts the batch (the caller degrades).
+fn insert_batch(ready: &mut Ready, rows: &[Box<TelemetryRow>]) -> rusqlite::Result<Batch> {
+    let tx = ready.conn.transaction()?;
+    let mut batch = Batch {
+        written: 0,
+        rejected: 0,
+    };
+    {
+        let mut stmt = tx.prepare_cached(&ready.sql)?;
+        for row in rows {
+            let columns = row.columns();
+            let params = ready.indices.iter().map(|&i| to_sql(columns[i].1));
+            match stmt.execute(rusqlite::params_from_iter(params)) {
+                Ok(_) => batch.written += 1,
+                Err(e) if is_availability(&e) => return Err(e),
+                Err(e) => {
+                    batch.rejected += 1;
+                    tracing::warn!(
+                        code = "telemetry.row_rejected",
+                        call_id = %row.call_id,
+                        "SQLite telemetry row dropped (degraded, not propagated): {e}"
+                    );
+                }
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(batch)
+}
+
+/// Availability failures degrade the recorder (80 T-56): the file cannot be opened, written or
+/// read as a database, permission refused, the disk is full, or the table is gone.
+fn is_availability(e: &rusqlite::Error) -> bool {
+    match e {
+        rusqlite::Error::SqliteFailure(err, msg) => {
+            matches!(
+                err.code,
+                ErrorCode::CannotOpen
+                    | ErrorCode::ReadOnly
+                    | ErrorCode::PermissionDenied
+                    | ErrorCode::NotADatabase
+                    | ErrorCode::DatabaseCorrupt
+                    | ErrorCode::SystemIoFailure
+                    | ErrorCode::DiskFull
+                    | ErrorCode::AuthorizationForStatementDenied
+                    | ErrorCode::FileLockingProtocolFailed
+            ) || msg.as_deref().is_some_and(|m| m.contains("no such table"))
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,152 @@
+//! Core overhead per governed call (05 R-56): pick (selector order + health), breaker gate,
+//! pacer, limiter acquire, a scripted attempt that returns at once, settle/release, the
+//! breaker/health/pacer write-backs, `mark_progress`, and the `CallStats` snapshot — rows
+//! excluded (`NoopRowSink`, the governor's default), no OS randomness per call (ids come from
+//! a keyed hash of a counter, jitter from a seeded `SmallRng`).
+//!
+//! Two shapes: one task issuing calls back to back on a `current_thread` runtime, and 64 tasks
+//! issuing calls concurrently on a 2-worker runtime (the figure is wall time / calls).
+//! Target ≤ 5 µs per call. Run: `cargo bench -p gateway-core --features testing --bench
+//! core_overhead -- --warm-up-time 1 --measurement-time 3`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use gateway_core::attempt::{
+    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
+};
+use gateway_core::cleanup::run_cleanup_worker;
+use gateway_core::governor::{CallOptions, Governor, GovernorBuilder};
+use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
+use gateway_ports::{BreakerConfig, Clock, GlobalLimits, SourceConfig};
+use tokio::time::Instant;
+
+/// A runner whose attempt succeeds at once (usage 10 + 5).
+#[derive(Debug)]
+struct InstantRunner {
+    result: TransportResult,
+}
+
+impl AttemptRunner for InstantRunner {
+    async fn run(
+        &self,
+        _ctx: AttemptCtx,
+        _signals: Option<LegSignals>,
+        _control: LegControl,
+    ) -> AttemptOutcome {
+        AttemptOutcome::Success(Box::new(self.result.clone()))
+    }
+}
+
+/// A governor over one unlimited source (`max_concurrency = 128`, no RPM/TPM cap) with the
+/// production defaults: memory limiter and breaker, AIMD pacer, health-aware selector,
+/// `TokioClock`, seeded jitter, `NoopRowSink`. Must be called inside a runtime (it spawns the
+/// cleanup worker).
+fn governor() -> Governor {
+    let mut s = SourceConfig::new("s1", "bench", "http://127.0.0.1:9", None, "m");
+    s.max_concurrency = 128;
+    s.est_tokens = Some(400);
+    let sources = vec![s];
+    let clock: Arc<dyn Clock> = Arc::new(gateway_core::clock::TokioClock::new());
+    let limiter = Arc::new(MemoryRateLimiter::new(
+        "llm",
+        &sources,
+        GlobalLimits::default(),
+        100.0,
+        clock.clone(),
+    ));
+    let breaker = Arc::new(MemoryCircuitBreaker::new(
+        "llm",
+        BreakerConfig::default(),
+        clock.clone(),
+    ));
+    let (gov, rx) = GovernorBuilder::new("llm", sources, limiter.clone(), breaker)
+        .clock(clock)
+        .wakeup(limiter.notify())
+        .build();
+    tokio::spawn(run_cleanup_worker(rx));
+    gov
+}
+
+fn runner() -> Arc<InstantRunner> {
+    Arc::new(InstantRunner {
+        result: TransportResult::ok(10, 5),
+    })
+}
+
+async fn one_call(gov: &Governor, runner: &InstantRunner) {
+    let g = gov
+        .run_chat(runner, CallOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("bench call failed: {e}"));
+    black_box(g);
+}
+
+fn core_overhead(c: &mut Criterion) {
+    let mut group = c.benchmark_group("core_overhead");
+
+    let rt1 = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let gov1 = rt1.block_on(async { governor() });
+    let r1 = runner();
+    if std::env::var_os("PGW_BENCH_SIZES").is_some() {
+        let f = gov1.run_chat(&*r1, CallOptions::default());
+        eprintln!("run_chat future: {} bytes", std::mem::size_of_val(&f));
+    }
+    group.bench_function("one_task", |b| {
+        b.iter_custom(|iters| {
+            rt1.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    one_call(&gov1, &r1).await;
+                }
+                start.elapsed()
+            })
+        });
+    });
+
+    const TASKS: u64 = 64;
+    let rt64 = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let gov64 = rt64.block_on(async { governor() });
+    let r64 = runner();
+    group.bench_function("64_tasks", |b| {
+        b.iter_custom(|iters| {
+            let per_task = iters.div_ceil(TASKS).max(1);
+            let elapsed = rt64.block_on(async {
+                let start = Instant::now();
+                let handles: Vec<_> = (0..TASKS)
+                    .map(|_| {
+                        let gov = gov64.clone();
+                        let r = Arc::clone(&r64);
+                        tokio::spawn(async move {
+                            for _ in 0..per_task {
+                                one_call(&gov, &r).await;
+                            }
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    h.await.unwrap_or_else(|e| panic!("task: {e}"));
+                }
+                start.elapsed()
+            });
+            // Scale to the requested iteration count (per-call time is what is reported).
+            elapsed.mul_f64(iters as f64 / (per_task * TASKS) as f64)
+        });
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = core_overhead
+}
+criterion_main!(benches);
