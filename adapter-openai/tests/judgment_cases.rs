@@ -6,11 +6,18 @@
 //! The bytes are copied from `shared/cases/NNN-*.md`; nothing is read from there at test time.
 //! Framing facts of the same cases are asserted in `cases_wire.rs`.
 
+#![allow(
+    clippy::expect_used,
+    reason = "test helpers: a missing snapshot is a failed test"
+)]
+
 mod support;
 
 use std::sync::Arc;
 
-use gateway_core::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner as _, LegControl, TransportResult};
+use gateway_core::attempt::{
+    AttemptCtx, AttemptOutcome, AttemptRunner as _, LegControl, TransportResult,
+};
 use gateway_core::executor::ChatExecutor;
 use gateway_core::verdict::is_cacheable;
 use gateway_ports::config::SourceConfig;
@@ -60,7 +67,12 @@ fn events(frames: &[&str]) -> Vec<Vec<u8>> {
 /// Replays `reads` (status 200, this content type, `end` = eof | reset) and judges the attempt.
 async fn judge(content_type: &str, reads: &[Vec<u8>], end: &str, how: Mode) -> AttemptOutcome {
     let chunks: Vec<&[u8]> = reads.iter().map(Vec::as_slice).collect();
-    let upstream = sim(&raw_script(200, &[("content-type", content_type)], &chunks, end));
+    let upstream = sim(&raw_script(
+        200,
+        &[("content-type", content_type)],
+        &chunks,
+        end,
+    ));
     let mut src: SourceConfig = source(&upstream.base_url());
     src.missing_done = how.missing_done;
     let transport = Arc::new(transport(&src));
@@ -95,7 +107,11 @@ fn err(outcome: &AttemptOutcome) -> &GatewayError {
 
 fn fails(outcome: &AttemptOutcome, category: Category, code: ReasonCode) {
     let e = err(outcome);
-    assert_eq!((e.category(), e.reason_code()), (Some(category), Some(code)), "{e:?}");
+    assert_eq!(
+        (e.category(), e.reason_code()),
+        (Some(category), Some(code)),
+        "{e:?}"
+    );
 }
 
 fn finish(r: &TransportResult) -> Option<&str> {
@@ -103,11 +119,20 @@ fn finish(r: &TransportResult) -> Option<&str> {
 }
 
 fn message(r: &TransportResult) -> &Map<String, Value> {
-    r.completion.as_ref().map(|c| c.message()).expect("openai snapshot")
+    r.completion
+        .as_ref()
+        .map(|c| c.message())
+        .expect("openai snapshot")
 }
 
 fn cacheable(mode: ResponseMode, r: &TransportResult) -> bool {
-    is_cacheable(mode, &r.content, finish(r), r.stream_end, r.completion.as_ref())
+    is_cacheable(
+        mode,
+        &r.content,
+        finish(r),
+        r.stream_end,
+        r.completion.as_ref(),
+    )
 }
 
 // ---- 001: stream ends without [DONE] ---------------------------------------------------------
@@ -121,16 +146,31 @@ const C001: [&str; 3] = [
 #[tokio::test]
 async fn case_001_a_finish_without_usage_or_done_is_truncated_v_12() {
     // Seeds win (V-12): a finish not followed by a measured usage is no proof of completion.
-    fails(&sse(&C001, TEXT).await, Category::Transient, ReasonCode::MissingDone);
-    fails(&sse(&C001, OPENAI).await, Category::Transient, ReasonCode::MissingDone);
-    fails(&sse(&C001, OPENAI_SALVAGE).await, Category::Transient, ReasonCode::MissingDone);
+    fails(
+        &sse(&C001, TEXT).await,
+        Category::Transient,
+        ReasonCode::MissingDone,
+    );
+    fails(
+        &sse(&C001, OPENAI).await,
+        Category::Transient,
+        ReasonCode::MissingDone,
+    );
+    fails(
+        &sse(&C001, OPENAI_SALVAGE).await,
+        Category::Transient,
+        ReasonCode::MissingDone,
+    );
     let salvaged = sse(&C001, SALVAGE).await;
     let r = ok(&salvaged);
     assert_eq!(r.content, "Hello there.");
     assert_eq!(r.stream_end, Some(StreamEnd::Salvaged));
     assert_eq!(r.usage_source, UsageSource::Unavailable);
     assert_eq!(finish(r), Some("stop"));
-    assert!(!cacheable(ResponseMode::Text, r), "salvaged is never cached (V-58)");
+    assert!(
+        !cacheable(ResponseMode::Text, r),
+        "salvaged is never cached (V-58)"
+    );
 }
 
 #[tokio::test]
@@ -156,8 +196,16 @@ const C002: [&str; 3] = [
 
 #[tokio::test]
 async fn case_002_a_clean_close_mid_answer_is_truncated_v_14() {
-    fails(&sse(&C002, TEXT).await, Category::Transient, ReasonCode::MissingDone);
-    fails(&sse(&C002, OPENAI).await, Category::Transient, ReasonCode::MissingDone);
+    fails(
+        &sse(&C002, TEXT).await,
+        Category::Transient,
+        ReasonCode::MissingDone,
+    );
+    fails(
+        &sse(&C002, OPENAI).await,
+        Category::Transient,
+        ReasonCode::MissingDone,
+    );
     let out = sse(&C002, SALVAGE).await;
     let r = ok(&out);
     assert_eq!(r.content, "The three largest cities are");
@@ -196,9 +244,16 @@ async fn case_004_usage_only_trailing_chunk_is_measured_s_37_s_107() {
         let b = [C004_A[0], C004_A[1], C004_B3, "[DONE]"];
         let out = sse(&b, how).await;
         let r = ok(&out);
-        assert_eq!((r.usage.prompt_tokens, r.usage.completion_tokens), (65, 251));
+        assert_eq!(
+            (r.usage.prompt_tokens, r.usage.completion_tokens),
+            (65, 251)
+        );
         assert_eq!(r.usage.cached_prompt_tokens, Some(64));
-        assert_eq!(finish(r), Some("stop"), "S-52: a later null finish never clears it");
+        assert_eq!(
+            finish(r),
+            Some("stop"),
+            "S-52: a later null finish never clears it"
+        );
     }
 }
 
@@ -225,7 +280,11 @@ async fn case_005_azure_annotations_complete_in_both_modes_d12() {
     }
     let out = sse(&C005, OPENAI).await;
     let completion = ok(&out).completion.as_ref().expect("snapshot");
-    assert_eq!(completion.response_id(), Some("chatcmpl-XXXX"), "the \"\" ids are absent (D12)");
+    assert_eq!(
+        completion.response_id(),
+        Some("chatcmpl-XXXX"),
+        "the \"\" ids are absent (D12)"
+    );
 }
 
 // ---- 007: reasoning field names --------------------------------------------------------------
@@ -248,7 +307,10 @@ fn c007(first: &str, second: &str) -> Vec<String> {
 #[tokio::test]
 async fn case_007_reasoning_aliases_project_once_s_98() {
     let variants = [
-        c007(r#"{"role":"assistant","reasoning":"1+1"}"#, r#"{"reasoning":" is 2."}"#),
+        c007(
+            r#"{"role":"assistant","reasoning":"1+1"}"#,
+            r#"{"reasoning":" is 2."}"#,
+        ),
         c007(
             r#"{"role":"assistant","content":null,"reasoning_content":"1+1"}"#,
             r#"{"content":null,"reasoning_content":" is 2."}"#,
@@ -263,7 +325,10 @@ async fn case_007_reasoning_aliases_project_once_s_98() {
         for how in [TEXT, OPENAI] {
             let out = sse(&frames, how).await;
             let r = ok(&out);
-            assert_eq!((r.content.as_str(), r.thinking.as_str()), ("2", "1+1 is 2."));
+            assert_eq!(
+                (r.content.as_str(), r.thinking.as_str()),
+                ("2", "1+1 is 2.")
+            );
         }
     }
 }
@@ -288,13 +353,29 @@ async fn case_008_nulls_are_absent_and_kept_as_null_in_fidelity_s_57() {
     let r = ok(&out);
     assert_eq!(r.content, "Sure, done.");
     let m = message(r);
-    assert_eq!(m["role"], "assistant", "role: null does not erase assistant");
+    assert_eq!(
+        m["role"], "assistant",
+        "role: null does not erase assistant"
+    );
     assert_eq!(m["content"], "Sure, done.");
-    assert_eq!(m.get("refusal"), Some(&Value::Null), "refusal: null is not a refusal");
+    assert_eq!(
+        m.get("refusal"),
+        Some(&Value::Null),
+        "refusal: null is not a refusal"
+    );
     assert_eq!(m.get("tool_calls"), Some(&Value::Null));
     assert_eq!(m.get("reasoning_content"), Some(&Value::Null));
 
-    let body = judge("application/json", &[C008_BODY.as_bytes().to_vec()], "eof", Mode { stream: false, ..OPENAI }).await;
+    let body = judge(
+        "application/json",
+        &[C008_BODY.as_bytes().to_vec()],
+        "eof",
+        Mode {
+            stream: false,
+            ..OPENAI
+        },
+    )
+    .await;
     let r = ok(&body);
     let m = message(r);
     assert_eq!(m["tool_calls"][0]["id"], "call_1");
@@ -322,14 +403,28 @@ const C009_B: [&str; 5] = [
 async fn case_009_a_tool_without_index_is_delivered_in_openai_d13() {
     let out = sse(&C009_A, OPENAI).await;
     let r = ok(&out);
-    let tools = message(r)["tool_calls"].as_array().expect("tool calls").clone();
+    let tools = message(r)["tool_calls"]
+        .as_array()
+        .expect("tool calls")
+        .clone();
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0]["id"], "call_0001");
     assert_eq!(tools[0]["function"]["name"], "read_file");
-    assert!(tools[0].get("extra_content").is_some(), "unknown tool keys are kept (S-64)");
-    assert_eq!(finish(r), Some("stop"), "kept raw, never normalised (as 013)");
+    assert!(
+        tools[0].get("extra_content").is_some(),
+        "unknown tool keys are kept (S-64)"
+    );
+    assert_eq!(
+        finish(r),
+        Some("stop"),
+        "kept raw, never normalised (as 013)"
+    );
     assert!(cacheable(ResponseMode::OpenAi, r));
-    fails(&sse(&C009_A, TEXT).await, Category::Transient, ReasonCode::EmptyCompletion);
+    fails(
+        &sse(&C009_A, TEXT).await,
+        Category::Transient,
+        ReasonCode::EmptyCompletion,
+    );
 }
 
 #[tokio::test]
@@ -344,7 +439,11 @@ async fn case_009_b_null_index_calls_are_split_by_id_d13() {
     assert_eq!(tools[1]["function"]["name"], "get_time");
     assert_eq!(finish(r), Some("tool_calls"));
     assert!(cacheable(ResponseMode::OpenAi, r));
-    fails(&sse(&C009_B, TEXT).await, Category::Transient, ReasonCode::EmptyCompletion);
+    fails(
+        &sse(&C009_B, TEXT).await,
+        Category::Transient,
+        ReasonCode::EmptyCompletion,
+    );
 }
 
 // ---- 011: arguments / name / function null ---------------------------------------------------
@@ -363,8 +462,14 @@ async fn case_011_null_arguments_name_and_function_are_no_ops_s_63() {
     let out = sse(&C011, OPENAI).await;
     let r = ok(&out);
     let tools = message(r)["tool_calls"].clone();
-    assert_eq!(tools[0]["function"], json!({"name": "get_current_weather", "arguments": "{\"location\":\"Boston, MA\"}"}));
-    assert_eq!(tools[1]["function"], json!({"name": "get_time", "arguments": "{\"tz\":\"EST\"}"}));
+    assert_eq!(
+        tools[0]["function"],
+        json!({"name": "get_current_weather", "arguments": "{\"location\":\"Boston, MA\"}"})
+    );
+    assert_eq!(
+        tools[1]["function"],
+        json!({"name": "get_time", "arguments": "{\"tz\":\"EST\"}"})
+    );
     assert_eq!(r.stream_end, Some(StreamEnd::Done));
 }
 
@@ -383,14 +488,21 @@ async fn case_012_missing_tool_id_is_synthesized_d13_s_65() {
     let tools = message(r)["tool_calls"].clone();
     let id = tools[0]["id"].as_str().expect("an id");
     assert!(id.starts_with("call_") && id.len() == 5 + 24, "{id}");
-    assert_eq!(id, gateway_core::accumulate::synthesized_tool_id("chatcmpl-123", 0));
+    assert_eq!(
+        id,
+        gateway_core::accumulate::synthesized_tool_id("chatcmpl-123", 0)
+    );
     assert_eq!(tools[0]["function"]["name"], "read_file");
     assert_eq!(finish(r), Some("tool_calls"));
     assert!(cacheable(ResponseMode::OpenAi, r));
     // Deterministic: a second attempt on the same bytes gives the same id.
     let again = sse(&C012, OPENAI).await;
     assert_eq!(message(ok(&again))["tool_calls"][0]["id"], id);
-    fails(&sse(&C012, TEXT).await, Category::Transient, ReasonCode::EmptyCompletion);
+    fails(
+        &sse(&C012, TEXT).await,
+        Category::Transient,
+        ReasonCode::EmptyCompletion,
+    );
 }
 
 // ---- 013: tool calls with finish stop --------------------------------------------------------
@@ -407,11 +519,25 @@ const C013: [&str; 5] = [
 async fn case_013_tool_calls_with_stop_are_not_normalised_v_30() {
     let out = sse(&C013, OPENAI).await;
     let r = ok(&out);
-    assert_eq!(finish(r), Some("stop"), "seeds win: no normalisation to tool_calls");
-    assert_eq!(r.completion.as_ref().and_then(|c| c.finish_reason()), Some("stop"));
-    assert_eq!(message(r)["tool_calls"][0]["function"]["arguments"], "{\"location\":\"Seoul\"}");
+    assert_eq!(
+        finish(r),
+        Some("stop"),
+        "seeds win: no normalisation to tool_calls"
+    );
+    assert_eq!(
+        r.completion.as_ref().and_then(|c| c.finish_reason()),
+        Some("stop")
+    );
+    assert_eq!(
+        message(r)["tool_calls"][0]["function"]["arguments"],
+        "{\"location\":\"Seoul\"}"
+    );
     assert!(cacheable(ResponseMode::OpenAi, r));
-    fails(&sse(&C013, TEXT).await, Category::Transient, ReasonCode::EmptyCompletion);
+    fails(
+        &sse(&C013, TEXT).await,
+        Category::Transient,
+        ReasonCode::EmptyCompletion,
+    );
 }
 
 // ---- 015: finish_reason "" -------------------------------------------------------------------
@@ -438,8 +564,16 @@ async fn case_015_a_empty_finish_is_absent_in_both_modes_d12() {
 #[tokio::test]
 async fn case_015_b_cut_after_empty_finishes_is_truncated_v_14() {
     let cut = &C015[..3];
-    fails(&sse(cut, TEXT).await, Category::Transient, ReasonCode::MissingDone);
-    fails(&sse(cut, OPENAI).await, Category::Transient, ReasonCode::MissingDone);
+    fails(
+        &sse(cut, TEXT).await,
+        Category::Transient,
+        ReasonCode::MissingDone,
+    );
+    fails(
+        &sse(cut, OPENAI).await,
+        Category::Transient,
+        ReasonCode::MissingDone,
+    );
     let out = sse(cut, SALVAGE).await;
     let r = ok(&out);
     assert_eq!(r.stream_end, Some(StreamEnd::Salvaged));
@@ -458,13 +592,29 @@ const C016_B: [&str; 3] = [
 #[tokio::test]
 async fn case_016_unknown_finishes_are_delivered_raw_and_not_cached_v_58() {
     for how in [TEXT, OPENAI] {
-        let body = judge("application/json", &[C016_A.as_bytes().to_vec()], "eof", Mode { stream: false, ..how }).await;
+        let body = judge(
+            "application/json",
+            &[C016_A.as_bytes().to_vec()],
+            "eof",
+            Mode {
+                stream: false,
+                ..how
+            },
+        )
+        .await;
         let r = ok(&body);
-        assert_eq!(r.content, "Hugging Face is a company that builds open-source ML tools.");
+        assert_eq!(
+            r.content,
+            "Hugging Face is a company that builds open-source ML tools."
+        );
         assert_eq!(finish(r), Some("eos_token"), "seeds win: no normalisation");
         assert!(!cacheable(how.mode, r));
         if how.mode == ResponseMode::OpenAi {
-            assert_eq!(r.completion.as_ref().and_then(|c| c.response_id()), None, "S-113, D12");
+            assert_eq!(
+                r.completion.as_ref().and_then(|c| c.response_id()),
+                None,
+                "S-113, D12"
+            );
         }
 
         let out = sse(&C016_B, how).await;
@@ -497,8 +647,16 @@ async fn case_018_in_band_error_frames_d15_s_35() {
 
         let out = judge(SSE, &c018(C018_B), "eof", how).await;
         fails(&out, Category::Transient, ReasonCode::RateLimited);
-        assert_eq!(err(&out).http_status(), None, "the in-band code never becomes http_status");
-        assert_eq!(err(&out).retry_after_s(), None, "a frame has no Retry-After");
+        assert_eq!(
+            err(&out).http_status(),
+            None,
+            "the in-band code never becomes http_status"
+        );
+        assert_eq!(
+            err(&out).retry_after_s(),
+            None,
+            "a frame has no Retry-After"
+        );
 
         let out = sse(&[C018_C, "[DONE]"], how).await;
         fails(&out, Category::Transient, ReasonCode::UpstreamErrorFrame);
@@ -514,7 +672,11 @@ async fn case_019_in_band_context_error_is_request_rejected_d15_g_20a() {
     for frames in [vec![C019], vec![C019, "[DONE]"]] {
         for how in [TEXT, OPENAI] {
             let out = sse(&frames, how).await;
-            fails(&out, Category::RequestRejected, ReasonCode::ContextLengthExceeded);
+            fails(
+                &out,
+                Category::RequestRejected,
+                ReasonCode::ContextLengthExceeded,
+            );
         }
     }
 }

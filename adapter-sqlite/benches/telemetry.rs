@@ -43,7 +43,10 @@ fn rows_per_second(c: &mut Criterion) {
     });
     group.finish();
     let s = rec.status();
-    assert_eq!(s.dropped_rows, 0, "bench must not overflow the queue: {s:?}");
+    assert_eq!(
+        s.dropped_rows, 0,
+        "bench must not overflow the queue: {s:?}"
+    );
 }
 
 #[derive(Debug, Default)]
@@ -73,7 +76,10 @@ fn facts() -> AttemptRowFacts {
         })
         .collect();
     let mut req = ChatRequest::new(messages);
-    req.overlay = json!({"temperature": 0.2, "max_tokens": 512}).as_object().cloned().unwrap();
+    req.overlay = json!({"temperature": 0.2, "max_tokens": 512})
+        .as_object()
+        .cloned()
+        .unwrap();
     req.tenant_id = Some("tenant-a".into());
     let mut call = RowCall::new("lcid", CallOperation::Chat, "llm");
     call.input = Some(Arc::new(RowInput::chat(&req)));
@@ -94,7 +100,11 @@ fn emit_cost(c: &mut Criterion) {
     let mut pricing = PricingTable::default();
     pricing.prices.insert(
         "qwen-max".into(),
-        ModelPrice { input_per_1m: 1.0, output_per_1m: 8.0, cached_input_per_1m: None },
+        ModelPrice {
+            input_per_1m: 1.0,
+            output_per_1m: 8.0,
+            cached_input_per_1m: None,
+        },
     );
     let config = EmitterConfig::default()
         .with_pricing(Some(pricing))

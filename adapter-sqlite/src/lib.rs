@@ -228,7 +228,10 @@ impl TelemetryRecorder for SqliteRecorder {
                 let _ = done.await;
             }
         };
-        if tokio::time::timeout(self.close_timeout, closing).await.is_err() {
+        if tokio::time::timeout(self.close_timeout, closing)
+            .await
+            .is_err()
+        {
             self.shared.abort.store(true, Ordering::Relaxed);
             tracing::warn!(
                 code = "telemetry.close_timeout",

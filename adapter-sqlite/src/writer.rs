@@ -31,7 +31,11 @@ pub(crate) struct Writer {
     ready: Option<Ready>,
 }
 
-pub(crate) fn run(config: SqliteRecorderConfig, shared: std::sync::Arc<Shared>, mut rx: mpsc::Receiver<Msg>) {
+pub(crate) fn run(
+    config: SqliteRecorderConfig,
+    shared: std::sync::Arc<Shared>,
+    mut rx: mpsc::Receiver<Msg>,
+) {
     let batch_rows = config.batch_rows.max(1);
     let mut writer = Writer {
         config,
@@ -79,9 +83,7 @@ pub(crate) fn run(config: SqliteRecorderConfig, shared: std::sync::Arc<Shared>, 
 
 impl Writer {
     fn drop_rows(&self, n: usize) {
-        self.shared
-            .dropped
-            .fetch_add(n as u64, Ordering::Relaxed);
+        self.shared.dropped.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Writes one batch, or drops it (counted) when the recorder cannot write.
@@ -135,11 +137,7 @@ impl Writer {
             if health.fatal {
                 return false;
             }
-            if health.degraded
-                && health
-                    .retry_at
-                    .is_some_and(|at| SystemTime::now() < at)
-            {
+            if health.degraded && health.retry_at.is_some_and(|at| SystemTime::now() < at) {
                 return false;
             }
         }
@@ -154,7 +152,10 @@ impl Writer {
                 health.missing_columns = missing;
                 drop(health);
                 if recovered {
-                    tracing::info!(code = "telemetry.recovered", "SQLite telemetry recorder recovered");
+                    tracing::info!(
+                        code = "telemetry.recovered",
+                        "SQLite telemetry recorder recovered"
+                    );
                 }
                 self.ready = Some(ready);
                 true
@@ -185,7 +186,8 @@ impl Writer {
 }
 
 fn open_and_prepare(path: &Path, mode: SchemaMode) -> Result<(Ready, Vec<String>), String> {
-    let conn = open(path).map_err(|e| format!("cannot open telemetry database {}: {e}", path.display()))?;
+    let conn = open(path)
+        .map_err(|e| format!("cannot open telemetry database {}: {e}", path.display()))?;
     let prep = prepare_schema(&conn, mode)?;
     let indices = prep
         .columns
@@ -193,7 +195,11 @@ fn open_and_prepare(path: &Path, mode: SchemaMode) -> Result<(Ready, Vec<String>
         .filter_map(|c| TelemetryRow::COLUMNS.iter().position(|k| k == c))
         .collect();
     let sql = insert_sql(SqlBackend::Sqlite, &prep.columns);
-    let missing = prep.missing_columns.iter().map(|c| (*c).to_owned()).collect();
+    let missing = prep
+        .missing_columns
+        .iter()
+        .map(|c| (*c).to_owned())
+        .collect();
     Ok((Ready { conn, sql, indices }, missing))
 }
 
@@ -293,6 +299,7 @@ fn is_availability(e: &rusqlite::Error) -> bool {
                     | ErrorCode::DiskFull
                     | ErrorCode::AuthorizationForStatementDenied
                     | ErrorCode::FileLockingProtocolFailed
+                    | ErrorCode::SchemaChanged
             ) || msg.as_deref().is_some_and(|m| m.contains("no such table"))
         }
         _ => false,

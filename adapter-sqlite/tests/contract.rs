@@ -29,7 +29,9 @@ impl SqliteHarness {
 /// Reads every row of `llm_calls` at `path`, in rowid order.
 fn read_rows(path: &std::path::Path) -> Vec<StoredRow> {
     let conn = rusqlite::Connection::open(path).unwrap();
-    let mut stmt = conn.prepare("SELECT * FROM llm_calls ORDER BY rowid").unwrap();
+    let mut stmt = conn
+        .prepare("SELECT * FROM llm_calls ORDER BY rowid")
+        .unwrap();
     let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let rows = stmt
         .query_map([], |row| {
@@ -59,7 +61,9 @@ impl RecorderHarness for SqliteHarness {
     }
 
     async fn unavailable_recorder(&self) -> Arc<SqliteRecorder> {
-        Arc::new(SqliteRecorder::open(self.dir.path().join("missing/dir/t.db")))
+        Arc::new(SqliteRecorder::open(
+            self.dir.path().join("missing/dir/t.db"),
+        ))
     }
 
     async fn rows(&self) -> Vec<StoredRow> {

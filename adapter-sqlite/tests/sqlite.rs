@@ -23,8 +23,8 @@ use gateway_core::telemetry::{EmitterConfig, RowInput, TelemetryEmitter};
 use gateway_core::testing::{Script, ScriptedRunner};
 use gateway_ports::{
     AttemptFailure, BreakerConfig, CallOperation, ChatRequest, CircuitBreaker, Clock,
-    ErrorOperation, GatewayError, GlobalLimits, LlmResponse, ModelPrice, PricingTable,
-    RetryPolicy, SourceConfig, TelemetryRecorder, TelemetryRow, TelemetryStatusProvider, Usage,
+    ErrorOperation, GatewayError, GlobalLimits, LlmResponse, ModelPrice, PricingTable, RetryPolicy,
+    SourceConfig, TelemetryRecorder, TelemetryRow, TelemetryStatusProvider, Usage,
 };
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlV;
@@ -77,7 +77,12 @@ impl Capture {
             .collect()
     }
     fn count_containing(&self, needle: &str) -> usize {
-        self.0.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
     }
 }
 
@@ -146,6 +151,7 @@ impl Db {
 
 // ---- schema (95 §15) -----------------------------------------------------------------------
 
+// covers: T-7, T-8
 #[tokio::test]
 async fn cf_372_fresh_file_has_40_columns_in_both_modes() {
     for mode in [SchemaMode::Auto, SchemaMode::Manual] {
@@ -165,11 +171,32 @@ async fn cf_372_fresh_file_has_40_columns_in_both_modes() {
 async fn cf_376_t_28_stall_round_trip() {
     let db = Db::new();
     let rec = db.recorder(SchemaMode::Auto);
-    rec.record(TelemetryRow { stall_ms: Some(3200), stall_count: Some(2), ..row("c-stall") }).await.unwrap();
-    rec.record(TelemetryRow { stall_ms: None, stall_count: None, ..row("c-none") }).await.unwrap();
+    rec.record(TelemetryRow {
+        stall_ms: Some(3200),
+        stall_count: Some(2),
+        ..row("c-stall")
+    })
+    .await
+    .unwrap();
+    rec.record(TelemetryRow {
+        stall_ms: None,
+        stall_count: None,
+        ..row("c-none")
+    })
+    .await
+    .unwrap();
     rec.flush().await;
-    let got = query(&db.path(), "SELECT stall_ms, stall_count FROM llm_calls ORDER BY rowid");
-    assert_eq!(got, vec![vec![SqlV::Integer(3200), SqlV::Integer(2)], vec![SqlV::Null, SqlV::Null]]);
+    let got = query(
+        &db.path(),
+        "SELECT stall_ms, stall_count FROM llm_calls ORDER BY rowid",
+    );
+    assert_eq!(
+        got,
+        vec![
+            vec![SqlV::Integer(3200), SqlV::Integer(2)],
+            vec![SqlV::Null, SqlV::Null]
+        ]
+    );
 }
 
 #[test]
@@ -196,7 +223,13 @@ async fn cf_377_auto_recorder_writes_stall_after_backfill() {
     let db = Db::new();
     legacy_table(&db.path(), 37);
     let rec = db.recorder(SchemaMode::Auto);
-    rec.record(TelemetryRow { stall_ms: Some(7), stall_count: Some(1), ..row("c-1") }).await.unwrap();
+    rec.record(TelemetryRow {
+        stall_ms: Some(7),
+        stall_count: Some(1),
+        ..row("c-1")
+    })
+    .await
+    .unwrap();
     rec.flush().await;
     let got = query(&db.path(), "SELECT stall_ms, stall_count FROM llm_calls");
     assert_eq!(got, vec![vec![SqlV::Integer(7), SqlV::Integer(1)]]);
@@ -220,9 +253,14 @@ async fn cf_378_t_47_manual_1_3_7_table_one_warning() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("ALTER TABLE llm_calls ADD COLUMN stall_ms INTEGER;"));
     assert!(warnings[0].contains("ALTER TABLE llm_calls ADD COLUMN stall_count INTEGER;"));
-    assert!(warnings[0].contains("the following dimensions will not be recorded: stall_ms, stall_count, stream_end."));
+    assert!(warnings[0].contains(
+        "the following dimensions will not be recorded: stall_ms, stall_count, stream_end."
+    ));
     let status = rec.status();
-    assert_eq!(status.missing_columns, ["stall_ms", "stall_count", "stream_end"]);
+    assert_eq!(
+        status.missing_columns,
+        ["stall_ms", "stall_count", "stream_end"]
+    );
     assert!(!status.degraded);
     assert_eq!(status.written_rows, 3);
 }
@@ -232,8 +270,19 @@ fn cf_380_auto_1_3_8_table_twice() {
     let db = Db::new();
     legacy_table(&db.path(), 39);
     let conn = Connection::open(db.path()).unwrap();
-    assert_eq!(prepare_schema(&conn, SchemaMode::Auto).unwrap().executed.len(), 1);
-    assert!(prepare_schema(&conn, SchemaMode::Auto).unwrap().executed.is_empty());
+    assert_eq!(
+        prepare_schema(&conn, SchemaMode::Auto)
+            .unwrap()
+            .executed
+            .len(),
+        1
+    );
+    assert!(
+        prepare_schema(&conn, SchemaMode::Auto)
+            .unwrap()
+            .executed
+            .is_empty()
+    );
     assert_eq!(columns(&db.path()), expected_40());
 }
 
@@ -255,6 +304,7 @@ async fn cf_381_manual_1_3_8_table_inserts_and_warns() {
     assert!(w[0].contains("ALTER TABLE llm_calls ADD COLUMN stream_end TEXT"));
 }
 
+// covers: T-9
 #[tokio::test]
 async fn cf_382_t_34_legacy_22_field_table_auto() {
     let db = Db::new();
@@ -273,8 +323,19 @@ async fn cf_382_t_34_legacy_22_field_table_auto() {
     rec.record(row("new")).await.unwrap();
     rec.flush().await;
     assert_eq!(columns(&db.path()), expected_40());
-    let got = query(&db.path(), "SELECT call_id, tenant_id, meta, event_kind FROM llm_calls ORDER BY rowid");
-    assert_eq!(got[0], vec![SqlV::Text("old".into()), SqlV::Text(String::new()), SqlV::Text("{}".into()), SqlV::Null]);
+    let got = query(
+        &db.path(),
+        "SELECT call_id, tenant_id, meta, event_kind FROM llm_calls ORDER BY rowid",
+    );
+    assert_eq!(
+        got[0],
+        vec![
+            SqlV::Text("old".into()),
+            SqlV::Text(String::new()),
+            SqlV::Text("{}".into()),
+            SqlV::Null
+        ]
+    );
     assert_eq!(text(&got[1][1]), "tenant-a");
 }
 
@@ -311,16 +372,52 @@ async fn cf_385_complete_table_first_write_issues_no_alter() {
     assert_eq!(rec.status().written_rows, 1);
     assert_eq!(cap.count_containing("telemetry.backfill"), 0);
     let conn = Connection::open(db.path()).unwrap();
-    assert!(prepare_schema(&conn, SchemaMode::Auto).unwrap().executed.is_empty());
+    assert!(
+        prepare_schema(&conn, SchemaMode::Auto)
+            .unwrap()
+            .executed
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn cf_379_t_29_stream_end_round_trip() {
+    let db = Db::new();
+    let rec = db.recorder(SchemaMode::Auto);
+    rec.record(TelemetryRow {
+        stream_end: Some(gateway_ports::StreamEnd::EofAfterFinish),
+        ..row("c-eof")
+    })
+    .await
+    .unwrap();
+    rec.record(TelemetryRow {
+        stream_end: None,
+        ..row("c-none")
+    })
+    .await
+    .unwrap();
+    rec.flush().await;
+    let got = query(&db.path(), "SELECT call_id, stream_end FROM llm_calls ORDER BY call_id");
+    assert_eq!(
+        got,
+        vec![
+            vec![SqlV::Text("c-eof".into()), SqlV::Text("eof_after_finish".into())],
+            vec![SqlV::Text("c-none".into()), SqlV::Null],
+        ]
+    );
 }
 
 #[test]
 fn t_47_incompatible_table_is_refused() {
     let db = Db::new();
     let conn = Connection::open(db.path()).unwrap();
-    conn.execute_batch("CREATE TABLE llm_calls (call_id TEXT PRIMARY KEY, other TEXT);").unwrap();
+    conn.execute_batch("CREATE TABLE llm_calls (call_id TEXT PRIMARY KEY, other TEXT);")
+        .unwrap();
     let reason = prepare_schema(&conn, SchemaMode::Auto).unwrap_err();
-    assert!(reason.contains("incompatible") && reason.contains("model"), "{reason}");
+    assert!(
+        reason.contains("incompatible") && reason.contains("model"),
+        "{reason}"
+    );
 }
 
 // ---- recorder behaviour (80 §10.2, §10.4; 05 R-47) ----------------------------------------
@@ -333,7 +430,10 @@ async fn r_47_created_at_milliseconds_mode_0600_enqueue_order() {
         rec.record(row(&format!("c-{i:03}"))).await.unwrap();
     }
     rec.flush().await;
-    let got = query(&db.path(), "SELECT call_id, created_at FROM llm_calls ORDER BY created_at, rowid");
+    let got = query(
+        &db.path(),
+        "SELECT call_id, created_at FROM llm_calls ORDER BY created_at, rowid",
+    );
     assert_eq!(got.len(), 300);
     let ids: Vec<&str> = got.iter().map(|r| text(&r[0])).collect();
     let mut sorted = ids.clone();
@@ -378,13 +478,19 @@ async fn t_56_t_57_degraded_then_recovers_after_cooldown() {
     rec.flush().await;
     let s = rec.status();
     assert!(s.degraded && s.degraded_since.is_some() && s.retry_at.is_some());
-    assert!(s.reason.as_deref().unwrap().contains("cannot open"), "{s:?}");
+    assert!(
+        s.reason.as_deref().unwrap().contains("cannot open"),
+        "{s:?}"
+    );
     assert_eq!(s.dropped_rows, 1);
     std::fs::create_dir_all(&sub).unwrap();
     rec.record(row("kept")).await.unwrap();
     rec.flush().await;
     let s = rec.status();
-    assert!(!s.degraded && s.reason.is_none() && s.retry_at.is_none(), "{s:?}");
+    assert!(
+        !s.degraded && s.reason.is_none() && s.retry_at.is_none(),
+        "{s:?}"
+    );
     assert_eq!((s.written_rows, s.dropped_rows), (1, 1));
     assert_eq!(query(&path, "SELECT call_id FROM llm_calls").len(), 1);
 }
@@ -410,10 +516,14 @@ async fn t_57_degraded_skips_writes_until_cooldown_ends() {
 #[tokio::test]
 async fn t_56_table_dropped_under_the_writer_degrades() {
     let db = Db::new();
-    let rec = SqliteRecorder::new(SqliteRecorderConfig::new(db.path()).with_cooldown(Duration::ZERO));
+    let rec =
+        SqliteRecorder::new(SqliteRecorderConfig::new(db.path()).with_cooldown(Duration::ZERO));
     rec.record(row("a")).await.unwrap();
     rec.flush().await;
-    Connection::open(db.path()).unwrap().execute_batch("DROP TABLE llm_calls;").unwrap();
+    Connection::open(db.path())
+        .unwrap()
+        .execute_batch("DROP TABLE llm_calls;")
+        .unwrap();
     rec.record(row("b")).await.unwrap();
     rec.flush().await;
     assert!(rec.status().degraded, "{:?}", rec.status());
@@ -439,7 +549,11 @@ fn pricing() -> PricingTable {
     let mut t = PricingTable::default();
     t.prices.insert(
         "qwen-max".into(),
-        ModelPrice { input_per_1m: 1.0, output_per_1m: 8.0, cached_input_per_1m: None },
+        ModelPrice {
+            input_per_1m: 1.0,
+            output_per_1m: 8.0,
+            cached_input_per_1m: None,
+        },
     );
     t
 }
@@ -456,15 +570,27 @@ fn governed(max_attempts: u32) -> Governed {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db");
     let recorder = Arc::new(SqliteRecorder::open(&path));
-    let (emitter, worker) =
-        TelemetryEmitter::new(recorder, EmitterConfig::default().with_pricing(Some(pricing()))).unwrap();
+    let (emitter, worker) = TelemetryEmitter::new(
+        recorder,
+        EmitterConfig::default().with_pricing(Some(pricing())),
+    )
+    .unwrap();
     tokio::spawn(worker.run());
     let sources = vec![source()];
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
-    let limiter = Arc::new(MemoryRateLimiter::new("llm", &sources, GlobalLimits::default(), 100.0, clock.clone()));
+    let limiter = Arc::new(MemoryRateLimiter::new(
+        "llm",
+        &sources,
+        GlobalLimits::default(),
+        100.0,
+        clock.clone(),
+    ));
     let breaker: Arc<dyn CircuitBreaker> = Arc::new(MemoryCircuitBreaker::new(
         "llm",
-        BreakerConfig { fail_threshold: 100, ..BreakerConfig::default() },
+        BreakerConfig {
+            fail_threshold: 100,
+            ..BreakerConfig::default()
+        },
         clock.clone(),
     ));
     let (gov, rx) = GovernorBuilder::new("llm", sources, limiter.clone(), breaker)
@@ -472,16 +598,32 @@ fn governed(max_attempts: u32) -> Governed {
         .pacer(Arc::new(NoopPacer))
         .clock(clock)
         .jitter(Arc::new(|| 0.5))
-        .retry(RetryPolicy { max_attempts, backoff_base_s: 0.001, backoff_max_s: 0.002, ..RetryPolicy::default() })
+        .retry(RetryPolicy {
+            max_attempts,
+            backoff_base_s: 0.001,
+            backoff_max_s: 0.002,
+            ..RetryPolicy::default()
+        })
         .row_sink(Arc::new(emitter.clone()))
         .wakeup(limiter.notify())
         .build();
     tokio::spawn(run_cleanup_worker(rx));
-    Governed { gov, runner: ScriptedRunner::new(), emitter, _dir: dir, path }
+    Governed {
+        gov,
+        runner: ScriptedRunner::new(),
+        emitter,
+        _dir: dir,
+        path,
+    }
 }
 
 fn options() -> CallOptions {
-    let mut req = ChatRequest::new(vec![json!({"role": "user", "content": "hi"}).as_object().cloned().unwrap()]);
+    let mut req = ChatRequest::new(vec![
+        json!({"role": "user", "content": "hi"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    ]);
     req.tenant_id = Some("tenant-a".into());
     CallOptions::default().with_row_input(Arc::new(RowInput::chat(&req)))
 }
@@ -498,6 +640,7 @@ const ROW_SQL: &str = "SELECT event_kind, error, error_type, http_status_code, c
     total_latency_ms, attempts, logical_call_id, source_name, tenant_id, error_body, call_id \
     FROM llm_calls ORDER BY created_at, rowid";
 
+// covers: T-5, T-17
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn governed_success_writes_one_priced_attempt_row() {
     let g = governed(3);
@@ -507,7 +650,11 @@ async fn governed_success_writes_one_priced_attempt_row() {
     let done = g.gov.run_chat(&g.runner, options()).await.unwrap();
     g.gov.quiesce().await;
     let rows = query(&g.path, ROW_SQL);
-    assert_eq!(rows.len(), 1, "a success writes one attempt row and no terminal row");
+    assert_eq!(
+        rows.len(),
+        1,
+        "a success writes one attempt row and no terminal row"
+    );
     let r = &rows[0];
     assert_eq!(text(&r[0]), "attempt");
     assert_eq!(r[1], SqlV::Null);
@@ -521,23 +668,35 @@ async fn governed_success_writes_one_priced_attempt_row() {
     assert_eq!(g.emitter.status().written_rows, 1);
 }
 
+// covers: T-5, T-11, T-17, T-18, T-22, T-62
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cf_364_retried_failure_two_attempts_then_terminal() {
     let g = governed(2);
-    g.runner.push_all([Script::fail(transient_503()), Script::fail(transient_503())]);
+    g.runner
+        .push_all([Script::fail(transient_503()), Script::fail(transient_503())]);
     let e = g.gov.run_chat(&g.runner, options()).await.unwrap_err();
     assert_eq!(e.type_name(), "AllSourcesExhausted");
     g.gov.quiesce().await;
     let rows = query(&g.path, ROW_SQL);
     let kinds: Vec<&str> = rows.iter().map(|r| text(&r[0])).collect();
-    assert_eq!(kinds, ["attempt", "attempt", "terminal_failure"], "attribution order");
-    let errors = query(&g.path, "SELECT count(*) FROM llm_calls WHERE error IS NOT NULL");
+    assert_eq!(
+        kinds,
+        ["attempt", "attempt", "terminal_failure"],
+        "attribution order"
+    );
+    let errors = query(
+        &g.path,
+        "SELECT count(*) FROM llm_calls WHERE error IS NOT NULL",
+    );
     assert_eq!(errors[0][0], SqlV::Integer(3));
     let t = &rows[2];
     assert_eq!(t[4], SqlV::Null, "terminal cost NULL");
     assert_eq!(t[5], t[6], "terminal latency_ms == total_latency_ms");
     assert_eq!(t[7], SqlV::Integer(2));
-    assert_eq!((t[3].clone(), t[11].clone(), text(&t[9])), (SqlV::Null, SqlV::Null, ""));
+    assert_eq!(
+        (t[3].clone(), t[11].clone(), text(&t[9])),
+        (SqlV::Null, SqlV::Null, "")
+    );
     assert_eq!(text(&t[2]), "AllSourcesExhausted");
     for a in &rows[..2] {
         assert_eq!(text(&a[2]), "TransientError");
@@ -549,10 +708,14 @@ async fn cf_364_retried_failure_two_attempts_then_terminal() {
         assert_eq!(text(&a[11]), "overloaded, retry from <redacted>", "R-34");
         assert_eq!(text(&a[8]), text(&t[8]), "one logical call");
     }
-    let failed = query(&g.path, "SELECT count(*) FROM llm_calls WHERE event_kind = 'terminal_failure'");
+    let failed = query(
+        &g.path,
+        "SELECT count(*) FROM llm_calls WHERE event_kind = 'terminal_failure'",
+    );
     assert_eq!(failed[0][0], SqlV::Integer(1));
 }
 
+// covers: T-16, T-18, T-41
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn governed_cancelled_call_writes_cancelled_attempt_and_terminal() {
     let g = governed(3);
@@ -572,7 +735,10 @@ async fn governed_cancelled_call_writes_cancelled_attempt_and_terminal() {
     assert!(got.contains(&("attempt", "cancelled")));
     assert!(got.contains(&("terminal_failure", "cancelled")));
     for r in &rows {
-        assert_eq!((r[2].clone(), r[3].clone(), r[4].clone()), (SqlV::Null, SqlV::Null, SqlV::Null));
+        assert_eq!(
+            (r[2].clone(), r[3].clone(), r[4].clone()),
+            (SqlV::Null, SqlV::Null, SqlV::Null)
+        );
     }
 }
 
@@ -586,9 +752,21 @@ async fn governed_cache_hit_and_hedged_win_rows() {
     };
     let src = Arc::new(source());
     // Hedged win: the winning leg's success row and the loser's hedge_cancelled row.
-    let mut win = AttemptRowFacts::new(call.clone(), "leg-win", src.clone(), 30, AttemptRowOutcome::Success(Box::new(TransportResult::ok(10, 5))));
+    let mut win = AttemptRowFacts::new(
+        call.clone(),
+        "leg-win",
+        src.clone(),
+        30,
+        AttemptRowOutcome::Success(Box::new(TransportResult::ok(10, 5))),
+    );
     win.hedge_leg = true;
-    let lose = AttemptRowFacts::new(call.clone(), "leg-lose", src, 31, AttemptRowOutcome::Cancelled(CancelLabel::HedgeCancelled));
+    let lose = AttemptRowFacts::new(
+        call.clone(),
+        "leg-lose",
+        src,
+        31,
+        AttemptRowOutcome::Cancelled(CancelLabel::HedgeCancelled),
+    );
     g.emitter.attempt(win).await;
     g.emitter.attempt(lose).await;
     // Cache hit: a historic response.
@@ -598,15 +776,35 @@ async fn governed_cache_hit_and_hedged_win_rows() {
     hist.content = "cached".into();
     hist.usage = Usage::new(10, 5);
     hist.stream_end = Some(gateway_ports::StreamEnd::Done);
-    g.emitter.cache_hit(CacheHitRowFacts::new(call, "hit-1", hist)).await;
+    g.emitter
+        .cache_hit(CacheHitRowFacts::new(call, "hit-1", hist))
+        .await;
     RowSink::flush(&g.emitter).await;
-    let rows = query(&g.path, "SELECT call_id, event_kind, error, cost, cache_hit, latency_ms, stream_end, stall_ms FROM llm_calls ORDER BY rowid");
+    let rows = query(
+        &g.path,
+        "SELECT call_id, event_kind, error, cost, cache_hit, latency_ms, stream_end, stall_ms FROM llm_calls ORDER BY rowid",
+    );
     assert_eq!(rows.len(), 3);
-    assert_eq!((text(&rows[0][0]), text(&rows[0][1])), ("leg-win", "attempt"));
+    assert_eq!(
+        (text(&rows[0][0]), text(&rows[0][1])),
+        ("leg-win", "attempt")
+    );
     assert_eq!(rows[0][2], SqlV::Null);
     assert!(matches!(rows[0][3], SqlV::Real(c) if c > 0.0));
-    assert_eq!((text(&rows[1][0]), text(&rows[1][2])), ("leg-lose", "hedge_cancelled"));
-    assert_eq!((rows[1][3].clone(), rows[1][7].clone()), (SqlV::Null, SqlV::Null));
-    assert_eq!((text(&rows[2][1]), rows[2][3].clone(), rows[2][4].clone()), ("cache_hit", SqlV::Real(0.0), SqlV::Integer(1)));
-    assert_eq!((rows[2][5].clone(), rows[2][6].clone()), (SqlV::Integer(0), SqlV::Null));
+    assert_eq!(
+        (text(&rows[1][0]), text(&rows[1][2])),
+        ("leg-lose", "hedge_cancelled")
+    );
+    assert_eq!(
+        (rows[1][3].clone(), rows[1][7].clone()),
+        (SqlV::Null, SqlV::Null)
+    );
+    assert_eq!(
+        (text(&rows[2][1]), rows[2][3].clone(), rows[2][4].clone()),
+        ("cache_hit", SqlV::Real(0.0), SqlV::Integer(1))
+    );
+    assert_eq!(
+        (rows[2][5].clone(), rows[2][6].clone()),
+        (SqlV::Integer(0), SqlV::Null)
+    );
 }

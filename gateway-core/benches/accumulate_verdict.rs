@@ -9,13 +9,20 @@
 //! tool-call argument fragments; text-mode reasoning then content. Run:
 //! `cargo bench -p gateway-core --bench accumulate_verdict -- --warm-up-time 1 --measurement-time 3`.
 
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented function"
+)]
+
 use std::hint::black_box;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use gateway_core::accumulate::{AccumulateOptions, Accumulator};
-use gateway_core::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner as _, LegControl, LegSignals};
+use gateway_core::attempt::{
+    AttemptCtx, AttemptOutcome, AttemptRunner as _, LegControl, LegSignals,
+};
 use gateway_core::executor::ChatExecutor;
 use gateway_core::verdict::{AttemptFacts, StreamFacts, StreamTerminal, judge_attempt};
 use gateway_ports::{
@@ -57,7 +64,10 @@ fn tool_stream() -> Vec<Value> {
             None,
         ));
     }
-    v.push(frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"}"}}]}), None));
+    v.push(frame(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"}"}}]}),
+        None,
+    ));
     v.push(frame(json!({}), Some("tool_calls")));
     v.push(usage());
     v
@@ -66,7 +76,10 @@ fn tool_stream() -> Vec<Value> {
 fn reasoning_stream() -> Vec<Value> {
     let mut v = vec![frame(json!({"role": "assistant"}), None)];
     for i in 0..CHUNKS / 2 {
-        v.push(frame(json!({"reasoning_content": format!("think{i} ")}), None));
+        v.push(frame(
+            json!({"reasoning_content": format!("think{i} ")}),
+            None,
+        ));
     }
     for i in 0..CHUNKS / 2 - 3 {
         v.push(frame(json!({"content": format!("token{i} ")}), None));
@@ -113,12 +126,18 @@ fn bench_pure(c: &mut Criterion) {
         ("text_content", ResponseMode::Text, content_stream()),
         ("openai_content", ResponseMode::OpenAi, content_stream()),
         ("openai_tool_args", ResponseMode::OpenAi, tool_stream()),
-        ("text_reasoning_then_content", ResponseMode::Text, reasoning_stream()),
+        (
+            "text_reasoning_then_content",
+            ResponseMode::Text,
+            reasoning_stream(),
+        ),
     ];
     for (name, mode, chunks) in &shapes {
         assert_eq!(chunks.len(), CHUNKS, "{name}");
         assert!(judge(*mode, chunks), "{name} must deliver");
-        group.bench_function(*name, |b| b.iter(|| black_box(judge(*mode, black_box(chunks)))));
+        group.bench_function(*name, |b| {
+            b.iter(|| black_box(judge(*mode, black_box(chunks))))
+        });
     }
     group.finish();
 }
@@ -149,7 +168,13 @@ fn bench_executor(c: &mut Criterion) {
         .enable_time()
         .build()
         .unwrap_or_else(|e| panic!("runtime: {e}"));
-    let source = Arc::new(SourceConfig::new("s1", "test", "http://127.0.0.1:9", None, "m"));
+    let source = Arc::new(SourceConfig::new(
+        "s1",
+        "test",
+        "http://127.0.0.1:9",
+        None,
+        "m",
+    ));
     for (name, mode, chunks) in [
         ("text_content", ResponseMode::Text, content_stream()),
         ("openai_tool_args", ResponseMode::OpenAi, tool_stream()),

@@ -8,6 +8,7 @@
 //! issuing calls concurrently on a 2-worker runtime (the figure is wall time / calls).
 //! Target ≤ 5 µs per call. Run: `cargo bench -p gateway-core --features testing --bench
 //! core_overhead -- --warm-up-time 1 --measurement-time 3`.
+#![allow(missing_docs, reason = "criterion_group! generates an undocumented fn")]
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -92,9 +93,18 @@ fn core_overhead(c: &mut Criterion) {
         .unwrap_or_else(|e| panic!("runtime: {e}"));
     let gov1 = rt1.block_on(async { governor() });
     let r1 = runner();
-    if std::env::var_os("PGW_BENCH_SIZES").is_some() {
-        let f = gov1.run_chat(&*r1, CallOptions::default());
-        eprintln!("run_chat future: {} bytes", std::mem::size_of_val(&f));
+    // `PGW_BENCH_CALLS=N`: run N calls on the one-task runtime and exit, for instruction counts
+    // (`valgrind --tool=callgrind`, R-56: this machine is noisy). Compare two values of N.
+    if let Some(n) = std::env::var("PGW_BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        rt1.block_on(async {
+            for _ in 0..n {
+                one_call(&gov1, &r1).await;
+            }
+        });
+        std::process::exit(0);
     }
     group.bench_function("one_task", |b| {
         b.iter_custom(|iters| {

@@ -91,8 +91,11 @@ impl CooldownMemo {
 
     /// Remaining cooldown of `source` in seconds if the memo keeps it out now.
     pub fn remaining_s(&self, source: &str) -> Option<f64> {
-        let now = self.clock.monotonic();
         let mut map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.is_empty() {
+            return None; // the common case: no clock read (05 R-56)
+        }
+        let now = self.clock.monotonic();
         match map.get(source) {
             Some(until) if *until > now => Some((*until - now).as_secs_f64()),
             Some(_) => {
@@ -317,10 +320,10 @@ impl Admission {
             .map(|(i, s)| (s, i))
             .collect();
         let mut wakeups = parts.wakeups;
-        if let Some(n) = parts.pacer.wakeup() {
-            if !wakeups.iter().any(|w| Arc::ptr_eq(w, &n)) {
-                wakeups.push(n);
-            }
+        if let Some(n) = parts.pacer.wakeup()
+            && !wakeups.iter().any(|w| Arc::ptr_eq(w, &n))
+        {
+            wakeups.push(n);
         }
         Self {
             scope: parts.scope,

@@ -484,10 +484,8 @@ impl AttemptGuard {
             .decision
             .probe_lease()
             .is_some_and(|lease| self.breaker.release_probe_now(&lease));
-        if !done {
-            if let Err(e) = self.breaker.release_probe(&self.decision).await {
-                warn_writeback(&self.source, "release_probe", &e);
-            }
+        if !done && let Err(e) = self.breaker.release_probe(&self.decision).await {
+            warn_writeback(&self.source, "release_probe", &e);
         }
         self.probe_open = false;
     }
@@ -594,10 +592,10 @@ impl Drop for AttemptGuard {
                     warn_writeback(&source, "release", &e);
                 }
             }
-            if let Some((breaker, decision)) = probe {
-                if let Err(e) = breaker.release_probe(&decision).await {
-                    warn_writeback(&source, "release_probe", &e);
-                }
+            if let Some((breaker, decision)) = probe
+                && let Err(e) = breaker.release_probe(&decision).await
+            {
+                warn_writeback(&source, "release_probe", &e);
             }
             if let Some((sink, facts)) = row {
                 sink.attempt(facts).await;

@@ -14,7 +14,7 @@ use gateway_ports::{ConfigError, GatewayError};
 
 /// Validates an assembled deadline given in seconds at the settings edge (30 G-96): `None`
 /// stays unset; `0`, negatives, NaN, `±inf` and values too large for a `Duration` are a
-/// `ConfigError` (code `deadline.invalid`) naming `origin`.
+/// `ConfigError` (code `deadline.domain`) naming `origin`.
 pub fn ensure_call_deadline_s(
     deadline_s: Option<f64>,
     origin: &str,
@@ -24,14 +24,14 @@ pub fn ensure_call_deadline_s(
     };
     if !(s.is_finite() && s > 0.0) {
         return Err(ConfigError::new(
-            "deadline.invalid",
+            "deadline.domain",
             origin,
             "call deadline must be a finite number of seconds > 0 (leave it unset for none)",
         ));
     }
     Duration::try_from_secs_f64(s).map(Some).map_err(|_| {
         ConfigError::new(
-            "deadline.invalid",
+            "deadline.domain",
             origin,
             "call deadline is too large to represent",
         )

@@ -554,11 +554,14 @@ impl Governor {
                 deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
                 stream,
             };
-            let governed = async {
+            // Boxed once per call (05 R-56): the loop's state machine is ~16 KB, and every
+            // wrapper (deadline, span, the public `run_*` futures, the caller's) would otherwise
+            // memcpy it on each move.
+            let governed = Box::pin(async {
                 let success = run_loop(env, runner).await?;
                 hook.after_success(&success).await;
                 Ok(success)
-            };
+            });
             match with_deadline(deadline, governed).await {
                 Ok(result) => result,
                 Err(expired) => {

@@ -31,7 +31,7 @@ use gateway_ports::{
 };
 use tracing::Instrument;
 
-use crate::admission::{Admitted, NoRunnable, Pick, WaiterSlot, backend_error};
+use crate::admission::{Admitted, NoRunnable, Pick, WaiterSlot, Wakeups, backend_error};
 use crate::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, SettleMode, TransportResult,
 };
@@ -201,8 +201,11 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
         last_failure: None,
         waiter: None,
     };
+    // wakeups are armed before any pick that may end in a nap. The first pick runs
+    // unarmed (no allocation on the fast path, 05 R-56); when it finds nothing runnable the loop
+    // arms and picks once more before napping, and re-arms right after every nap.
+    let mut wakeups: Option<Wakeups> = None;
     loop {
-        let wakeups = gov.admission.arm_wakeups();
         let pick = gov
             .admission
             .pick(
@@ -218,6 +221,10 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
                 match gov.admission.on_no_runnable(&rej, &st.reasons) {
                     NoRunnable::Fail(e) => return Err(e),
                     NoRunnable::Nap => {
+                        let Some(armed) = wakeups.take() else {
+                            wakeups = Some(gov.admission.arm_wakeups());
+                            continue; // pick again, armed
+                        };
                         if st.waiter.is_none() {
                             match gov.admission.try_wait_slot() {
                                 Some(slot) => st.waiter = Some(slot),
@@ -228,14 +235,15 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
                             }
                         }
                         check_death(env, &st, window_s).await?;
-                        gov.admission.nap(wakeups).await;
+                        gov.admission.nap(armed).await;
+                        wakeups = Some(gov.admission.arm_wakeups());
                         continue;
                     }
                 }
             }
         };
         st.waiter = None;
-        drop(wakeups);
+        wakeups = None;
         if first_round {
             first_round = false;
             if let Some(b) = budget {
@@ -244,9 +252,17 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
         }
 
         let mark = st.stall.round_started();
-        let outcome = run_round(env, runner, admitted, &mut st.reasons, &st.attempt_fails)
-            .instrument(tracing::debug_span!("pgw.round"))
-            .await;
+        // Boxed (05 R-56): the round's state machine (attempt + hedge) is most of the loop's
+        // size; boxing it keeps the loop future small, so it is not memcpy'd on every move.
+        let outcome = Box::pin(run_round(
+            env,
+            runner,
+            admitted,
+            &mut st.reasons,
+            &st.attempt_fails,
+        ))
+        .instrument(tracing::debug_span!("pgw.round"))
+        .await;
         match outcome {
             RoundOutcome::Success(success) => {
                 st.stall.round_ended(mark, false);
@@ -335,8 +351,7 @@ pub(crate) async fn run_round<R: AttemptRunner>(
     attempt_fails: &HashMap<String, u32>,
 ) -> RoundOutcome {
     if env.policy.hedging && env.gov.hedge.hedges_round(env.stream) {
-        return crate::hedge::run_hedged_round(env, runner, admitted, reasons, attempt_fails)
-            .await;
+        return crate::hedge::run_hedged_round(env, runner, admitted, reasons, attempt_fails).await;
     }
     let control = LegControl::new();
     let leg = run_attempt(env, runner, admitted, None, control, false).await;

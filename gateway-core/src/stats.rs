@@ -54,7 +54,10 @@ pub fn new_uuid_v4() -> String {
         out[pos + 1] = HEX[usize::from(byte & 0x0f)];
         pos += 2;
     }
-    out.iter().map(|&c| char::from(c)).collect()
+    // ASCII by construction, so the conversion cannot fail.
+    std::str::from_utf8(&out)
+        .map(str::to_owned)
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Default, Clone, Copy)]

@@ -50,7 +50,7 @@ fn cf_058_cf_059_domain_rejects_with_origin() {
         "1e400".parse().unwrap(),
     ] {
         let e = ensure_call_deadline_s(Some(v), "LLM__CALL_DEADLINE_S").unwrap_err();
-        assert_eq!(e.code, "deadline.invalid");
+        assert_eq!(e.code, "deadline.domain");
         assert_eq!(e.origin, "LLM__CALL_DEADLINE_S");
     }
 }

@@ -3,7 +3,10 @@
 //! played by `testing::ScriptedWire` and judged by `ChatExecutor` end to end (accumulator,
 //! verdict, snapshot). Byte-exact framing is tier 2 (`adapter-openai/tests/judgment_cases.rs`).
 
-#![allow(clippy::unwrap_used, reason = "test helpers: a missing value is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a missing value is a failed test"
+)]
 
 mod exec;
 
@@ -34,11 +37,21 @@ async fn openai(chunks: Vec<RawChunk>) -> Run {
 }
 
 async fn text_salvage(chunks: Vec<RawChunk>) -> Run {
-    run_on(ended(chunks), salvage_source(), request(ResponseMode::Text, true)).await
+    run_on(
+        ended(chunks),
+        salvage_source(),
+        request(ResponseMode::Text, true),
+    )
+    .await
 }
 
 async fn openai_salvage(chunks: Vec<RawChunk>) -> Run {
-    run_on(ended(chunks), salvage_source(), request(ResponseMode::OpenAi, true)).await
+    run_on(
+        ended(chunks),
+        salvage_source(),
+        request(ResponseMode::OpenAi, true),
+    )
+    .await
 }
 
 async fn body(mode: ResponseMode, text: &str) -> Run {
@@ -67,7 +80,10 @@ async fn cf_201_eof_after_finish_with_measured_usage_is_complete() {
             assert_eq!(r.finish_reason.as_ref().map(|f| f.as_str()), Some(finish));
         }
         let run = openai(frames()).await;
-        assert_eq!(run.ok().completion.as_ref().unwrap().finish_reason(), Some(finish));
+        assert_eq!(
+            run.ok().completion.as_ref().unwrap().finish_reason(),
+            Some(finish)
+        );
     }
 }
 
@@ -124,11 +140,25 @@ async fn cf_204_v_17_text_salvage_delivers_with_estimated_usage() {
 #[tokio::test(start_paused = true)]
 async fn cf_205_missing_done_governs_only_true_truncation() {
     let complete = || vec![content(0, "x"), delta(0, "{}", Some("stop"), Some(USAGE))];
-    assert_eq!(text(complete()).await.ok().stream_end, Some(StreamEnd::EofAfterFinish));
-    assert_eq!(text_salvage(complete()).await.ok().stream_end, Some(StreamEnd::EofAfterFinish));
-    for frames in [vec![content(0, "x")], vec![content(0, "x"), delta(0, "{}", Some("stop"), None)]] {
-        text(frames.clone()).await.assert_fails(Category::Transient, ReasonCode::MissingDone);
-        assert_eq!(text_salvage(frames).await.ok().stream_end, Some(StreamEnd::Salvaged));
+    assert_eq!(
+        text(complete()).await.ok().stream_end,
+        Some(StreamEnd::EofAfterFinish)
+    );
+    assert_eq!(
+        text_salvage(complete()).await.ok().stream_end,
+        Some(StreamEnd::EofAfterFinish)
+    );
+    for frames in [
+        vec![content(0, "x")],
+        vec![content(0, "x"), delta(0, "{}", Some("stop"), None)],
+    ] {
+        text(frames.clone())
+            .await
+            .assert_fails(Category::Transient, ReasonCode::MissingDone);
+        assert_eq!(
+            text_salvage(frames).await.ok().stream_end,
+            Some(StreamEnd::Salvaged)
+        );
     }
 }
 
@@ -143,7 +173,10 @@ async fn cf_206_done_ends_the_stream() {
     };
     for run in [text(frames()).await, openai(frames()).await] {
         assert_eq!(run.ok().stream_end, Some(StreamEnd::Done));
-        assert_eq!(run.ok().finish_reason.as_ref().map(|f| f.as_str()), Some("stop"));
+        assert_eq!(
+            run.ok().finish_reason.as_ref().map(|f| f.as_str()),
+            Some("stop")
+        );
     }
 }
 
@@ -160,50 +193,110 @@ async fn cf_207_upstream_error_finish_fails_with_and_without_done() {
             }
             f
         };
-        text(frames()).await.assert_fails(Category::Transient, ReasonCode::UpstreamFinishError);
-        openai(frames()).await.assert_fails(Category::Transient, ReasonCode::UpstreamFinishError);
+        text(frames())
+            .await
+            .assert_fails(Category::Transient, ReasonCode::UpstreamFinishError);
+        openai(frames())
+            .await
+            .assert_fails(Category::Transient, ReasonCode::UpstreamFinishError);
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn cf_208_openai_thinking_only_length_is_delivered() {
     for with_done in [true, false] {
-        let mut frames = vec![delta(0, THINK, None, None), delta(0, "{}", Some("length"), Some(USAGE))];
+        let mut frames = vec![
+            delta(0, THINK, None, None),
+            delta(0, "{}", Some("length"), Some(USAGE)),
+        ];
         if with_done {
             frames.push(done(0));
         }
         let run = openai(frames).await;
         let message = message_of(&run);
         assert_eq!(message["reasoning_content"], "long thought");
-        assert!(message.get("content").is_none_or(|c| c.is_null() || c == ""));
+        assert!(
+            message
+                .get("content")
+                .is_none_or(|c| c.is_null() || c == "")
+        );
         assert_eq!(run.ok().thinking, "long thought");
-        assert_eq!(run.ok().finish_reason.as_ref().map(|f| f.as_str()), Some("length"));
+        assert_eq!(
+            run.ok().finish_reason.as_ref().map(|f| f.as_str()),
+            Some("length")
+        );
     }
 }
 
 /// 95 CF-209..CF-215 (V-74): `(first delta, finish, text outcome)`; openai delivers unless
 /// stated.
+// covers: CF-210, CF-211, CF-212, CF-213, CF-214
 #[tokio::test(start_paused = true)]
 async fn cf_209_to_cf_215_v_74_stream_outcome_table_by_mode() {
     type Row<'a> = (&'a str, &'a str, Option<(Category, ReasonCode)>, bool);
     let rows: [Row<'_>; 7] = [
-        (THINK, "length", Some((Category::ResultInvalid, ReasonCode::LengthWithoutContent)), true),
-        (ROLE, "length", Some((Category::ResultInvalid, ReasonCode::LengthWithoutContent)), true),
-        (THINK, "content_filter", Some((Category::ResultInvalid, ReasonCode::FilteredWithoutContent)), true),
-        (ROLE, "sensitive", Some((Category::ResultInvalid, ReasonCode::FilteredWithoutContent)), true),
-        (THINK, "stop", Some((Category::Transient, ReasonCode::EmptyCompletion)), true),
-        (r#"{"role":"assistant","refusal":"no"}"#, "stop", Some((Category::Transient, ReasonCode::EmptyCompletion)), true),
-        (ROLE, "stop", Some((Category::Transient, ReasonCode::EmptyCompletion)), false),
+        (
+            THINK,
+            "length",
+            Some((Category::ResultInvalid, ReasonCode::LengthWithoutContent)),
+            true,
+        ),
+        (
+            ROLE,
+            "length",
+            Some((Category::ResultInvalid, ReasonCode::LengthWithoutContent)),
+            true,
+        ),
+        (
+            THINK,
+            "content_filter",
+            Some((Category::ResultInvalid, ReasonCode::FilteredWithoutContent)),
+            true,
+        ),
+        (
+            ROLE,
+            "sensitive",
+            Some((Category::ResultInvalid, ReasonCode::FilteredWithoutContent)),
+            true,
+        ),
+        (
+            THINK,
+            "stop",
+            Some((Category::Transient, ReasonCode::EmptyCompletion)),
+            true,
+        ),
+        (
+            r#"{"role":"assistant","refusal":"no"}"#,
+            "stop",
+            Some((Category::Transient, ReasonCode::EmptyCompletion)),
+            true,
+        ),
+        (
+            ROLE,
+            "stop",
+            Some((Category::Transient, ReasonCode::EmptyCompletion)),
+            false,
+        ),
     ];
     for (first, finish, text_outcome, openai_delivers) in rows {
-        let frames = || vec![delta(0, first, None, None), delta(0, "{}", Some(finish), Some(USAGE)), done(0)];
+        let frames = || {
+            vec![
+                delta(0, first, None, None),
+                delta(0, "{}", Some(finish), Some(USAGE)),
+                done(0),
+            ]
+        };
         let run = text(frames()).await;
         if let Some((category, code)) = text_outcome {
             run.assert_fails(category, code);
         }
         let run = openai(frames()).await;
         if openai_delivers {
-            assert!(matches!(run.outcome, AttemptOutcome::Success(_)), "{first} {finish}: {:?}", run.outcome);
+            assert!(
+                matches!(run.outcome, AttemptOutcome::Success(_)),
+                "{first} {finish}: {:?}",
+                run.outcome
+            );
         } else {
             run.assert_fails(Category::Transient, ReasonCode::EmptyCompletion);
         }
@@ -214,19 +307,34 @@ async fn cf_209_to_cf_215_v_74_stream_outcome_table_by_mode() {
 async fn cf_216_cf_217_zero_output_with_done_is_empty_completion() {
     let rows: Vec<fn() -> Vec<RawChunk>> = vec![
         || vec![delta(0, THINK, None, None), usage_only(0), done(0)],
-        || vec![delta(0, ROLE, None, None), delta(0, "{}", Some("stop"), None), done(0)],
+        || {
+            vec![
+                delta(0, ROLE, None, None),
+                delta(0, "{}", Some("stop"), None),
+                done(0),
+            ]
+        },
         || vec![delta(0, ROLE, None, None), done(0)],
     ];
     for frames in rows {
-        text(frames()).await.assert_fails(Category::Transient, ReasonCode::EmptyCompletion);
-        openai(frames()).await.assert_fails(Category::Transient, ReasonCode::EmptyCompletion);
+        text(frames())
+            .await
+            .assert_fails(Category::Transient, ReasonCode::EmptyCompletion);
+        openai(frames())
+            .await
+            .assert_fails(Category::Transient, ReasonCode::EmptyCompletion);
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn cf_218_openai_whitespace_content_is_kept() {
     let run = openai(vec![
-        delta(0, r#"{"role":"assistant","content":"  "}"#, Some("stop"), Some(USAGE)),
+        delta(
+            0,
+            r#"{"role":"assistant","content":"  "}"#,
+            Some("stop"),
+            Some(USAGE),
+        ),
         done(0),
     ])
     .await;
@@ -236,27 +344,44 @@ async fn cf_218_openai_whitespace_content_is_kept() {
 #[tokio::test(start_paused = true)]
 async fn cf_219_cf_220_cf_221_openai_tool_verdicts() {
     let tool = |t: Value| json!({"role": "assistant", "tool_calls": [t]}).to_string();
-    let truncated = tool(json!({"index": 0, "id": "c", "type": "function", "function": {"arguments": "{\"q"}}));
-    openai(vec![delta(0, &truncated, Some("length"), Some(USAGE)), done(0)])
-        .await
-        .assert_fails(Category::ResultInvalid, ReasonCode::ToolTruncated);
+    let truncated =
+        tool(json!({"index": 0, "id": "c", "type": "function", "function": {"arguments": "{\"q"}}));
+    openai(vec![
+        delta(0, &truncated, Some("length"), Some(USAGE)),
+        done(0),
+    ])
+    .await
+    .assert_fails(Category::ResultInvalid, ReasonCode::ToolTruncated);
 
     let nameless = json!({"role": "assistant", "content": "text", "tool_calls": [
         {"index": 0, "id": "c", "type": "function", "function": {"arguments": "{}"}}]});
-    openai(vec![delta(0, &nameless.to_string(), Some("stop"), Some(USAGE)), done(0)])
-        .await
-        .assert_fails(Category::Transient, ReasonCode::ToolIncomplete);
+    openai(vec![
+        delta(0, &nameless.to_string(), Some("stop"), Some(USAGE)),
+        done(0),
+    ])
+    .await
+    .assert_fails(Category::Transient, ReasonCode::ToolIncomplete);
 
-    let null_args = tool(json!({"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": null}}));
-    openai(vec![delta(0, &null_args, Some("tool_calls"), Some(USAGE)), done(0)])
-        .await
-        .assert_fails(Category::ResultInvalid, ReasonCode::ToolArgumentsNull);
+    let null_args = tool(
+        json!({"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": null}}),
+    );
+    openai(vec![
+        delta(0, &null_args, Some("tool_calls"), Some(USAGE)),
+        done(0),
+    ])
+    .await
+    .assert_fails(Category::ResultInvalid, ReasonCode::ToolArgumentsNull);
 }
 
 #[tokio::test(start_paused = true)]
 async fn cf_222_null_refusal_and_tool_calls_are_kept_in_the_snapshot() {
     let run = openai(vec![
-        delta(0, r#"{"role":"assistant","content":"ok","refusal":null,"tool_calls":null}"#, Some("stop"), Some(USAGE)),
+        delta(
+            0,
+            r#"{"role":"assistant","content":"ok","refusal":null,"tool_calls":null}"#,
+            Some("stop"),
+            Some(USAGE),
+        ),
         done(0),
     ])
     .await;
@@ -274,35 +399,76 @@ fn body_of(message: Value, finish: Value) -> String {
 
 #[tokio::test(start_paused = true)]
 async fn cf_223_non_stream_nulls_are_kept() {
-    let b = body_of(json!({"role": "assistant", "content": "hi", "tool_calls": null, "refusal": null}), json!("stop"));
+    let b = body_of(
+        json!({"role": "assistant", "content": "hi", "tool_calls": null, "refusal": null}),
+        json!("stop"),
+    );
     let run = body(ResponseMode::OpenAi, &b).await;
     assert_eq!(message_of(&run)["tool_calls"], Value::Null);
     assert_eq!(run.ok().stream_end, None);
 }
 
 /// 95 CF-224..CF-229 (V-75): non-stream rows in both modes.
+// covers: CF-225, CF-226, CF-227, CF-228
 #[tokio::test(start_paused = true)]
 async fn cf_224_to_cf_229_v_75_non_stream_outcome_table() {
-    type Row = (Value, Value, Option<(Category, ReasonCode)>, Option<(Category, ReasonCode)>);
+    type Row = (
+        Value,
+        Value,
+        Option<(Category, ReasonCode)>,
+        Option<(Category, ReasonCode)>,
+    );
     let ri = Category::ResultInvalid;
     let t = Category::Transient;
     let rows: Vec<Row> = vec![
-        (json!({"reasoning_content": "t"}), json!("length"), Some((ri, ReasonCode::LengthWithoutContent)), None),
-        (json!({"content": ""}), json!("content_filter"), Some((ri, ReasonCode::FilteredWithoutContent)), None),
-        (json!({"reasoning_content": "t"}), json!("stop"), Some((t, ReasonCode::EmptyCompletion)), None),
-        (json!({"reasoning_content": "t"}), Value::Null, Some((t, ReasonCode::EmptyCompletion)), Some((t, ReasonCode::EmptyCompletion))),
-        (json!({"content": "a"}), json!("network_error"), Some((t, ReasonCode::UpstreamFinishError)), Some((t, ReasonCode::UpstreamFinishError))),
+        (
+            json!({"reasoning_content": "t"}),
+            json!("length"),
+            Some((ri, ReasonCode::LengthWithoutContent)),
+            None,
+        ),
+        (
+            json!({"content": ""}),
+            json!("content_filter"),
+            Some((ri, ReasonCode::FilteredWithoutContent)),
+            None,
+        ),
+        (
+            json!({"reasoning_content": "t"}),
+            json!("stop"),
+            Some((t, ReasonCode::EmptyCompletion)),
+            None,
+        ),
+        (
+            json!({"reasoning_content": "t"}),
+            Value::Null,
+            Some((t, ReasonCode::EmptyCompletion)),
+            Some((t, ReasonCode::EmptyCompletion)),
+        ),
+        (
+            json!({"content": "a"}),
+            json!("network_error"),
+            Some((t, ReasonCode::UpstreamFinishError)),
+            Some((t, ReasonCode::UpstreamFinishError)),
+        ),
         (json!({"content": "a"}), json!("length"), None, None),
     ];
     for (mut message, finish, text_outcome, openai_outcome) in rows {
         message["role"] = json!("assistant");
         let b = body_of(message.clone(), finish.clone());
-        for (mode, expected) in [(ResponseMode::Text, text_outcome), (ResponseMode::OpenAi, openai_outcome)] {
+        for (mode, expected) in [
+            (ResponseMode::Text, text_outcome),
+            (ResponseMode::OpenAi, openai_outcome),
+        ] {
             let run = body(mode, &b).await;
             match expected {
                 Some((category, code)) => run.assert_fails(category, code),
                 None => {
-                    assert!(matches!(run.outcome, AttemptOutcome::Success(_)), "{message} {finish} {mode:?}: {:?}", run.outcome);
+                    assert!(
+                        matches!(run.outcome, AttemptOutcome::Success(_)),
+                        "{message} {finish} {mode:?}: {:?}",
+                        run.outcome
+                    );
                     assert_eq!(run.ok().stream_end, None);
                 }
             }
@@ -323,7 +489,11 @@ async fn cf_230_v_38_non_stream_truncated_tool_is_judged_before_the_snapshot() {
 
 #[tokio::test(start_paused = true)]
 async fn cf_234_v_16_salvaged_content_is_judged_by_the_outcome_table() {
-    let run = text_salvage(vec![content(0, "part"), delta(0, "{}", Some("length"), None)]).await;
+    let run = text_salvage(vec![
+        content(0, "part"),
+        delta(0, "{}", Some("length"), None),
+    ])
+    .await;
     let r = run.ok();
     assert_eq!(r.content, "part");
     assert_eq!(r.stream_end, Some(StreamEnd::Salvaged));
@@ -337,7 +507,10 @@ async fn cf_236_openai_extra_choices_are_transient() {
     body(ResponseMode::OpenAi, &two.to_string())
         .await
         .assert_fails(Category::Transient, ReasonCode::ProtocolError);
-    let index_one = frame(0, r#"{"choices":[{"index":1,"delta":{"role":"assistant","content":"x"}}]}"#);
+    let index_one = frame(
+        0,
+        r#"{"choices":[{"index":1,"delta":{"role":"assistant","content":"x"}}]}"#,
+    );
     openai(vec![index_one, done(0)])
         .await
         .assert_fails(Category::Transient, ReasonCode::ProtocolError);
@@ -355,10 +528,18 @@ async fn cf_237_s_114_non_stream_without_role_is_a_protocol_error() {
 
 #[tokio::test(start_paused = true)]
 async fn cf_099_s_33_malformed_frame_is_transient_without_echo() {
-    let run = text(vec![content(0, "a"), raw(0, "data: {not-json\n\n"), done(0)]).await;
+    let run = text(vec![
+        content(0, "a"),
+        raw(0, "data: {not-json\n\n"),
+        done(0),
+    ])
+    .await;
     run.assert_fails(Category::Transient, ReasonCode::MalformedJson);
     assert!(run.message().contains("malformed"));
-    assert!(!run.message().contains("not-json"), "the payload is never echoed");
+    assert!(
+        !run.message().contains("not-json"),
+        "the payload is never echoed"
+    );
     assert_eq!(run.wire.open_streams(), 0);
 }
 
@@ -366,17 +547,30 @@ async fn cf_099_s_33_malformed_frame_is_transient_without_echo() {
 async fn s_33_error_event_stops_the_stream_and_classifies_in_band() {
     let run = text(vec![
         content(0, "a"),
-        raw(0, "event: error\ndata: {\"error\":{\"code\":429,\"message\":\"slow down\"}}\n\n"),
+        raw(
+            0,
+            "event: error\ndata: {\"error\":{\"code\":429,\"message\":\"slow down\"}}\n\n",
+        ),
         done(0),
     ])
     .await;
     run.assert_fails(Category::Transient, ReasonCode::RateLimited);
-    assert_eq!(run.err().http_status(), None, "an in-band code never becomes http_status");
+    assert_eq!(
+        run.err().http_status(),
+        None,
+        "an in-band code never becomes http_status"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn s_35_error_key_chunk_fails_even_under_salvage_and_done() {
-    let run = text_salvage(vec![content(0, "a"), frame(0, r#"{"error":null}"#), usage_only(0), done(0)]).await;
+    let run = text_salvage(vec![
+        content(0, "a"),
+        frame(0, r#"{"error":null}"#),
+        usage_only(0),
+        done(0),
+    ])
+    .await;
     run.assert_fails(Category::Transient, ReasonCode::UpstreamErrorFrame);
 }
 
@@ -385,7 +579,11 @@ async fn s_97_case_034_unrecognized_excerpt_explains_a_zero_output_stream() {
     let html = "<html><body>502 Bad Gateway</body></html>\n";
     let run = text(vec![raw(0, html)]).await;
     run.assert_fails(Category::Transient, ReasonCode::EarlyEof);
-    let body_text = run.err().attempt_failure().and_then(|f| f.body_text.clone()).unwrap();
+    let body_text = run
+        .err()
+        .attempt_failure()
+        .and_then(|f| f.body_text.clone())
+        .unwrap();
     assert!(body_text.contains("502 Bad Gateway"), "{body_text}");
     let run = openai(vec![raw(0, html)]).await;
     run.assert_fails(Category::Transient, ReasonCode::MissingDone);
@@ -397,21 +595,152 @@ async fn cf_121_s_115_unknown_field_conflict_and_unregistered_finish_warn_once_p
     let req = request(ResponseMode::OpenAi, true);
     for _ in 0..2 {
         let wire = ended(vec![
-            delta(0, r#"{"role":"assistant","content":"a","ext":1}"#, None, None),
+            delta(
+                0,
+                r#"{"role":"assistant","content":"a","ext":1}"#,
+                None,
+                None,
+            ),
             delta(0, r#"{"ext":2}"#, None, None),
             delta(0, "{}", Some("end_turn"), Some(USAGE)),
         ]);
         let run_executor = ChatExecutor::new(wire, req.clone())
             .with_options(ExecutorOptions::default().with_warnings(warnings.clone()));
         let out = run_executor
-            .run(AttemptCtx::new("call-1", Arc::new(source())), None, LegControl::new())
+            .run(
+                AttemptCtx::new("call-1", Arc::new(source())),
+                None,
+                LegControl::new(),
+            )
             .await;
         let AttemptOutcome::Success(result) = out else {
             panic!("expected delivery, got {out:?}");
         };
         let message = result.completion.as_ref().unwrap().message();
-        assert!(message.get("ext").is_none(), "the conflicting field is deleted");
-        assert_eq!(result.finish_reason.as_ref().map(|f| f.as_str()), Some("end_turn"));
+        assert!(
+            message.get("ext").is_none(),
+            "the conflicting field is deleted"
+        );
+        assert_eq!(
+            result.finish_reason.as_ref().map(|f| f.as_str()),
+            Some("end_turn")
+        );
     }
-    assert_eq!(warnings.len(), 2, "field:delta.ext and finish:end_turn, each once");
+    assert_eq!(
+        warnings.len(),
+        2,
+        "field:delta.ext and finish:end_turn, each once"
+    );
+}
+
+/// `tool_frames()` of 95: role + `content: null`; tools index 1 (`b`) then index 0 (`a`);
+/// argument continuations; finish `tool_calls`; chunk id `upstream-1`.
+fn tool_frames() -> Vec<RawChunk> {
+    let tools = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"index": 1, "id": "b", "type": "function", "function": {"name": "echo", "arguments": "{\"v\":"}},
+        {"index": 0, "id": "a", "type": "function", "function": {"name": "echo", "arguments": "{"}}]});
+    let rest = json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"v\": \"中\" }"}},
+        {"index": 1, "function": {"arguments": "2}"}}]});
+    vec![
+        delta(0, &tools.to_string(), None, None),
+        delta(10, &rest.to_string(), Some("tool_calls"), Some(USAGE)),
+        done(0),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_112_cf_120_tool_frames_stream_in_openai_mode() {
+    let run = openai(tool_frames()).await;
+    let r = run.ok();
+    let m = message_of(&run);
+    assert_eq!(m["tool_calls"][0]["id"], "a");
+    assert_eq!(
+        m["tool_calls"][0]["function"]["arguments"],
+        "{\"v\": \"中\" }"
+    );
+    assert_eq!(m["tool_calls"][1]["function"]["arguments"], "{\"v\":2}");
+    assert_eq!(m["content"], Value::Null);
+    assert_eq!(
+        r.completion.as_ref().unwrap().response_id(),
+        Some("upstream-1")
+    );
+    assert!(r.ttft_ms.is_some());
+    assert_eq!(r.stall_count, Some(0));
+    assert!(run.progress > 0, "R-12: the counter is > 0");
+    // CF-120 / R-14: the transport receives only the WireRequest the core built.
+    let sent = run.wire.requests();
+    assert_eq!(sent.len(), 1);
+    let body = &sent[0].body;
+    assert_eq!(body["model"], "m-1");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(body["messages"][0]["content"], "hi");
+    assert!(sent[0].stream);
+    assert_eq!(sent[0].call_id, "call-0001");
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_113_non_stream_tool_message_is_returned_as_sent() {
+    let message = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\": 1}"}}]});
+    let run = body(
+        ResponseMode::OpenAi,
+        &body_of(message.clone(), json!("tool_calls")),
+    )
+    .await;
+    assert_eq!(Value::Object(message_of(&run)), message);
+    let r = run.ok();
+    assert_eq!((r.ttft_ms, r.stall_ms, r.stall_count), (None, None, None));
+    assert_eq!(run.progress, 0);
+    assert_eq!(run.wire.requests()[0].body["stream"], false);
+    assert!(run.wire.requests()[0].body.get("stream_options").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_116_s_98_s_99_reasoning_alias_projection() {
+    let stop = || delta(0, r#"{"content":"a"}"#, Some("stop"), Some(USAGE));
+    let rows: Vec<(Vec<RawChunk>, &str)> = vec![
+        (
+            vec![
+                delta(0, r#"{"reasoning":"r1"}"#, None, None),
+                stop(),
+                done(0),
+            ],
+            "r1",
+        ),
+        (
+            vec![
+                delta(
+                    0,
+                    r#"{"reasoning":"r1","reasoning_content":"rc"}"#,
+                    None,
+                    None,
+                ),
+                stop(),
+                done(0),
+            ],
+            "rc",
+        ),
+        (
+            vec![
+                delta(
+                    0,
+                    r#"{"reasoning":"r1","reasoning_content":""}"#,
+                    None,
+                    None,
+                ),
+                stop(),
+                done(0),
+            ],
+            "r1",
+        ),
+    ];
+    for (frames, thinking) in rows {
+        assert_eq!(text(frames).await.ok().thinking, thinking);
+    }
+    let b = body_of(
+        json!({"role": "assistant", "content": "a", "reasoning": "nr"}),
+        json!("stop"),
+    );
+    assert_eq!(body(ResponseMode::Text, &b).await.ok().thinking, "nr");
 }

@@ -4,14 +4,21 @@
 //! Tier 1: paused tokio clock, `ScriptedRunner`, memory backends (wrapped where a backend call
 //! must park or fail).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers panic on fixture errors by design"
+)]
+
 mod support;
 mod wrappers;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use gateway_core::attempt::SettleMode;
 use gateway_core::attempt::TransportResult;
 use gateway_core::cleanup::run_cleanup_worker;
 use gateway_core::clock::TokioClock;
@@ -19,14 +26,13 @@ use gateway_core::governor::{CallOptions, Governor, GovernorBuilder, SuccessHook
 use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
 use gateway_core::pacer::{AimdPacer, Pacer};
 use gateway_core::retry_loop::{LoopPolicy, LoopSuccess};
-use gateway_core::attempt::SettleMode;
-use gateway_core::rows::TerminalOutcome;
 use gateway_core::rows::CancelLabel;
+use gateway_core::rows::TerminalOutcome;
 use gateway_core::select::StaticSelector;
 use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
-    Acquire, BackpressurePolicy, BreakerConfig, CallOperation, CircuitBreaker, Clock, FailureReason,
-    GatewayError, GlobalLimits, RateLimiter, RetryPolicy, ScopeReason,
+    Acquire, BackpressurePolicy, BreakerConfig, CallOperation, CircuitBreaker, Clock,
+    FailureReason, GatewayError, GlobalLimits, RateLimiter, RetryPolicy, ScopeReason,
 };
 use support::*;
 use tokio::time::Instant;
@@ -163,7 +169,11 @@ async fn cf_062_g_100_failed_cleanup_after_expiry_is_one_warning_never_replaces_
     // The attempt holds the half-open probe and hangs; on expiry its guard's probe release
     // fails in the cleanup job.
     w.runner.push(Script::hang());
-    let e = w.gov.run_chat(&w.runner, CallOptions::default()).await.unwrap_err();
+    let e = w
+        .gov
+        .run_chat(&w.runner, CallOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(cde_scope(&e), ("llm".to_owned(), 0.05));
     assert_eq!(w.tracker.granted(), 1);
     // G-101: the cleanup job ran (and failed) before the return; one warning, CDE kept.
@@ -175,7 +185,11 @@ async fn cf_062_g_100_failed_cleanup_after_expiry_is_one_warning_never_replaces_
         Some("CallDeadlineExceeded")
     );
     let s = w.limiter.source_stats("s1").await.unwrap();
-    assert_eq!((s.tpm_used, s.inflight), (400, 0), "S3 settled despite the failure");
+    assert_eq!(
+        (s.tpm_used, s.inflight),
+        (400, 0),
+        "S3 settled despite the failure"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -277,7 +291,10 @@ async fn cf_082_chat_429_pushback_ends_retry_exhausted_after_3_calls() {
     assert_eq!(fx.runner.call_count(), 3);
     assert_eq!(u.retry_after_s, 0.5, "G-12: the largest server hint");
     assert!(start.elapsed() >= Duration::from_secs(1));
-    assert!(pacer.limit("s1").unwrap() < limit_before, "pacer pushed back");
+    assert!(
+        pacer.limit("s1").unwrap() < limit_before,
+        "pacer pushed back"
+    );
     fx.gov.quiesce().await;
     fx.sink.assert_counts(3, 1);
 }
@@ -291,13 +308,21 @@ async fn cf_313_g_101_slow_recorder_cleanup_is_not_cut() {
     });
     w.runner.push(Script::hang());
     let start = Instant::now();
-    let e = w.gov.run_chat(&w.runner, CallOptions::default()).await.unwrap_err();
+    let e = w
+        .gov
+        .run_chat(&w.runner, CallOptions::default())
+        .await
+        .unwrap_err();
     let elapsed = start.elapsed();
     assert_eq!(cde_scope(&e).1, 0.05);
     // Both rows are written before the return (no quiesce): return = deadline + cleanup.
     w.sink.assert_counts(1, 1);
     assert!(elapsed > Duration::from_millis(100), "{elapsed:?}");
-    assert_eq!(elapsed, Duration::from_millis(350), "50 + 150 (attempt) + 150 (terminal)");
+    assert_eq!(
+        elapsed,
+        Duration::from_millis(350),
+        "50 + 150 (attempt) + 150 (terminal)"
+    );
 }
 
 /// A response cache whose `set` takes 0.5 s on the runtime timer (CF-314).

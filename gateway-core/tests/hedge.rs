@@ -2,6 +2,11 @@
 //! 30 G-51; 05 ). Tier 1: paused tokio clock, `ScriptedRunner`
 //! gates, memory backends. Timing assertions are lower bounds or relative with ≥ 4× margins;
 //! windows are pinned with "entered" handles, never with sleeps.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns panic on failure by design"
+)]
 
 mod hedge_support;
 mod support;
@@ -41,6 +46,7 @@ async fn terminal_stats(fx: &HFx) -> CallStats {
 // H-76 … H-79
 // ---------------------------------------------------------------------------------------------
 
+// covers: H-22, H-17, H-43, H-63, H-65, H-67, H-72
 #[tokio::test(start_paused = true)]
 async fn h_76_cf_256_non_stream_triggers_hedge_and_fast_leg_wins() {
     let fx = HFxBuilder::after().build();
@@ -57,6 +63,7 @@ async fn h_76_cf_256_non_stream_triggers_hedge_and_fast_leg_wins() {
     assert!(g.stats.generation_ms < g.stats.total_latency_ms);
 }
 
+// covers: H-17, H-18, H-69
 #[tokio::test(start_paused = true)]
 async fn h_77_cf_257_stream_hedges_when_first_token_absent() {
     let fx = HFxBuilder::after().build();
@@ -142,6 +149,7 @@ async fn h_79_cf_260_h_16_h_32_hedge_goes_to_other_source_without_signal() {
 // H-80 … H-84: no candidate, exclusion, phase 3.5
 // ---------------------------------------------------------------------------------------------
 
+// covers: H-25, H-27, G-84
 #[tokio::test(start_paused = true)]
 async fn h_80_cf_261_h_28_hedge_silent_when_no_candidate() {
     let fx = HFxBuilder::after().build();
@@ -189,6 +197,7 @@ async fn h_81_h_26_pick_exclude_all_is_not_a_rejection() {
     assert_eq!(reasons, before, "reasons unchanged");
 }
 
+// covers: H-27
 #[tokio::test(start_paused = true)]
 async fn h_82_cf_262_hedge_silent_when_candidate_circuit_open() {
     let fx = HFxBuilder::after().build();
@@ -209,6 +218,7 @@ async fn h_82_cf_262_hedge_silent_when_candidate_circuit_open() {
     assert_eq!(g.stats.hedges, 0);
 }
 
+// covers: H-30, H-44
 #[tokio::test(start_paused = true)]
 async fn h_83_cf_263_h_31_primary_done_during_hedge_admission_sends_no_hedge() {
     let fx = HFxBuilder {
@@ -268,6 +278,7 @@ async fn s2_wins(fx: &HFx) -> gateway_core::governor::Governed {
     g
 }
 
+// covers: H-40, H-44
 #[tokio::test(start_paused = true)]
 async fn h_85_cf_265_winner_settles_actual_loser_keeps_est() {
     let fx = HFxBuilder::after().build();
@@ -314,6 +325,7 @@ async fn h_88_cf_268_h_44_loser_does_not_feed_breaker() {
     assert!(fx.breaker.try_enter("s1", "later").await.unwrap().allowed);
 }
 
+// covers: H-49, H-69, R-7
 #[tokio::test(start_paused = true)]
 async fn h_89_cf_269_g_116_attempts_two_and_no_task_leak() {
     let fx = HFxBuilder::after().build();
@@ -327,6 +339,7 @@ async fn h_89_cf_269_g_116_attempts_two_and_no_task_leak() {
 // H-90, H-91: external cancellation and the deadline drop both legs
 // ---------------------------------------------------------------------------------------------
 
+// covers: H-8, H-49, R-8, G-113
 #[tokio::test(start_paused = true)]
 async fn h_90_cf_270_h_48_external_cancel_cancels_both_legs() {
     let fx = HFxBuilder::after().build();
@@ -391,6 +404,7 @@ async fn h_91_cf_271_h_73_deadline_cuts_hedged_tree() {
 // H-92 … H-96: late primary, both failing, 429 rules (G-51)
 // ---------------------------------------------------------------------------------------------
 
+// covers: H-36, H-40, H-70
 #[tokio::test(start_paused = true)]
 async fn h_92_cf_272_primary_late_success_wins_back() {
     let fx = HFxBuilder::after().build();
@@ -423,6 +437,7 @@ fn both_transient_rounds(fx: &HFx, rounds: usize) {
     }
 }
 
+// covers: H-38, H-39, H-68, R-6
 #[tokio::test(start_paused = true)]
 async fn h_93_cf_273_g_51_both_fail_counts_budget_once() {
     let fx = HFxBuilder::after().max_attempts(2).build();
@@ -454,6 +469,7 @@ async fn h_94_cf_274_stall_attribution_none_when_no_winner() {
     assert_eq!((s.stall_ms, s.stall_count), (None, None));
 }
 
+// covers: H-39, H-74
 #[tokio::test(start_paused = true)]
 async fn h_95_cf_275_g_53_both_429_refund_no_budget() {
     let mut b = HFxBuilder::after().max_attempts(1);
@@ -470,9 +486,10 @@ async fn h_95_cf_275_g_53_both_429_refund_no_budget() {
     let u = unavailable(&e);
     assert_eq!(u.reason, ScopeReason::Stalled, "{e:?}");
     assert!(fx.calls().len() >= 4, "several budget-free rounds ran");
-    assert!(fx.calls().len() % 2 == 0, "every round hedged");
+    assert!(fx.calls().len().is_multiple_of(2), "every round hedged");
 }
 
+// covers: H-38, H-74
 #[tokio::test(start_paused = true)]
 async fn h_96_cf_276_mixed_429_and_failure_counts_budget() {
     let fx = HFxBuilder::after().max_attempts(1).build();
@@ -558,6 +575,7 @@ async fn h_35_h_42_primary_raised_waits_for_hedge_which_wins() {
     );
 }
 
+// covers: H-68, H-70
 #[tokio::test(start_paused = true)]
 async fn h_37_no_winner_primary_raised_propagates_after_hedge() {
     let fx = HFxBuilder::after().build();
@@ -571,6 +589,7 @@ async fn h_37_no_winner_primary_raised_propagates_after_hedge() {
     assert!(!s.hedge_won);
 }
 
+// covers: H-34, H-36, H-43, H-44, H-63, R-8
 #[tokio::test(start_paused = true)]
 async fn h_41_race_loser_keeps_its_own_success_row_and_settlement() {
     // Both legs succeed in the same instant: the primary wins the tie (H-36); the hedge, whose
@@ -659,6 +678,7 @@ fn h_12_h_13_entry_gate_depends_on_config_and_wire_mode_only() {
     assert_eq!(HedgeConfig::default(), off);
 }
 
+// covers: H-33, D1
 #[tokio::test(start_paused = true)]
 async fn h_6_d1_max_extra_above_one_launches_one_leg_per_round() {
     let fx = HFxBuilder::after()
@@ -844,4 +864,23 @@ async fn h_29_hedge_admission_backend_failure_cancels_primary() {
     assert_eq!(base.stats("s1").await.inflight, 0);
     gov.close().await;
     worker.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn h_11_per_call_deadline_below_threshold_silently_disables_hedging() {
+    let fx = HFxBuilder::after().build();
+    fx.push_for("s1", Script::hang());
+    fx.push_for("s2", Script::ok(ok_result("never")));
+    let e = fx
+        .chat_with(CallOptions::default().with_deadline(ms(30)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, GatewayError::CallDeadlineExceeded(_)), "{e:?}");
+    assert_eq!(fx.calls(), ["s1"]);
+}
+
+#[test]
+fn h_71_call_context_is_sync_and_never_blocks() {
+    fn assert_sync_send<T: Sync + Send>() {}
+    assert_sync_send::<CallContext>();
 }

@@ -2,6 +2,11 @@
 //! stage E3 (`hedge.non_chat_scope`, 20 §11.5; 60 H-2), and the hedge simulator scripts
 //! (`upstream-sim/scripts/hedge-*.json`, 15). Tests assert stable codes and origins, never
 //! message text (05 R-19).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns panic on failure by design"
+)]
 
 use std::time::Duration;
 
@@ -82,6 +87,7 @@ fn h_111_d13_after_and_max_extra_two_warns_single_leg() {
     assert_eq!(sources, two());
 }
 
+// covers: H-9, H-10
 #[test]
 fn h_111_d5_unset_is_off_with_no_warning_and_no_further_checks() {
     let a = check(&input(None, None), &[]).unwrap();

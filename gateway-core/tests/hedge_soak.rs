@@ -10,6 +10,11 @@
 //! alive beyond the fixture's, the call produced exactly one result or one error (a cancelled
 //! call: exactly one `cancelled` terminal row), every attempt wrote exactly one row, the
 //! statistics agree with the rows, and the retry budget was charged once per round.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns panic on failure by design"
+)]
 
 mod hedge_support;
 mod support;
@@ -247,6 +252,7 @@ async fn one_iteration(seed: u64, cov: &mut Coverage) {
         .unwrap_or_else(|e| panic!("{ctx}: worker {e}"));
 }
 
+// covers: H-8, H-14, H-39, H-48, H-49, H-67, H-68, H-69, G-51, G-116, R-6, R-7, R-8
 #[tokio::test(start_paused = true)]
 async fn soak_hedged_rounds_leave_nothing_behind_and_charge_budget_once_per_round() {
     let mut cov = Coverage::default();

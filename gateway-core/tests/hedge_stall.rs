@@ -2,6 +2,11 @@
 //! H-97..H-105, H-108; 95 §11 CF-277..CF-285; 05 ). Tier 1: paused tokio clock,
 //! `ScriptedRunner` (chunks, gates, stall reports, injected-clock advances), memory backends.
 //! Requests stream unless stated.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] fns panic on failure by design"
+)]
 
 mod hedge_support;
 mod support;
@@ -33,6 +38,7 @@ fn chunk_then_hang() -> Script {
 // H-97, H-98: the stall hedge and the winner's stall attribution
 // ---------------------------------------------------------------------------------------------
 
+// covers: H-19, H-60, H-61, H-65, T-28
 #[tokio::test(start_paused = true)]
 async fn h_97_cf_277_stall_triggers_hedge_after_first_token() {
     let fx = HFxBuilder {
@@ -66,6 +72,7 @@ async fn h_97_cf_277_stall_triggers_hedge_after_first_token() {
     assert_eq!(row_stall(&rows[1]), (Some(1500.0), Some(2)));
 }
 
+// covers: H-58, H-61, H-62
 #[tokio::test(start_paused = true)]
 async fn h_98_cf_278_single_leg_attempt_row_carries_stall() {
     let fx = HFxBuilder {
@@ -175,6 +182,7 @@ async fn h_100_cf_280_case_2_h_21_only_stall_never_triggers_before_first_token()
     assert_eq!((g.stats.hedges, g.stats.attempts), (0, 1));
 }
 
+// covers: H-17, H-19, R-12
 #[tokio::test(start_paused = true)]
 async fn h_100_cf_280_case_3_both_stage_2_hedge_after_chunk() {
     let fx = HFxBuilder::default().hedge(both()).build();
@@ -428,4 +436,29 @@ async fn h_108_h_62_generation_ms_net_of_stall() {
         (s.generation_ms, s.stall_ms, s.stall_count),
         (5000, None, None)
     );
+}
+
+// covers: H-56, H-58
+#[test]
+fn h_51_h_53_h_57_h_59_stall_metering_pins() {
+    use gateway_core::executor::stall_from_times;
+    let s = |v: &[f64]| -> Vec<Duration> {
+        v.iter()
+            .map(|x| Duration::try_from_secs_f64(*x).unwrap())
+            .collect()
+    };
+    let (ms_, n) = stall_from_times(&s(&[0.0, 0.3, 2.0, 2.1]), 1000);
+    assert!((ms_.unwrap() - 1700.0).abs() < 1e-6);
+    assert_eq!(n, Some(1));
+    assert_eq!(stall_from_times(&[], 1000), (None, None));
+    assert_eq!(stall_from_times(&s(&[0.5]), 1000), (None, None));
+    // H-53: a gap equal to the threshold is not counted; H-56: observed-no-stall is Some(0).
+    assert_eq!(
+        stall_from_times(&s(&[0.0, 1.0]), 1000),
+        (Some(0.0), Some(0))
+    );
+    // H-57: two stalls are never merged.
+    let (total, count) = stall_from_times(&s(&[0.0, 2.0, 2.1, 4.1]), 1000);
+    assert_eq!(count, Some(2));
+    assert!((total.unwrap() - 4000.0).abs() < 1e-6);
 }

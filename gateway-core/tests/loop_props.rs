@@ -9,6 +9,12 @@
 //! calls (0 or 1 per call), and the call's budget-consuming failures never exceed
 //! `max_attempts`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers panic on fixture errors by design"
+)]
+
 mod support;
 mod wrappers;
 
@@ -178,9 +184,12 @@ async fn run_case(c: Case) -> Result<(), TestCaseError> {
             r
         })
         .collect();
-    let results = futures_util::future::join_all(runners.iter().enumerate().map(|(i, r)| {
-        gov.run_chat(r, CallOptions::default().with_row_input(Arc::new(i)))
-    }))
+    let results = futures_util::future::join_all(
+        runners
+            .iter()
+            .enumerate()
+            .map(|(i, r)| gov.run_chat(r, CallOptions::default().with_row_input(Arc::new(i)))),
+    )
     .await;
     gov.quiesce().await;
 

@@ -51,7 +51,11 @@ async fn r_35_budget_unset_is_off() {
     }
     let e = fx.chat().await.unwrap_err();
     assert_eq!(unavailable(&e).reason, ScopeReason::RetryExhausted);
-    assert_eq!(fx.runner.call_count(), 3, "only max_attempts bounds the loop");
+    assert_eq!(
+        fx.runner.call_count(),
+        3,
+        "only max_attempts bounds the loop"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -61,7 +65,11 @@ async fn r_35_g_48_refused_retry_ends_with_the_last_failure() {
     fx.runner.push_all([Script::fail(transient(503)), ok()]);
     let start = Instant::now();
     let e = fx.chat().await.unwrap_err();
-    assert_eq!(start.elapsed(), Duration::ZERO, "no backoff before a refusal");
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "no backoff before a refusal"
+    );
     let u = unavailable(&e);
     assert!(matches!(e, GatewayError::AllSourcesExhausted(_)), "{e:?}");
     assert_eq!(u.reason, ScopeReason::RetryExhausted);
@@ -88,7 +96,11 @@ async fn r_35_ratio_one_allows_one_retry_per_first_attempt() {
     }
     let e = fx.chat().await.unwrap_err();
     assert_eq!(unavailable(&e).reason, ScopeReason::RetryExhausted);
-    assert_eq!(fx.runner.call_count(), 2, "first attempt + one budgeted retry");
+    assert_eq!(
+        fx.runner.call_count(),
+        2,
+        "first attempt + one budgeted retry"
+    );
     assert_eq!(fx.gov.retry_budget().unwrap().stats(), stats(1, 1));
 }
 
@@ -141,7 +153,9 @@ async fn r_35_g_46_budget_exempt_429_is_still_a_retry() {
     assert_eq!(u.reason, ScopeReason::RetryExhausted, "not stalled");
     assert_eq!(fx.runner.call_count(), 2);
     assert_eq!(
-        u.last_failure.as_deref().and_then(GatewayError::http_status),
+        u.last_failure
+            .as_deref()
+            .and_then(GatewayError::http_status),
         Some(429)
     );
     assert_eq!(u.retry_after_s, 0.01, "G-12: the largest server hint");

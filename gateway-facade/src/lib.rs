@@ -8,11 +8,36 @@
 //! stages A–F and end in a [`ClientPlan`]; invalid values are a [`ConfigError`] with a stable
 //! `code` and the exact key, doubtful ones a [`ConfigWarning`] returned as data and logged once.
 //!
-//! The client types (`GatewayClient`, `EmbeddingClient`) are built from a plan once the
-//! streaming executor exists (issue 7, client part).
+//! The clients: [`GatewayClient`] (chat, 10 §10) and [`EmbeddingClient`] (90 Part E), both
+//! `Clone + Send + Sync` wrappers of the core's `Governor` (05 ), with
+//! [`ErrorReport`] / [`ConfigErrorReport`] for the JSON shape of errors (05 R-50) and
+//! [`gather_bounded`] for bounded fan-out. The five-minute guide is `docs/guide.md`.
 
 pub mod assembly;
+mod client;
+mod embedding;
+mod report;
 pub mod settings;
+mod status;
+mod wiring;
+
+pub use client::{
+    CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions, ChatOutcome, GatewayClient, META_MAX_ENTRIES,
+    META_MAX_STR_CHARS, TENANT_MAX_CHARS,
+};
+pub use embedding::{EMBED_DEADLINE_ORIGIN, EmbeddingClient, gather_bounded};
+pub use report::{ConfigErrorReport, ErrorReport, ErrorSummary};
+pub use status::SourceStatus;
+pub use wiring::GovernanceComponents;
+
+#[cfg(feature = "openai")]
+pub use adapter_openai::{OpenAiTransport, TransportOptions};
+pub use gateway_core::telemetry::telemetry_schema_sql;
+pub use gateway_ports::{
+    CachePolicy, CallStats, ChatRequest, EFFORT_ORDER, Effort, EmbedRequest, EmbeddingResponse,
+    GatewayError, JsonObject, LlmResponse, Meta, MetaValue, OpenAiChatCompletion, ResponseMode,
+    StreamEnd, TelemetryStatus, Usage, UsageSource,
+};
 
 pub use assembly::{
     ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, EmbeddingSettingsRef, GatewayClientBuilder,

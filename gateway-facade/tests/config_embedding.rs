@@ -93,6 +93,7 @@ fn e_1_embedding_accepts_thinking_keys_unused_and_strips_extra_body() {
     assert_err(&e, "source.missing_field", "EMBED__QWEN__2__API_KEY");
 }
 
+// covers: E-3, O-2
 #[test]
 fn cf_054_hedge_keys_on_non_chat_scopes_warn_once() {
     for key in ["EMBED__HEDGE__AFTER_S", "EMBED__HEDGE__STALL_AFTER_S"] {

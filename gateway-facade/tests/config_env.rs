@@ -491,3 +491,8 @@ fn secrets_never_in_debug_or_errors() {
     )]));
     assert!(!format!("{e:?} {e}").contains("topsecret"));
 }
+
+#[test]
+fn cf_024_version_is_the_crate_version() {
+    assert_eq!(polygateway::VERSION, env!("CARGO_PKG_VERSION"));
+}

@@ -36,8 +36,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::accumulate::{
-    AccumulateError, AccumulateOptions, Accumulated, Accumulator, DialectWarning,
-    WarningThrottle, parse_non_stream_body, parse_non_stream_value,
+    AccumulateError, AccumulateOptions, Accumulated, Accumulator, DialectWarning, WarningThrottle,
+    parse_non_stream_body, parse_non_stream_value,
 };
 use crate::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
@@ -325,26 +325,35 @@ impl<'a> Judge<'a> {
         let mut acc = Accumulator::new(self.mode, self.acc_options.clone());
         let mut excerpt: Option<String> = None;
         let mut any_fragment = false;
-        // One timer for the whole stream, re-armed only when the deadline moves (a progress
-        // event restarts the inter-token interval), not created per frame.
-        let mut deadline = watchdogs.next(None);
-        let timer = tokio::time::sleep_until(deadline.map_or_else(Instant::now, |(at, _)| at));
+        // One timer for the whole stream. A progress event moves the true deadline (the
+        // inter-token interval restarts), but the timer is re-armed only when the new deadline
+        // is *earlier* than the armed one; a later one is picked up lazily when the armed timer
+        // fires (then the true deadline is recomputed). Timer-wheel work is thus per budget
+        // window, not per frame.
+        let mut armed = watchdogs.next(None);
+        let timer = tokio::time::sleep_until(armed.map_or_else(Instant::now, |(at, _)| at));
         tokio::pin!(timer);
+        // One cancellation waiter for the whole stream (not one registration per frame).
+        let cancelled = control.cancelled();
+        tokio::pin!(cancelled);
         let stop = loop {
-            let next = watchdogs.next(progress.last_runtime());
-            if next != deadline {
-                deadline = next;
-                if let Some((at, _)) = next {
-                    timer.as_mut().reset(at);
-                }
-            }
             let event = tokio::select! {
                 biased;
-                () = control.cancelled() => break Stop::Cancelled,
+                () = &mut cancelled => break Stop::Cancelled,
                 event = events.next() => event,
-                () = &mut timer, if deadline.is_some() => {
-                    let kind = deadline.map_or(LivenessKind::Total, |(_, kind)| kind);
-                    break Stop::Failed(self.liveness(kind));
+                () = &mut timer, if armed.is_some() => {
+                    match watchdogs.next(progress.last_runtime()) {
+                        Some((at, kind)) if at > Instant::now() => {
+                            armed = Some((at, kind));
+                            timer.as_mut().reset(at);
+                            continue;
+                        }
+                        Some((_, kind)) => break Stop::Failed(self.liveness(kind)),
+                        None => {
+                            armed = None;
+                            continue;
+                        }
+                    }
                 }
             };
             // A stream that ends without a terminal event breaks the port contract
@@ -364,6 +373,16 @@ impl<'a> Judge<'a> {
                         }
                         if facts.is_progress() {
                             progress.progress(signals);
+                            let next = watchdogs.next(progress.last_runtime());
+                            let earlier = match (next, armed) {
+                                (Some((at, _)), Some((armed_at, _))) => at < armed_at,
+                                (Some(_), None) => true,
+                                (None, _) => false,
+                            };
+                            if let (true, Some((at, _))) = (earlier, next) {
+                                armed = next;
+                                timer.as_mut().reset(at);
+                            }
                         }
                     }
                     Err(error) => break Stop::Failed(error.classify(&self.cctx())),
@@ -467,9 +486,7 @@ impl<'a> Judge<'a> {
                     body = Err(classify_error_event(&data, &self.cctx()));
                 }
                 Some(
-                    WireEvent::KeepAlive(_)
-                    | WireEvent::Notice(_)
-                    | WireEvent::Unrecognized { .. },
+                    WireEvent::KeepAlive(_) | WireEvent::Notice(_) | WireEvent::Unrecognized { .. },
                 ) => {}
             }
         }

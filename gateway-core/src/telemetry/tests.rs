@@ -332,6 +332,7 @@ fn cf_358_t_24_http_status_as_received() {
     }
 }
 
+// covers: T-22
 #[test]
 fn cf_359_t_21_t_23_empty_message_falls_back_to_type_name() {
     for cause in [
@@ -678,6 +679,7 @@ fn t_13_sampling_caller_over_extra_body_call_level_elsewhere() {
     assert_eq!(row.sampling, None);
 }
 
+// covers: T-15
 #[test]
 fn t_19_embed_terminal_summary() {
     let texts: Vec<String> = (0..5).map(|i| format!("{i}{}", "x".repeat(300))).collect();

@@ -39,12 +39,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use gateway_ports::{
-    ChatTransport, KeepAliveKind, NetworkFault, NetworkFaultKind, WireBody, WireEvent,
-    WireFailure, WireRequest, WireResponse,
+    ChatTransport, KeepAliveKind, NetworkFault, NetworkFaultKind, WireBody, WireEvent, WireFailure,
+    WireRequest, WireResponse,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
-use upstream_sim::script::{End, Head, Plan, PlannedWrite, RequestFacts, Script, ScriptError, ScriptRunner};
+use upstream_sim::script::{
+    End, Head, Plan, PlannedWrite, RequestFacts, Script, ScriptError, ScriptRunner,
+};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -226,7 +228,10 @@ async fn read_all(writes: &[PlannedWrite]) -> Vec<u8> {
 }
 
 fn reset_fault() -> NetworkFault {
-    NetworkFault::new(NetworkFaultKind::Read, "connection reset by peer (scripted)")
+    NetworkFault::new(
+        NetworkFaultKind::Read,
+        "connection reset by peer (scripted)",
+    )
 }
 
 /// Counts a live event stream; decrements on drop.
@@ -363,8 +368,7 @@ impl MiniSse {
                 data: value.to_owned(),
             }),
             _ if line.trim_start().starts_with('{')
-                && serde_json::from_str::<Value>(line)
-                    .is_ok_and(|v| v.get("error").is_some()) =>
+                && serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("error").is_some()) =>
             {
                 out.push_back(WireEvent::ErrorEvent {
                     data: line.to_owned(),

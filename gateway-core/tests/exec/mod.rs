@@ -1,13 +1,17 @@
 //! Shared fixtures of the tier-1 executor tests (05 R-30): a `ChatExecutor` over a
 //! `ScriptedWire` playing raw SSE writes on the paused tokio clock.
 #![allow(dead_code, reason = "each test binary uses a subset of the helpers")]
-#![allow(clippy::expect_used, clippy::unwrap_used, reason = "test fixtures: a failed setup is a failed test")]
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "test fixtures: a failed setup is a failed test"
+)]
 
 use std::sync::Arc;
 
 use gateway_core::accumulate::WarningThrottle;
-use gateway_core::attempt::{AttemptCtx, AttemptOutcome, LegControl, LegSignals, TransportResult};
 use gateway_core::attempt::AttemptRunner as _;
+use gateway_core::attempt::{AttemptCtx, AttemptOutcome, LegControl, LegSignals, TransportResult};
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
 use gateway_core::testing::ScriptedWire;
 use gateway_ports::{

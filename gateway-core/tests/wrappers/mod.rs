@@ -2,6 +2,11 @@
 //! whose `try_acquire` parks (S1), a breaker that tracks outstanding half-open probes, a breaker
 //! whose probe release fails (CF-062), and a tracing subscriber that records warning codes.
 #![allow(dead_code)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers panic on fixture errors by design"
+)]
 
 use std::collections::HashSet;
 use std::fmt;
@@ -76,7 +81,10 @@ impl ParkingLimiter {
 impl RateLimiter for ParkingLimiter {
     async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
         let n = self.acquires.fetch_add(1, Ordering::SeqCst) + 1;
-        assert!(n <= self.cap, "{n} try_acquire calls: the waiting picks spin");
+        assert!(
+            n <= self.cap,
+            "{n} try_acquire calls: the waiting picks spin"
+        );
         if self.parking.load(Ordering::SeqCst) {
             self.parked_flag.store(true, Ordering::SeqCst);
             self.parked.notify_waiters();

@@ -1,0 +1,91 @@
+//! `pgw embed` (05 R-50 by analogy): one governed embedding call over the given texts.
+//!
+//! Assembles the embedding scope (default `EMBED`) through `EmbeddingClient::from_env_map`;
+//! `--json` prints `{"schema_version":1,"ok":true,"response":<EmbeddingResponse>}` or the error
+//! report; exit codes as `pgw chat`.
+
+use clap::Args;
+use polygateway::{EmbedRequest, EmbeddingClient, EmbeddingResponse, ErrorReport};
+use serde_json::{Value, json};
+
+use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
+use crate::exit;
+use crate::out;
+
+/// Arguments of `pgw embed`.
+#[derive(Debug, Clone, Args)]
+pub struct EmbedArgs {
+    /// The texts to embed (one vector each).
+    #[arg(required = true)]
+    pub texts: Vec<String>,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Configuration flags.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// The success JSON of `pgw embed --json`.
+pub fn success_json(response: &EmbeddingResponse) -> Value {
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "ok": true,
+        "response": serde_json::to_value(response).unwrap_or(Value::Null),
+    })
+}
+
+/// Runs `pgw embed`; returns the exit code.
+pub async fn run(args: EmbedArgs) -> u8 {
+    let scope = args.config.scope_or("EMBED");
+    let map = match args.config.env_map(&scope) {
+        Ok(map) => map,
+        Err(e) => return config::report_config_error(&e, args.json),
+    };
+    let client = match EmbeddingClient::from_env_map(&scope, &map) {
+        Ok(client) => client,
+        Err(e) => return config::report_config_error(&e, args.json),
+    };
+    config::print_warnings(client.assembly_warnings());
+    let request = EmbedRequest::new(args.texts.clone());
+    let result = tokio::select! {
+        result = client.embed(request) => result,
+        _ = tokio::signal::ctrl_c() => {
+            out::stderr_line("pgw: interrupted; draining");
+            client.close().await;
+            return exit::INTERRUPTED;
+        }
+    };
+    let code = match &result {
+        Ok(response) => {
+            if args.json {
+                out::stdout_json(&success_json(response));
+            } else {
+                out::stderr_line(&format!(
+                    "pgw: {} vectors of dimension {} from {}",
+                    response.vectors.len(),
+                    response.dim,
+                    response.source_name
+                ));
+                for vector in &response.vectors {
+                    out::stdout_line(&json!(vector).to_string());
+                }
+            }
+            exit::OK
+        }
+        Err(error) => {
+            if args.json {
+                out::stdout_json(&json!({
+                    "schema_version": SCHEMA_VERSION,
+                    "ok": false,
+                    "error": ErrorReport::from(error).to_json(),
+                }));
+            } else {
+                out::stderr_line(&format!("pgw: {}: {error}", error.type_name()));
+            }
+            exit::for_error(error)
+        }
+    };
+    client.close().await;
+    code
+}

@@ -1,0 +1,75 @@
+//! Exit codes of `pgw` (05 R-51), in one place, documented in `docs/errors.md`.
+//!
+//! Owns the mapping from an outcome to the process status: a call error maps through its stable
+//! [`GatewayError::type_name`], a configuration error is 3, a usage error (clap) 2, anything the
+//! CLI itself could not do (an unreadable script, a failed runtime) 1, an interrupt 130, and
+//! `pgw doctor`'s unreachable or refusing source 13.
+
+use gateway_ports::GatewayError;
+
+/// Success.
+pub const OK: u8 = 0;
+/// An internal error of the CLI (not a gateway outcome).
+pub const INTERNAL: u8 = 1;
+/// A usage error (clap's own status).
+pub const USAGE: u8 = 2;
+/// A `ConfigError` (20 §10).
+pub const CONFIG: u8 = 3;
+/// `pgw doctor`: a source unreachable or refused (05 R-53).
+pub const DOCTOR_SOURCE: u8 = 13;
+/// Ctrl-C: the call was dropped and the client drained with `close()`.
+pub const INTERRUPTED: u8 = 130;
+
+/// The exit code of a call error by its stable type name (05 R-51). `TransientError` and
+/// `SourceDeadError` never reach a caller (30 G-3); seen here they are an internal error (1).
+pub fn for_type_name(type_name: &str) -> u8 {
+    match type_name {
+        "ConfigError" => CONFIG,
+        "InvalidArgument" => 4,
+        "RequestRejectedError" => 5,
+        "ResultInvalidError" => 6,
+        "AllSourcesExhausted" => 7,
+        "CircuitOpenError" => 8,
+        "GovernanceBackendError" => 9,
+        "SourceNotConfiguredError" => 10,
+        "CallDeadlineExceeded" => 11,
+        "ClientClosed" => 12,
+        _ => INTERNAL,
+    }
+}
+
+/// The exit code of a call error (05 R-51).
+pub fn for_error(error: &GatewayError) -> u8 {
+    for_type_name(error.type_name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r_51_every_public_error_type_has_its_code() {
+        let table = [
+            ("ConfigError", 3),
+            ("InvalidArgument", 4),
+            ("RequestRejectedError", 5),
+            ("ResultInvalidError", 6),
+            ("AllSourcesExhausted", 7),
+            ("CircuitOpenError", 8),
+            ("GovernanceBackendError", 9),
+            ("SourceNotConfiguredError", 10),
+            ("CallDeadlineExceeded", 11),
+            ("ClientClosed", 12),
+            ("TransientError", 1),
+            ("SourceDeadError", 1),
+        ];
+        for (name, code) in table {
+            assert_eq!(for_type_name(name), code, "{name}");
+        }
+        assert_eq!(for_error(&GatewayError::ClientClosed), 12);
+        assert_eq!(
+            for_error(&GatewayError::call_deadline_exceeded("llm", 1.0)),
+            11
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! `pgw` — the PolyGateway command line (05 §7, R-49–R-58).
+//!
+//! Subcommands: `demo` (the main job, R-54/R-55), `chat` and `embed` (one governed call,
+//! ), `sim` (the scripted upstream, R-49), `doctor` (configuration and reachability,
+//! R-53) and `schema-sql` (the telemetry DDL, 80 T-49). Logging goes to stderr through
+//! `tracing-subscriber`: `RUST_LOG` when set, else `-v` (info), `-vv` (debug), `-vvv` (trace),
+//! default warnings only. Exit codes live in [`exit`]; every stdout write goes through
+//! [`out`] so a closed pipe never panics.
+
+mod chat;
+mod config;
+mod demo;
+mod doctor;
+mod embed;
+mod envmap;
+mod exit;
+mod out;
+mod sim;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use gateway_core::telemetry::{SqlBackend, telemetry_schema_sql};
+use tracing_subscriber::EnvFilter;
+
+/// The PolyGateway command line.
+#[derive(Debug, Parser)]
+#[command(name = "pgw", version, about = "PolyGateway: governed LLM calls, the demo, the simulator")]
+struct Cli {
+    /// More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` wins when set.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// The subcommand.
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the main job: three simulators, 200 governed calls, the summary.
+    Demo(demo::DemoArgs),
+    /// One governed chat call.
+    Chat(chat::ChatArgs),
+    /// One governed embedding call.
+    Embed(embed::EmbedArgs),
+    /// Serve a simulator script; prints the bound address first.
+    Sim(sim::SimArgs),
+    /// Validate the configuration and probe every source.
+    Doctor(doctor::DoctorArgs),
+    /// Print the telemetry table DDL (80 T-49).
+    SchemaSql {
+        /// The database.
+        #[arg(value_enum)]
+        backend: BackendArg,
+    },
+}
+
+/// `schema-sql` backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendArg {
+    /// SQLite.
+    Sqlite,
+    /// Postgres.
+    Postgres,
+}
+
+fn init_logging(verbose: u8) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        // Configuration warnings are printed by the CLI itself (config::print_warnings); the
+        // library's copy of them (target polygateway::config) is shown only with -v.
+        let level = match verbose {
+            0 => "warn,polygateway::config=error",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        };
+        EnvFilter::new(level)
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn dispatch(command: Command) -> u8 {
+    match command {
+        Command::Demo(args) => demo::run(args).await,
+        Command::Chat(args) => chat::run(args).await,
+        Command::Embed(args) => embed::run(args).await,
+        Command::Sim(args) => sim::run(args).await,
+        Command::Doctor(args) => doctor::run(args).await,
+        Command::SchemaSql { backend } => {
+            let backend = match backend {
+                BackendArg::Sqlite => SqlBackend::Sqlite,
+                BackendArg::Postgres => SqlBackend::Postgres,
+            };
+            out::stdout_line(telemetry_schema_sql(backend).trim_end());
+            exit::OK
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are "errors" with exit 0; real usage errors exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { exit::OK });
+        }
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            out::stderr_line(&format!("pgw: cannot start the runtime: {e}"));
+            return ExitCode::from(exit::INTERNAL);
+        }
+    };
+    let code = runtime.block_on(dispatch(cli.command));
+    // Hung simulator connections and detached cleanup must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    ExitCode::from(code)
+}

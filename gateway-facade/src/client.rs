@@ -1,0 +1,745 @@
+//! `GatewayClient`: the governed chat client (10 §10; 05 R-1, R-17, R-38, R-39, R-40, R-48).
+//!
+//! Owns the public chat entry point: the three assembly paths ending in one [`Runtime`]
+//! (20 §9.2), the per-call options ([`ChatOptions`]) and the call-boundary guards of 20 §11.8
+//! (`InvalidArgument` before the statistics boundary, no I/O, no row), the production runner
+//! (`gateway_core::executor::ChatExecutor`) driven by the core's `Governor`, and the mapping of
+//! the governed result into an [`LlmResponse`] with its `call_stats`.
+//!
+//! # Cancel-safety (05 R-40)
+//!
+//! `chat()` futures are `Send` and cancel-safe: dropping one (a `select!`, a timeout, a dropped
+//! task) cancels the call. Every attempt in flight is settled exactly as a cancellation
+//! (permit settled with its estimate or known usage and released, half-open probe released,
+//! pacer slot returned) and its row (`error = 'cancelled'`) plus the call's terminal row are
+//! written by the cleanup worker this client spawned; nothing keeps running for the call.
+//! `quiesce()` waits for that cleanup; `close()` drains it.
+//!
+//! # Tracing (05 R-38)
+//!
+//! Every call runs in the span `pgw.call` (`logical_call_id`, `scope`, `operation`), with
+//! `pgw.round` and `pgw.attempt` (`call_id`, `source`, `attempt`, `hedge_leg`, `outcome`,
+//! `reason_code`, `http_status`, `ttft_ms`) inside — opened by the core's governor; no content
+//! and no secret is recorded in spans.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use gateway_core::accumulate::WarningThrottle;
+use gateway_core::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals};
+use gateway_core::executor::{ChatExecutor, ExecutorOptions};
+use gateway_core::governor::{CallOptions, Governed};
+use gateway_core::telemetry::RowInput;
+use gateway_ports::{
+    CachePolicy, ChatRequest, ChatTransport, ConfigError, ConfigWarning, Effort, GatewayError,
+    JsonObject, LlmResponse, Meta, MetaValue, ResponseMode, TelemetryStatus,
+};
+use serde_json::Value;
+
+use crate::assembly::{ClientPlan, GatewayClientBuilder, SettingsRef};
+use crate::report::ErrorReport;
+use crate::settings::{EnvMap, GatewaySettings, ValidatedSettings};
+use crate::status::SourceStatus;
+use crate::wiring::{Assembly, GovernanceComponents, RecorderSource, Runtime, builder_lease_ttl_s};
+
+/// Origin of an invalid per-call deadline (05 R-19).
+pub const CHAT_DEADLINE_ORIGIN: &str = "ChatOptions::call_deadline";
+
+/// Most `meta` entries (80 T-33).
+pub const META_MAX_ENTRIES: usize = 16;
+/// Longest `meta` string value, in characters (80 T-33).
+pub const META_MAX_STR_CHARS: usize = 1024;
+/// Longest `tenant_id`, in characters (80 T-33).
+pub const TENANT_MAX_CHARS: usize = 128;
+
+/// What a chat call is about: a whole [`ChatRequest`], or just the messages (every other field
+/// at its default). Built with `From`: `ChatRequest`, `Vec<JsonObject>`, or a `&str`/`String`
+/// (one user message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatInput(pub ChatRequest);
+
+impl From<ChatRequest> for ChatInput {
+    fn from(request: ChatRequest) -> Self {
+        Self(request)
+    }
+}
+
+impl From<Vec<JsonObject>> for ChatInput {
+    fn from(messages: Vec<JsonObject>) -> Self {
+        Self(ChatRequest::new(messages))
+    }
+}
+
+impl From<&str> for ChatInput {
+    fn from(text: &str) -> Self {
+        Self::from(text.to_owned())
+    }
+}
+
+impl From<String> for ChatInput {
+    fn from(text: String) -> Self {
+        let mut message = JsonObject::new();
+        message.insert("role".to_owned(), Value::from("user"));
+        message.insert("content".to_owned(), Value::from(text));
+        Self(ChatRequest::new(vec![message]))
+    }
+}
+
+/// Per-call options of [`GatewayClient::chat`] (10 §3.1; 05 R-18, R-19, R-48). Every `Some`
+/// (and every overlay / meta entry) overrides the request's value; the default changes nothing.
+///
+/// ```
+/// # use polygateway::ChatOptions;
+/// # use std::time::Duration;
+/// let options = ChatOptions::new()
+///     .stream(false)
+///     .temperature(0.2)
+///     .call_deadline(Duration::from_secs(30))
+///     .tenant_id("acme");
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ChatOptions {
+    /// Upstream wire mode (`None` keeps the request's, default `true`); the caller always gets
+    /// one aggregated response (D9).
+    pub stream: Option<bool>,
+    /// `Text` or `OpenAi` fidelity mode.
+    pub response_mode: Option<ResponseMode>,
+    /// Sampling overrides merged over the request's overlay (`temperature`, `max_tokens`,
+    /// `tools`, …). `model`, `messages`, `stream`, `stream_options` are refused.
+    pub overlay: JsonObject,
+    /// Request-level effort: until the capability table of 70 exists, `Some(_)` is
+    /// `InvalidArgument` (05 R-48, fail closed).
+    pub reasoning_effort: Option<Effort>,
+    /// Per-call deadline; `None` inherits the assembled one; zero is `InvalidArgument`.
+    pub call_deadline: Option<Duration>,
+    /// Caller tenant (telemetry only): 1–128 characters, no control characters.
+    pub tenant_id: Option<String>,
+    /// Caller dimensions merged over the request's (telemetry only, 80 T-33).
+    pub meta: Meta,
+    /// Caller session correlation (telemetry only).
+    pub session_id: Option<String>,
+    /// Caller business correlation (telemetry only).
+    pub parent_call_id: Option<String>,
+    /// Per-call cache control (`Bypass` = neither read nor write).
+    pub cache: Option<CachePolicy>,
+}
+
+impl ChatOptions {
+    /// Options that change nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Upstream wire mode: `true` = SSE stream (watchdogs, stall metering, hedges), `false` =
+    /// one JSON body.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Response mode (`Text` or `OpenAi` fidelity with the full assistant message).
+    pub fn response_mode(mut self, mode: ResponseMode) -> Self {
+        self.response_mode = Some(mode);
+        self
+    }
+
+    /// Merges these overlay entries (keys here win).
+    pub fn overlay(mut self, overlay: JsonObject) -> Self {
+        self.overlay.extend(overlay);
+        self
+    }
+
+    /// Sets one sampling key of the overlay (e.g. `("seed", 7.into())`).
+    pub fn sampling(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.overlay.insert(key.into(), value.into());
+        self
+    }
+
+    /// `temperature` in the overlay.
+    pub fn temperature(self, temperature: f64) -> Self {
+        self.sampling("temperature", temperature)
+    }
+
+    /// `max_tokens` in the overlay.
+    pub fn max_tokens(self, max_tokens: u64) -> Self {
+        self.sampling("max_tokens", max_tokens)
+    }
+
+    /// Request-level reasoning effort (05 R-48: refused until the capability table exists).
+    pub fn reasoning_effort(mut self, effort: Effort) -> Self {
+        self.reasoning_effort = Some(effort);
+        self
+    }
+
+    /// Per-call deadline (zero → `InvalidArgument` naming `ChatOptions::call_deadline`).
+    pub fn call_deadline(mut self, deadline: Duration) -> Self {
+        self.call_deadline = Some(deadline);
+        self
+    }
+
+    /// Caller tenant.
+    pub fn tenant_id(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant_id = Some(tenant.into());
+        self
+    }
+
+    /// One caller dimension.
+    pub fn meta(mut self, key: impl Into<String>, value: impl Into<MetaValue>) -> Self {
+        self.meta.insert(key.into(), value.into());
+        self
+    }
+
+    /// Caller session correlation.
+    pub fn session_id(mut self, session: impl Into<String>) -> Self {
+        self.session_id = Some(session.into());
+        self
+    }
+
+    /// Caller business correlation.
+    pub fn parent_call_id(mut self, parent: impl Into<String>) -> Self {
+        self.parent_call_id = Some(parent.into());
+        self
+    }
+
+    /// Per-call cache control.
+    pub fn cache(mut self, policy: CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
+    }
+
+    /// Neither read nor write the response cache for this call.
+    pub fn bypass_cache(self) -> Self {
+        self.cache(CachePolicy::Bypass)
+    }
+
+    /// `request` with these options applied.
+    pub fn apply(self, mut request: ChatRequest) -> ChatRequest {
+        if let Some(stream) = self.stream {
+            request.stream = stream;
+        }
+        if let Some(mode) = self.response_mode {
+            request.response_mode = mode;
+        }
+        request.overlay.extend(self.overlay);
+        if self.reasoning_effort.is_some() {
+            request.reasoning_effort = self.reasoning_effort;
+        }
+        if self.call_deadline.is_some() {
+            request.call_deadline = self.call_deadline;
+        }
+        if self.tenant_id.is_some() {
+            request.tenant_id = self.tenant_id;
+        }
+        request.meta.extend(self.meta);
+        if self.session_id.is_some() {
+            request.session_id = self.session_id;
+        }
+        if self.parent_call_id.is_some() {
+            request.parent_call_id = self.parent_call_id;
+        }
+        if let Some(cache) = self.cache {
+            request.cache = cache;
+        }
+        request
+    }
+}
+
+/// The result of [`GatewayClient::chat_outcome`]: the call's result and the number of upstream
+/// requests it made (05 R-50 `attempts`; errors carry no statistics, 10 §4.4).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ChatOutcome {
+    /// What `chat` returns.
+    pub result: Result<LlmResponse, GatewayError>,
+    /// Upstream requests the call made (attempts that reached the transport).
+    pub attempts: u32,
+}
+
+impl ChatOutcome {
+    /// The R-50 report of the error with `attempts` set; `None` on success.
+    pub fn error_report(&self) -> Option<ErrorReport> {
+        self.result
+            .as_ref()
+            .err()
+            .map(|e| ErrorReport::from(e).with_attempts(self.attempts))
+    }
+}
+
+/// An [`AttemptRunner`] counting the attempts that reached it (= upstream requests).
+pub(crate) struct Counting<'a, R> {
+    inner: &'a R,
+    count: AtomicU32,
+}
+
+impl<'a, R> Counting<'a, R> {
+    pub(crate) fn new(inner: &'a R) -> Self {
+        Self {
+            inner,
+            count: AtomicU32::new(0),
+        }
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+impl<R: AttemptRunner> AttemptRunner for Counting<'_, R> {
+    fn run(
+        &self,
+        ctx: AttemptCtx,
+        signals: Option<LegSignals>,
+        control: LegControl,
+    ) -> impl Future<Output = AttemptOutcome> + Send {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.inner.run(ctx, signals, control)
+    }
+}
+
+struct ClientInner {
+    runtime: Runtime,
+    transport: Arc<dyn ChatTransport>,
+    executor_options: ExecutorOptions,
+}
+
+/// The governed chat client (10 §10; 05 R-1, R-40). `Clone + Send + Sync`: clones share one
+/// governed scope (an `Arc` inside). See the module docs for cancel-safety and tracing.
+///
+/// Build it with [`GatewayClient::from_env`], [`GatewayClient::from_settings`] or
+/// [`GatewayClient::builder`]; the three paths give the same client for the same configuration
+/// (20 §9.2).
+#[derive(Clone)]
+pub struct GatewayClient {
+    inner: Arc<ClientInner>,
+}
+
+impl fmt::Debug for GatewayClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatewayClient")
+            .field("scope", &self.inner.runtime.plan.scope)
+            .field("runtime", &self.inner.runtime)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a settings-path assembly error names a transport field.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum KeyStyle {
+    /// `{SCOPE}__{PROVIDER}__{N}__{FIELD}` (path 1).
+    Env,
+    /// `GatewaySettings.sources[{name}].{field}` (path 2).
+    Settings,
+}
+
+/// The key naming a transport-build error of `source` (F9).
+pub(crate) fn transport_key(
+    style: KeyStyle,
+    scope: &str,
+    source: &str,
+    field: Option<&str>,
+) -> String {
+    match style {
+        KeyStyle::Env => {
+            let (provider, n) = source.rsplit_once('_').unwrap_or((source, "1"));
+            let base = format!(
+                "{}__{}__{}",
+                scope.to_ascii_uppercase(),
+                provider.to_ascii_uppercase(),
+                n
+            );
+            match field {
+                Some(f) => format!("{base}__{f}"),
+                None => base,
+            }
+        }
+        KeyStyle::Settings => match field {
+            Some(f) => format!(
+                "GatewaySettings.sources[{source}].{}",
+                f.to_ascii_lowercase()
+            ),
+            None => format!("GatewaySettings.sources[{source}]"),
+        },
+    }
+}
+
+/// The OpenAI transport of a settings path (feature `openai`; F9 errors name the key).
+#[cfg(feature = "openai")]
+pub(crate) fn openai_transport(
+    plan: &ClientPlan,
+    style: KeyStyle,
+) -> Result<Arc<adapter_openai::OpenAiTransport>, ConfigError> {
+    adapter_openai::OpenAiTransport::new(&plan.sources, adapter_openai::TransportOptions::default())
+        .map(Arc::new)
+        .map_err(|e| {
+            e.to_config_error(transport_key(
+                style,
+                &plan.scope,
+                e.source_name(),
+                e.field(),
+            ))
+        })
+}
+
+#[cfg(not(feature = "openai"))]
+pub(crate) fn no_transport(origin: &str) -> ConfigError {
+    ConfigError::new(
+        "backend.unavailable",
+        origin,
+        "the OpenAI transport is not in this build: cargo feature `openai` (off); use the builder with a transport",
+    )
+}
+
+impl GatewayClient {
+    /// Path 1 (20 §9.2): reads the process environment once (05 R-41: never a `.env` file) and
+    /// assembles scope `scope` ≡ `from_settings(GatewaySettings::from_env(scope)?)`.
+    ///
+    /// Errors: any `ConfigError` of stages A–F, named by the environment key that matched;
+    /// `runtime.missing` outside a tokio runtime.
+    pub fn from_env(scope: &str) -> Result<Self, ConfigError> {
+        let settings = GatewaySettings::from_env(scope)?;
+        Self::assemble(&settings, KeyStyle::Env)
+    }
+
+    /// Path 1 over an explicit map instead of the process environment (tests, the CLI's
+    /// `.env` merge).
+    pub fn from_env_map(scope: &str, map: &EnvMap) -> Result<Self, ConfigError> {
+        let settings = GatewaySettings::from_env_map(scope, map)?;
+        Self::assemble(&settings, KeyStyle::Env)
+    }
+
+    /// Path 2 (20 §9.2): raw settings are validated (stages B–D), validated ones are used as
+    /// they are; then stage F builds the owned components: the OpenAI transport (feature
+    /// `openai`), the in-memory limiter and breaker, the AIMD pacer, the selector of
+    /// `selector`, the telemetry recorder of `telemetry_backend` and the price table.
+    pub fn from_settings<'a>(settings: impl Into<SettingsRef<'a>>) -> Result<Self, ConfigError> {
+        match settings.into() {
+            SettingsRef::Raw(raw) => Self::assemble(&raw.validate()?, KeyStyle::Settings),
+            SettingsRef::Validated(v) => Self::assemble(v, KeyStyle::Settings),
+        }
+    }
+
+    fn assemble(settings: &ValidatedSettings, style: KeyStyle) -> Result<Self, ConfigError> {
+        let plan = ClientPlan::from_settings(settings)?;
+        #[cfg(feature = "openai")]
+        let transport: Arc<dyn ChatTransport> = openai_transport(&plan, style)?;
+        #[cfg(not(feature = "openai"))]
+        let transport: Arc<dyn ChatTransport> = {
+            let _ = style;
+            return Err(no_transport("GatewayClient::from_settings"));
+        };
+        let assembly =
+            Assembly::from_validated(plan, settings, true, "GatewayClient::from_settings")?;
+        Self::start(assembly, transport)
+    }
+
+    /// Path 3 (20 §9.2): a builder for injected components.
+    pub fn builder() -> GatewayClientBuilder {
+        GatewayClientBuilder::new()
+    }
+
+    fn start(assembly: Assembly, transport: Arc<dyn ChatTransport>) -> Result<Self, ConfigError> {
+        let runtime = Runtime::start(assembly)?;
+        let mut executor_options = ExecutorOptions::default()
+            .with_clock(Arc::clone(&runtime.clock))
+            .with_warnings(Arc::new(WarningThrottle::new()));
+        executor_options.redact_ips = runtime.redact_ips;
+        Ok(Self {
+            inner: Arc::new(ClientInner {
+                runtime,
+                transport,
+                executor_options,
+            }),
+        })
+    }
+
+    /// One governed chat call (30, 40, 50, 60): `input` is a [`ChatRequest`], messages or a
+    /// user text; `options` override the request's fields. Returns one aggregated
+    /// [`LlmResponse`] with `call_stats` set.
+    ///
+    /// Errors: `ClientClosed` after [`close`](Self::close) (05 R-17); `InvalidArgument` for a
+    /// bad combination found before any I/O (20 §11.8: fidelity with structured output or
+    /// `n ≠ 1`, structured output (not enabled), library-controlled overlay keys, caller
+    /// dimensions, a request-level effort (05 R-48), a zero deadline); otherwise the call's
+    /// error (`AllSourcesExhausted`, `CircuitOpen`, `RequestRejected`, `ResultInvalid`,
+    /// `CallDeadlineExceeded`, …). Cancel-safe (module docs).
+    pub async fn chat(
+        &self,
+        input: impl Into<ChatInput>,
+        options: ChatOptions,
+    ) -> Result<LlmResponse, GatewayError> {
+        self.chat_outcome(input, options).await.result
+    }
+
+    /// [`chat`](Self::chat) plus the number of upstream requests the call made (for
+    /// [`ErrorReport`]'s `attempts`, 05 R-50).
+    pub async fn chat_outcome(
+        &self,
+        input: impl Into<ChatInput>,
+        options: ChatOptions,
+    ) -> ChatOutcome {
+        let request = options.apply(input.into().0);
+        let failed = |error| ChatOutcome {
+            result: Err(error),
+            attempts: 0,
+        };
+        let inner = &*self.inner;
+        if inner.runtime.governor.is_closed() {
+            return failed(GatewayError::ClientClosed);
+        }
+        if let Err(error) = check_chat(&request) {
+            return failed(error);
+        }
+        let request = Arc::new(request);
+        let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
+            .with_options(inner.executor_options.clone());
+        let runner = Counting::new(&executor);
+        let mut call = CallOptions::default()
+            .with_row_input(Arc::new(RowInput::chat(&request)))
+            .with_stream(request.stream);
+        call.call_deadline = request.call_deadline;
+        call.deadline_origin = Some(CHAT_DEADLINE_ORIGIN.to_owned());
+        let result = inner
+            .runtime
+            .governor
+            .run_chat(&runner, call)
+            .await
+            .map(llm_response);
+        ChatOutcome {
+            result,
+            attempts: runner.count(),
+        }
+    }
+
+    /// Waits until this client's cleanup queue holds no pending job (every cancelled attempt
+    /// settled, its rows handed on), then flushes the telemetry recorder (05 R-24; 30 G-112).
+    /// Keeps accepting calls.
+    pub async fn quiesce(&self) {
+        self.inner.runtime.quiesce().await;
+    }
+
+    /// Closes the client (30 G-111; 05 R-10, R-17): idempotent; later calls return
+    /// `ClientClosed`; drains the cleanup worker it spawned (bounded), flushes telemetry, and
+    /// closes the components it built (limiter, breaker, recorder) — never injected ones
+    /// (20 §9.2). Affects every clone.
+    pub async fn close(&self) {
+        self.inner.runtime.close().await;
+    }
+
+    /// `true` after [`close`](Self::close).
+    pub fn is_closed(&self) -> bool {
+        self.inner.runtime.governor.is_closed()
+    }
+
+    /// The telemetry recorder's status (80 T-58); backend `"none"` without telemetry.
+    pub fn telemetry_status(&self) -> TelemetryStatus {
+        self.inner.runtime.telemetry_status()
+    }
+
+    /// Per source: breaker state, epoch, `open_count`, in-flight, RPM/TPM used, pacer limit,
+    /// health score (05 R-39), in configuration order.
+    pub async fn sources_status(&self) -> Vec<SourceStatus> {
+        self.inner.runtime.sources_status().await
+    }
+
+    /// The assembly warnings of this client, each once (20 §10).
+    pub fn assembly_warnings(&self) -> &[ConfigWarning] {
+        &self.inner.runtime.plan.warnings
+    }
+
+    /// The plan this client was assembled from (scope, sources, policies).
+    pub fn plan(&self) -> &ClientPlan {
+        &self.inner.runtime.plan
+    }
+
+    /// The scope label (lower case).
+    pub fn scope(&self) -> &str {
+        &self.inner.runtime.plan.scope
+    }
+}
+
+impl GatewayClientBuilder {
+    /// Stage F (20 §11.6) and assembly of the client: the injected components are used and
+    /// never closed by the client; missing ones default to the in-memory limiter and breaker
+    /// (owned), the AIMD pacer, the selector of `selector(..)`, the tokio clock; without an
+    /// injected recorder there is no telemetry.
+    ///
+    /// Errors: the `ConfigError`s of [`GatewayClientBuilder::plan`]; `runtime.missing` outside
+    /// a tokio runtime.
+    pub fn build(self) -> Result<GatewayClient, ConfigError> {
+        self.build_with(GovernanceComponents::default())
+    }
+
+    /// [`build`](Self::build) with an injected pacer, selector or jitter source (05 R-5).
+    pub fn build_with(
+        self,
+        governance: GovernanceComponents,
+    ) -> Result<GatewayClient, ConfigError> {
+        let (plan, transport, components) = self.plan()?;
+        let lease_ttl_s = builder_lease_ttl_s(&plan);
+        if components.cache.is_some() {
+            tracing::warn!(
+                target: "polygateway::config",
+                code = "cache.not_implemented",
+                "an injected response cache is not used yet (the cache issue is open)"
+            );
+        }
+        let assembly = Assembly {
+            plan,
+            limiter: components.limiter,
+            breaker: components.breaker,
+            recorder: components
+                .telemetry
+                .map_or(RecorderSource::None, RecorderSource::Injected),
+            pricing: components.pricing,
+            clock: components.clock,
+            governance,
+            lease_ttl_s,
+            redact_ips: true,
+            hedging: true,
+            origin: "GatewayClientBuilder::build",
+        };
+        GatewayClient::start(assembly, transport)
+    }
+}
+
+/// The [`LlmResponse`] of a governed success (10 §4.1): the winning attempt's judged result,
+/// the winning source's configured model and provider, the call's statistics.
+fn llm_response(governed: Governed) -> LlmResponse {
+    let Governed {
+        result,
+        source,
+        call_id,
+        latency_ms,
+        stats,
+        ..
+    } = governed;
+    let r = *result;
+    let mut out = LlmResponse::default();
+    out.content = r.content;
+    out.thinking = r.thinking;
+    out.model = source.model.clone();
+    out.provider = source.provider.clone();
+    out.usage = r.usage;
+    out.latency_ms = latency_ms;
+    out.ttft_ms = r.ttft_ms;
+    out.max_inter_token_ms = r.max_inter_token_ms;
+    out.call_id = call_id;
+    out.source_name = source.name.clone();
+    out.usage_source = r.usage_source;
+    out.model_reported = r.model_reported;
+    out.thinking_observation = r.thinking_observation;
+    out.applied_effort = r.applied_effort;
+    out.call_stats = Some(stats);
+    out.completion = r.completion;
+    out.finish_reason = r.finish_reason;
+    out.stream_end = r.stream_end;
+    out
+}
+
+/// The chat call-boundary guards, in the order of 20 §11.8 (30 G-25; 05 R-17, R-48). Each
+/// failure is `InvalidArgument` naming the `ChatOptions` field.
+pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
+    if request.response_mode == ResponseMode::OpenAi {
+        if request.structured.is_some() {
+            return Err(GatewayError::invalid_argument(
+                "ChatOptions::response_mode",
+                "openai mode does not support structured output",
+            ));
+        }
+        if let Some(n) = request.overlay.get("n")
+            && n.as_i64() != Some(1)
+        {
+            return Err(GatewayError::invalid_argument(
+                "ChatOptions::overlay",
+                "openai mode supports only n=1",
+            ));
+        }
+    }
+    if request.structured.is_some() {
+        return Err(GatewayError::invalid_argument(
+            "ChatRequest::structured",
+            "structured output not enabled (no structured-output strategy is configured)",
+        ));
+    }
+    for key in ["model", "messages", "stream", "stream_options"] {
+        if request.overlay.contains_key(key) {
+            return Err(GatewayError::invalid_argument(
+                "ChatOptions::overlay",
+                format!("`{key}` is controlled by the library and must not be in the overlay"),
+            ));
+        }
+    }
+    check_dimensions(request.tenant_id.as_deref(), &request.meta, "ChatOptions")?;
+    if request.reasoning_effort.is_some() {
+        return Err(GatewayError::invalid_argument(
+            "ChatOptions::reasoning_effort",
+            "a request-level reasoning_effort needs the provider capability table (spec 70), \
+             which is not built yet (05 R-48: fail closed); set no effort or use a raw overlay key",
+        ));
+    }
+    Ok(())
+}
+
+/// `^[a-z][a-z0-9_]{0,63}$` (80 T-33).
+fn is_meta_key(key: &str) -> bool {
+    let bytes = key.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 64
+        && bytes[0].is_ascii_lowercase()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+}
+
+/// Caller dimensions (80 T-33; 10 §3.5): `tenant_id` 1–128 characters without control
+/// characters; `meta` at most 16 entries, keys `^[a-z][a-z0-9_]{0,63}$`, strings at most 1024
+/// characters. Origins `{owner}::tenant_id` / `{owner}::meta`.
+pub(crate) fn check_dimensions(
+    tenant: Option<&str>,
+    meta: &Meta,
+    owner: &str,
+) -> Result<(), GatewayError> {
+    if let Some(tenant) = tenant {
+        let chars = tenant.chars().count();
+        if chars == 0 || chars > TENANT_MAX_CHARS || tenant.chars().any(char::is_control) {
+            return Err(GatewayError::invalid_argument(
+                format!("{owner}::tenant_id"),
+                format!(
+                    "tenant_id must be 1–{TENANT_MAX_CHARS} characters without control characters"
+                ),
+            ));
+        }
+    }
+    let origin = || format!("{owner}::meta");
+    if meta.len() > META_MAX_ENTRIES {
+        return Err(GatewayError::invalid_argument(
+            origin(),
+            format!(
+                "meta has {} entries; at most {META_MAX_ENTRIES} are allowed",
+                meta.len()
+            ),
+        ));
+    }
+    for (key, value) in meta {
+        if !is_meta_key(key) {
+            return Err(GatewayError::invalid_argument(
+                origin(),
+                format!("meta key `{key}` must match ^[a-z][a-z0-9_]{{0,63}}$"),
+            ));
+        }
+        if let MetaValue::Str(s) = value
+            && s.chars().count() > META_MAX_STR_CHARS
+        {
+            return Err(GatewayError::invalid_argument(
+                origin(),
+                format!("meta value of `{key}` exceeds {META_MAX_STR_CHARS} characters"),
+            ));
+        }
+    }
+    Ok(())
+}

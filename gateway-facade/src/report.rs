@@ -1,0 +1,150 @@
+//! Error reports: the JSON shape of a failed call and of a configuration error (05 R-50).
+//!
+//! Owns [`ErrorReport`] (`From<&GatewayError>`) and [`ConfigErrorReport`]
+//! (`From<&ConfigError>`), so library users render errors exactly as `pgw chat --json` does:
+//!
+//! ```json
+//! {"type":"AllSourcesExhausted","category":null,"message":"llm gateway temporarily unavailable: retry_exhausted",
+//!  "reason_code":null,"http_status":null,"retry_after_s":0.5,"scope":"llm","scope_reason":"retry_exhausted",
+//!  "per_source_reasons":{"qwen_1":"network_error"},"attempts":3,
+//!  "last_failure":{"type":"TransientError","category":"transient", …, "attempts":null}}
+//! ```
+//!
+//! Why a separate type: `GatewayError` boxes its payloads and is not `Serialize` (its variants
+//! grow); the report is a flat, stable, versionable projection. Messages never contain a secret
+//! (the core scrubs them, 05 R-34).
+
+use std::collections::BTreeMap;
+
+use gateway_ports::{ConfigError, GatewayError};
+use serde::Serialize;
+
+/// One error in the R-50 shape without `last_failure` (the nested object of
+/// [`ErrorReport::last_failure`] has exactly these keys).
+///
+/// Every key is always present; absent values serialise as `null`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorSummary {
+    /// Stable type name (`GatewayError::type_name`, e.g. `"AllSourcesExhausted"`, 30 G-14).
+    #[serde(rename = "type")]
+    pub error_type: &'static str,
+    /// `"transient"`, `"source_dead"`, `"request_rejected"`, `"result_invalid"`; `null` for the
+    /// other types (30 G-2).
+    pub category: Option<&'static str>,
+    /// The error's display text (30 G-16; secret-free).
+    pub message: String,
+    /// Stable reason token (30 G-28), if any.
+    pub reason_code: Option<&'static str>,
+    /// HTTP status of the failed response, if any.
+    pub http_status: Option<u16>,
+    /// Seconds to wait: the unavailable family's hint (30 G-12), or a `Transient`'s server hint.
+    pub retry_after_s: Option<f64>,
+    /// Scope label, for the variants that carry one.
+    pub scope: Option<String>,
+    /// The unavailable family's reason (`"retry_exhausted"`, `"circuit_open"`, …); else `null`.
+    pub scope_reason: Option<&'static str>,
+    /// Per-source reasons of the unavailable family (30 G-10); `null` for other types.
+    pub per_source_reasons: Option<BTreeMap<String, &'static str>>,
+    /// Upstream requests the call made; `null` when unknown (an error alone does not carry it:
+    /// set it with [`ErrorReport::with_attempts`], or use `GatewayClient::chat_outcome`).
+    pub attempts: Option<u32>,
+}
+
+impl From<&GatewayError> for ErrorSummary {
+    fn from(error: &GatewayError) -> Self {
+        let unavailable = error.unavailable();
+        let failure = error.attempt_failure();
+        Self {
+            error_type: error.type_name(),
+            category: error.category().map(|c| c.as_str()),
+            message: error.to_string(),
+            reason_code: error.reason_code().map(|r| r.as_str()),
+            http_status: error.http_status(),
+            retry_after_s: error
+                .retry_after_s()
+                .or_else(|| failure.and_then(|f| f.retry_after_s)),
+            scope: error.scope().map(str::to_owned),
+            scope_reason: unavailable.map(|u| u.reason.as_str()),
+            per_source_reasons: unavailable.map(|u| {
+                u.per_source_reasons
+                    .iter()
+                    .map(|(source, reason)| (source.clone(), reason.as_str()))
+                    .collect()
+            }),
+            attempts: None,
+        }
+    }
+}
+
+/// The error object of `pgw chat --json` (05 R-50): an [`ErrorSummary`] plus `last_failure`
+/// (the last absorbed attempt failure of the unavailable family, 30 G-8, as an
+/// [`ErrorSummary`]; `null` when there is none).
+///
+/// Build it with `ErrorReport::from(&error)`; serialise it with serde.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorReport {
+    /// The error itself.
+    #[serde(flatten)]
+    pub error: ErrorSummary,
+    /// The last absorbed attempt failure, or `null`.
+    pub last_failure: Option<ErrorSummary>,
+}
+
+impl From<&GatewayError> for ErrorReport {
+    fn from(error: &GatewayError) -> Self {
+        let last_failure = error
+            .unavailable()
+            .and_then(|u| u.last_failure.as_deref())
+            .map(ErrorSummary::from);
+        Self {
+            error: ErrorSummary::from(error),
+            last_failure,
+        }
+    }
+}
+
+impl ErrorReport {
+    /// The report with `attempts` set (the number of upstream requests the call made).
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.error.attempts = Some(attempts);
+        self
+    }
+
+    /// The report as a JSON value.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A configuration error as JSON (05 R-50): `{"type":"ConfigError","code","key","message"}`,
+/// where `key` is 20's `origin` (the environment key, settings field or builder method).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigErrorReport {
+    /// Always `"ConfigError"`.
+    #[serde(rename = "type")]
+    pub error_type: &'static str,
+    /// Stable code, e.g. `"hedge.after_ge_min_timeout"` (20 §10).
+    pub code: &'static str,
+    /// The origin: environment key, settings field or builder method.
+    pub key: String,
+    /// English message; never contains a secret.
+    pub message: String,
+}
+
+impl From<&ConfigError> for ConfigErrorReport {
+    fn from(error: &ConfigError) -> Self {
+        Self {
+            error_type: "ConfigError",
+            code: error.code,
+            key: error.origin.clone(),
+            message: error.message.clone(),
+        }
+    }
+}
+
+impl ConfigErrorReport {
+    /// The report as a JSON value.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}

@@ -1,0 +1,443 @@
+//! Wiring: turns a [`ClientPlan`] plus components (built from settings or injected by the
+//! builder) into a running governed scope — the [`Runtime`] both client types wrap.
+//!
+//! Owns (20 §9.2, §11.6; 05 ):
+//! - the default components: `MemoryRateLimiter` (its `notify()` handed to the governor as a
+//!   wakeup, R-11), `MemoryCircuitBreaker`, `AimdPacer` with the plan's ceiling, the selector of
+//!   the plan's `SelectorKind`, `TokioClock`;
+//! - telemetry: a `TelemetryEmitter` over the recorder (`PGW_TELEMETRY_BACKEND=sqlite` →
+//!   `SqliteRecorder`, feature `sqlite`; `none` → no rows; an injected recorder on the builder
+//!   path), whose worker is spawned here;
+//! - the `Governor` and the cleanup worker it needs (`run_cleanup_worker`, spawned here, R-10);
+//! - ownership (20 §9.2): what the client built it closes; what was injected it never closes;
+//! - `quiesce` (drain cleanup, then flush, R-24), `close` (idempotent; drains the worker it
+//!   spawned), `telemetry_status`, `sources_status`.
+//!
+//! Assembly needs a tokio runtime (the workers are tasks): outside one it is a `ConfigError`
+//! with code `runtime.missing`, never a panic.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use gateway_core::cleanup::run_cleanup_worker;
+use gateway_core::clock::TokioClock;
+use gateway_core::governor::{Governor, GovernorBuilder, Jitter};
+use gateway_core::hedge::HedgeConfig;
+use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
+use gateway_core::pacer::{AimdPacer, Pacer};
+use gateway_core::select::{
+    HealthAwareSelector, LeastInflightSelector, RoundRobinSelector, Selector,
+};
+use gateway_core::telemetry::{EmitterConfig, TelemetryEmitter};
+use gateway_ports::{
+    CircuitBreaker, Clock, ConfigError, PricingTable, RateLimiter, SelectorKind, TelemetryRecorder,
+    TelemetryStatus, TelemetryStatusProvider,
+};
+use tokio::task::JoinHandle;
+
+use crate::assembly::ClientPlan;
+use crate::settings::{LEASE_GRACE_S, TelemetryBackend, ValidatedSettings};
+use crate::status::{OpenCounter, SourceStatus};
+
+/// How long `close()` waits for the cleanup worker task to return after the governor shut its
+/// queue (the governor already waited up to 30 s for the queue to drain).
+const WORKER_JOIN_BOUND: Duration = Duration::from_secs(5);
+
+/// Governance components the builder path may inject besides those of
+/// [`InjectedComponents`](crate::InjectedComponents) (05 R-5): the pacer, the selector and the
+/// jitter source. `None` = the default (`AimdPacer` with the plan's ceiling, the selector of the
+/// plan's `SelectorKind`, a seeded per-client jitter).
+#[derive(Clone, Default)]
+pub struct GovernanceComponents {
+    /// Pacer (default `AimdPacer::new(plan.pacer_ceiling)`).
+    pub pacer: Option<Arc<dyn Pacer>>,
+    /// Selector (default: the plan's `SelectorKind`).
+    pub selector: Option<Arc<dyn Selector>>,
+    /// Jitter source, nominally uniform in `[0, 1)` (default: seeded once per client).
+    pub jitter: Option<Jitter>,
+}
+
+impl fmt::Debug for GovernanceComponents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GovernanceComponents")
+            .field("pacer", &self.pacer)
+            .field("selector", &self.selector)
+            .field("jitter", &self.jitter.is_some())
+            .finish()
+    }
+}
+
+impl GovernanceComponents {
+    /// With this pacer.
+    pub fn pacer(mut self, pacer: Arc<dyn Pacer>) -> Self {
+        self.pacer = Some(pacer);
+        self
+    }
+
+    /// With this selector.
+    pub fn selector(mut self, selector: Arc<dyn Selector>) -> Self {
+        self.selector = Some(selector);
+        self
+    }
+
+    /// With this jitter source.
+    pub fn jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = Some(jitter);
+        self
+    }
+}
+
+/// Where the telemetry recorder comes from.
+pub(crate) enum RecorderSource {
+    /// No telemetry rows (`PGW_TELEMETRY_BACKEND=none`, or no recorder injected).
+    None,
+    /// Built by the client from settings: closed by `close()`.
+    Owned(Arc<dyn TelemetryRecorder>),
+    /// Injected into the builder: flushed, never closed by the client.
+    Injected(Arc<dyn TelemetryRecorder>),
+}
+
+/// Everything [`Runtime::start`] needs, from either assembly path.
+pub(crate) struct Assembly {
+    pub(crate) plan: ClientPlan,
+    pub(crate) limiter: Option<Arc<dyn RateLimiter>>,
+    pub(crate) breaker: Option<Arc<dyn CircuitBreaker>>,
+    pub(crate) recorder: RecorderSource,
+    pub(crate) pricing: Option<PricingTable>,
+    pub(crate) clock: Option<Arc<dyn Clock>>,
+    pub(crate) governance: GovernanceComponents,
+    /// Permit lease in seconds (settings: resolved C7; builder: max `timeout_s` + 30).
+    pub(crate) lease_ttl_s: f64,
+    /// `PGW_REDACT_IPS`.
+    pub(crate) redact_ips: bool,
+    /// Chat scopes hedge per the plan; embedding and OCR never do (90 E-3).
+    pub(crate) hedging: bool,
+    /// Origin named by assembly errors of this step (e.g. `GatewayClient::from_settings`).
+    pub(crate) origin: &'static str,
+}
+
+impl Assembly {
+    /// The assembly of a settings path (1 or 2): every component is built, hence owned.
+    pub(crate) fn from_validated(
+        plan: ClientPlan,
+        settings: &ValidatedSettings,
+        hedging: bool,
+        origin: &'static str,
+    ) -> Result<Self, ConfigError> {
+        let recorder = match settings.telemetry_backend {
+            TelemetryBackend::None => RecorderSource::None,
+            TelemetryBackend::Sqlite => RecorderSource::Owned(sqlite_recorder(settings, origin)?),
+            other => {
+                // Validation (C6b, 05 R-43) refuses it first; kept as a guard.
+                return Err(ConfigError::new(
+                    "backend.unavailable",
+                    "PGW_TELEMETRY_BACKEND",
+                    format!("PGW_TELEMETRY_BACKEND={other}: the backend is not in this build"),
+                ));
+            }
+        };
+        Ok(Self {
+            plan,
+            limiter: None,
+            breaker: None,
+            recorder,
+            pricing: settings.pricing().cloned(),
+            clock: None,
+            governance: GovernanceComponents::default(),
+            lease_ttl_s: settings.lease_ttl_s(),
+            redact_ips: settings.redact_ips,
+            hedging,
+            origin,
+        })
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn sqlite_recorder(
+    settings: &ValidatedSettings,
+    _origin: &str,
+) -> Result<Arc<dyn TelemetryRecorder>, ConfigError> {
+    use adapter_sqlite::{SqliteRecorder, SqliteRecorderConfig};
+    use gateway_core::telemetry::SchemaMode as CoreMode;
+
+    let mut config = SqliteRecorderConfig::new(settings.telemetry_sqlite_path.clone());
+    if let Some(mode) = settings.telemetry_schema_mode {
+        config = config.with_schema_mode(match mode {
+            crate::settings::SchemaMode::Auto => CoreMode::Auto,
+            crate::settings::SchemaMode::Manual => CoreMode::Manual,
+        });
+    }
+    Ok(Arc::new(SqliteRecorder::new(config)))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn sqlite_recorder(
+    _settings: &ValidatedSettings,
+    _origin: &str,
+) -> Result<Arc<dyn TelemetryRecorder>, ConfigError> {
+    Err(ConfigError::new(
+        "backend.unavailable",
+        "PGW_TELEMETRY_BACKEND",
+        "PGW_TELEMETRY_BACKEND=sqlite: the backend is not in this build: cargo feature `sqlite` (off in this build)",
+    ))
+}
+
+/// The permit lease of the builder path (D7: max `timeout_s` + 30 s).
+pub(crate) fn builder_lease_ttl_s(plan: &ClientPlan) -> f64 {
+    plan.sources.iter().map(|s| s.timeout_s).fold(0.0, f64::max) + LEASE_GRACE_S
+}
+
+/// The telemetry side of a runtime.
+struct Telemetry {
+    emitter: TelemetryEmitter,
+    owned: bool,
+}
+
+/// A running governed scope: the governor, its components and the tasks it spawned.
+pub(crate) struct Runtime {
+    pub(crate) governor: Governor,
+    pub(crate) plan: ClientPlan,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) redact_ips: bool,
+    limiter: Arc<dyn RateLimiter>,
+    breaker: Arc<OpenCounter>,
+    pacer: Arc<dyn Pacer>,
+    selector: Arc<dyn Selector>,
+    telemetry: Option<Telemetry>,
+    owns_limiter: bool,
+    owns_breaker: bool,
+    cleanup_worker: Mutex<Option<JoinHandle<()>>>,
+    closed: tokio::sync::Mutex<bool>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("governor", &self.governor)
+            .field("telemetry", &self.telemetry.as_ref().map(|t| &t.emitter))
+            .field("owns_limiter", &self.owns_limiter)
+            .field("owns_breaker", &self.owns_breaker)
+            .finish_non_exhaustive()
+    }
+}
+
+fn default_selector(kind: SelectorKind, clock: &Arc<dyn Clock>) -> Arc<dyn Selector> {
+    match kind {
+        SelectorKind::RoundRobin => Arc::new(RoundRobinSelector::new()),
+        SelectorKind::LeastInflight => Arc::new(LeastInflightSelector::new()),
+        _ => Arc::new(HealthAwareSelector::new(Arc::clone(clock))),
+    }
+}
+
+impl Runtime {
+    /// Builds the components, the governor and the workers (stage F's "build owned components",
+    /// 20 §9.2). Errors: `runtime.missing` outside a tokio runtime; `telemetry.text_cap` from
+    /// the emitter (already refused by F4).
+    pub(crate) fn start(a: Assembly) -> Result<Self, ConfigError> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            ConfigError::new(
+                "runtime.missing",
+                a.origin,
+                "client assembly needs a tokio runtime (it spawns the cleanup and telemetry workers)",
+            )
+        })?;
+        let plan = a.plan;
+        let clock: Arc<dyn Clock> = a.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
+        let mut wakeups = Vec::new();
+        let (limiter, owns_limiter): (Arc<dyn RateLimiter>, bool) = match a.limiter {
+            Some(limiter) => (limiter, false),
+            None => {
+                let memory = MemoryRateLimiter::new(
+                    &plan.scope,
+                    &plan.sources,
+                    plan.global_limits,
+                    a.lease_ttl_s,
+                    Arc::clone(&clock),
+                );
+                wakeups.push(memory.notify());
+                (Arc::new(memory), true)
+            }
+        };
+        let (breaker, owns_breaker): (Arc<dyn CircuitBreaker>, bool) = match a.breaker {
+            Some(breaker) => (breaker, false),
+            None => (
+                Arc::new(MemoryCircuitBreaker::new(
+                    &plan.scope,
+                    plan.breaker,
+                    Arc::clone(&clock),
+                )),
+                true,
+            ),
+        };
+        let breaker = Arc::new(OpenCounter::new(breaker));
+        let pacer = a
+            .governance
+            .pacer
+            .unwrap_or_else(|| Arc::new(AimdPacer::new(f64::from(plan.pacer_ceiling))));
+        let selector = a
+            .governance
+            .selector
+            .unwrap_or_else(|| default_selector(plan.selector, &clock));
+        let telemetry = match a.recorder {
+            RecorderSource::None => None,
+            RecorderSource::Owned(recorder) => Some((recorder, true)),
+            RecorderSource::Injected(recorder) => Some((recorder, false)),
+        };
+        let telemetry = match telemetry {
+            None => None,
+            Some((recorder, owned)) => {
+                let config = EmitterConfig::default()
+                    .with_pricing(a.pricing)
+                    .with_text_cap(
+                        plan.telemetry_text_cap
+                            .map(|c| usize::try_from(c).unwrap_or(usize::MAX)),
+                    )
+                    .with_redact_ips(a.redact_ips);
+                let (emitter, worker) = TelemetryEmitter::new(recorder, config)?;
+                handle.spawn(worker.run());
+                Some(Telemetry { emitter, owned })
+            }
+        };
+        let hedge = if a.hedging {
+            plan.hedge
+        } else {
+            HedgeConfig::off()
+        };
+        let breaker_port: Arc<dyn CircuitBreaker> = breaker.clone();
+        let mut builder = GovernorBuilder::new(
+            plan.scope.clone(),
+            plan.sources.clone(),
+            Arc::clone(&limiter),
+            breaker_port,
+        )
+        .pacer(Arc::clone(&pacer))
+        .selector(Arc::clone(&selector))
+        .clock(Arc::clone(&clock))
+        .retry(plan.retry)
+        .hedge(hedge)
+        .backpressure(plan.backpressure)
+        .quota_full(plan.quota_full)
+        .circuit_open(plan.circuit_open)
+        .breaker_cooldown_s(plan.breaker.cooldown_s)
+        .max_waiters(usize::try_from(plan.max_waiters).unwrap_or(usize::MAX))
+        .call_deadline(plan.call_deadline);
+        if let Some(jitter) = a.governance.jitter {
+            builder = builder.jitter(jitter);
+        }
+        if let Some(t) = &telemetry {
+            builder = builder.row_sink(Arc::new(t.emitter.clone()));
+        }
+        for notify in wakeups {
+            builder = builder.wakeup(notify);
+        }
+        let (governor, rx) = builder.build();
+        let cleanup_worker = handle.spawn(run_cleanup_worker(rx));
+        Ok(Self {
+            governor,
+            plan,
+            clock,
+            redact_ips: a.redact_ips,
+            limiter,
+            breaker,
+            pacer,
+            selector,
+            telemetry,
+            owns_limiter,
+            owns_breaker,
+            cleanup_worker: Mutex::new(Some(cleanup_worker)),
+            closed: tokio::sync::Mutex::new(false),
+        })
+    }
+
+    /// Drains the cleanup queue, then flushes the recorder (05 R-24; 30 G-112).
+    pub(crate) async fn quiesce(&self) {
+        self.governor.quiesce().await;
+    }
+
+    /// Idempotent close (30 G-111; 05; 20 §9.2 ownership): the governor refuses
+    /// new calls, drains its queue (bounded), flushes the sink and shuts the queue; the cleanup
+    /// worker this runtime spawned is awaited (bounded); then the owned components are closed,
+    /// each exactly once. A concurrent second `close()` waits for the first.
+    pub(crate) async fn close(&self) {
+        let mut closed = self.closed.lock().await;
+        if *closed {
+            return;
+        }
+        self.governor.close().await;
+        let worker = self
+            .cleanup_worker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(worker) = worker
+            && tokio::time::timeout(WORKER_JOIN_BOUND, worker)
+                .await
+                .is_err()
+        {
+            tracing::warn!(
+                code = "cleanup.worker_join_timeout",
+                "close(): the cleanup worker did not return within {} s",
+                WORKER_JOIN_BOUND.as_secs()
+            );
+        }
+        if let Some(t) = &self.telemetry {
+            if t.owned {
+                t.emitter.close().await;
+            } else {
+                t.emitter.flush().await;
+            }
+        }
+        if self.owns_limiter {
+            self.limiter.close().await;
+        }
+        if self.owns_breaker {
+            self.breaker.close().await;
+        }
+        *closed = true;
+    }
+
+    /// The recorder's status plus the emitter's drops; `backend "none"` without telemetry.
+    pub(crate) fn telemetry_status(&self) -> TelemetryStatus {
+        match &self.telemetry {
+            Some(t) => t.emitter.status(),
+            None => TelemetryStatus::for_backend("none"),
+        }
+    }
+
+    /// Per source, in configuration order (05 R-39).
+    pub(crate) async fn sources_status(&self) -> Vec<SourceStatus> {
+        let mut out = Vec::with_capacity(self.plan.sources.len());
+        for source in &self.plan.sources {
+            let mut errors = Vec::new();
+            let snapshot = self
+                .breaker
+                .snapshot(&source.name)
+                .await
+                .map_err(|e| errors.push(e.to_string()))
+                .ok();
+            let stats = self
+                .limiter
+                .source_stats(&source.name)
+                .await
+                .map_err(|e| errors.push(e.to_string()))
+                .ok();
+            out.push(SourceStatus {
+                name: source.name.clone(),
+                provider: source.provider.clone(),
+                model: source.model.clone(),
+                breaker_state: snapshot.as_ref().map(|s| s.state),
+                epoch: snapshot.as_ref().map(|s| s.epoch),
+                consecutive_failures: snapshot.as_ref().map(|s| s.consecutive_failures),
+                open_count: self.breaker.open_count(&source.name),
+                inflight: stats.map(|s| s.inflight),
+                rpm_used: stats.map(|s| s.rpm_used),
+                tpm_used: stats.map(|s| s.tpm_used),
+                pacer_limit: self.pacer.limit(&source.name),
+                health_score: self.selector.health(&source.name),
+                backend_error: (!errors.is_empty()).then(|| errors.join("; ")),
+            });
+        }
+        out
+    }
+}
