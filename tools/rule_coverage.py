@@ -50,7 +50,7 @@ CF_OWNER = {
 RULE_DEF = re.compile(r"\*\*((?:G|S|V|H|T|E|O|C)-\d+[a-z]?)[.:*\s]")
 CF_ROW = re.compile(r"^\| (CF-\d+) \| ([a-z-]+) \|(.*)$")
 CT_ROW = re.compile(r"^\| (CT-([A-Z]+)-\d+) \|")
-TEST_FN = re.compile(r"fn\s+([a-z0-9_]+)\s*\(")
+TEST_FN = re.compile(r"fn\s+([a-z0-9_]+)\s*[(<]")
 COVERS = re.compile(r"//\s*covers:\s*(.+)$", re.I)
 
 

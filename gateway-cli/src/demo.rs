@@ -275,10 +275,7 @@ async fn run_workload(
         });
     }
     while workers.join_next().await.is_some() {}
-    let collected = facts
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
+    let collected = facts.lock().unwrap_or_else(PoisonError::into_inner).clone();
     collected
 }
 
@@ -471,7 +468,10 @@ pub async fn run(args: DemoArgs) -> u8 {
             return exit::INTERNAL;
         }
     };
-    let telemetry_path = args.telemetry.clone().unwrap_or_else(default_telemetry_path);
+    let telemetry_path = args
+        .telemetry
+        .clone()
+        .unwrap_or_else(default_telemetry_path);
     let pricing = match write_prices() {
         Ok(f) => f,
         Err(e) => {

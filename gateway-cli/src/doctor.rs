@@ -200,7 +200,11 @@ pub async fn run(args: DoctorArgs) -> u8 {
             ));
         }
     }
-    if all_ok { exit::OK } else { exit::DOCTOR_SOURCE }
+    if all_ok {
+        exit::OK
+    } else {
+        exit::DOCTOR_SOURCE
+    }
 }
 
 #[cfg(test)]

@@ -146,7 +146,11 @@ mod tests {
         map.insert("LLM__CLI__1__MODEL".into(), "from-env".into());
         apply_sets(&mut map, &["LLM__CLI__1__MODEL=from-set".into()]).unwrap();
         assert_eq!(map["LLM__CLI__1__MODEL"], "from-set");
-        apply_source_flags(&mut map, "llm", &[("MODEL", Some("flag")), ("API_KEY", None)]);
+        apply_source_flags(
+            &mut map,
+            "llm",
+            &[("MODEL", Some("flag")), ("API_KEY", None)],
+        );
         assert_eq!(map["LLM__CLI__1__MODEL"], "flag");
         assert!(!map.contains_key("LLM__CLI__1__API_KEY"));
         assert!(apply_sets(&mut map, &["nokey".into()]).is_err());
@@ -184,6 +188,9 @@ mod tests {
             disabled: false,
         })
         .unwrap_err();
-        assert_eq!((missing.code, missing.origin.as_str()), ("cli.env_file", "--env-file"));
+        assert_eq!(
+            (missing.code, missing.origin.as_str()),
+            ("cli.env_file", "--env-file")
+        );
     }
 }

@@ -25,7 +25,11 @@ use tracing_subscriber::EnvFilter;
 
 /// The PolyGateway command line.
 #[derive(Debug, Parser)]
-#[command(name = "pgw", version, about = "PolyGateway: governed LLM calls, the demo, the simulator")]
+#[command(
+    name = "pgw",
+    version,
+    about = "PolyGateway: governed LLM calls, the demo, the simulator"
+)]
 struct Cli {
     /// More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` wins when set.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -107,7 +111,11 @@ fn main() -> ExitCode {
         Err(e) => {
             // --help and --version are "errors" with exit 0; real usage errors exit 2.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { exit::OK });
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
         }
     };
     init_logging(cli.verbose);

@@ -28,6 +28,7 @@ fn assert_invalid(result: Result<polygateway::LlmResponse, GatewayError>, origin
     }
 }
 
+// covers: CF-288
 #[tokio::test]
 async fn e2e_chat_text_stream() {
     let sim = sim_completion(r#"{"content":"hello streaming world","chunks":4}"#);
@@ -207,6 +208,7 @@ async fn r_39_health_aware_status_has_health_score() {
     assert_eq!(status[0].tpm_used.map(|t| t > 0), Some(true));
 }
 
+// covers: T-17
 #[tokio::test]
 async fn cf_303_all_503_exhausts_with_rows_and_error_report() {
     let sim =
@@ -326,6 +328,7 @@ async fn r_48_request_effort_is_invalid_argument() {
     assert_eq!(sim.request_count(), 0);
 }
 
+// covers: CF-296, T-33
 #[tokio::test]
 async fn g_25_call_boundary_guards() {
     let sim = sim_completion(r#"{"content":"ok"}"#);

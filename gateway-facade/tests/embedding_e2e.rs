@@ -48,6 +48,7 @@ fn raw_response(text: &str) -> serde_json::Value {
            "chunks": [{"text": text}]})
 }
 
+// covers: E-9, E-13
 #[tokio::test]
 async fn cf_411_batches_split_and_merged_in_order() {
     // E-9, E-13, E-15: 5 texts, batch size 2 → slices [0,1], [2,3], [4]; vectors in input order.
@@ -87,6 +88,7 @@ async fn cf_411_batches_split_and_merged_in_order() {
     );
 }
 
+// covers: E-4, E-18
 #[tokio::test]
 async fn cf_406_wire_body_is_exactly_model_and_input() {
     let sim = sim(r#"{"version":1,"responses":[{"embedding":{"dim":4}}]}"#);
@@ -105,6 +107,7 @@ async fn cf_406_wire_body_is_exactly_model_and_input() {
     assert!(requests[0].path.ends_with("/embeddings"));
 }
 
+// covers: E-6
 #[tokio::test]
 async fn cf_400_cf_402_empty_input_makes_no_call() {
     let sim = sim(r#"{"version":1,"responses":[{"embedding":{"dim":4}}]}"#);
@@ -121,6 +124,7 @@ async fn cf_400_cf_402_empty_input_makes_no_call() {
     assert_eq!(sim.request_count(), 0);
 }
 
+// covers: E-12
 #[tokio::test]
 async fn cf_410_expected_dim_mismatch_is_result_invalid_without_retry() {
     let sim = sim(r#"{"version":1,"responses":[{"embedding":{"dim":4}}]}"#);
@@ -143,6 +147,7 @@ async fn cf_410_expected_dim_mismatch_is_result_invalid_without_retry() {
     assert_eq!(sim.request_count(), 1, "no retry");
 }
 
+// covers: E-19
 #[tokio::test]
 async fn cf_409_non_200_names_the_embedding_operation() {
     let sim = sim(
@@ -157,6 +162,7 @@ async fn cf_409_non_200_names_the_embedding_operation() {
     assert_eq!(failure.http_status, Some(400));
 }
 
+// covers: E-7
 #[tokio::test]
 async fn cf_401_one_deadline_covers_all_batches() {
     // E-7: 20 texts, batch size 1, each batch ~60 ms, a 0.3 s per-call deadline → CDE naming
@@ -178,6 +184,7 @@ async fn cf_401_one_deadline_covers_all_batches() {
     assert!((1..20).contains(&sent), "{sent} batches sent");
 }
 
+// covers: E-5
 #[tokio::test]
 async fn cf_404_zero_deadline_is_invalid_argument() {
     let sim = sim(r#"{"version":1,"responses":[{"embedding":{"dim":2}}]}"#);
@@ -193,6 +200,7 @@ async fn cf_404_zero_deadline_is_invalid_argument() {
     assert_eq!(sim.request_count(), 0);
 }
 
+// covers: E-14
 #[tokio::test]
 async fn cf_408_normalize_gives_unit_vectors() {
     let sim = sim(r#"{"version":1,"responses":[{"embedding":{"dim":6}}]}"#);

@@ -139,3 +139,34 @@ fn r_50_config_error_report() {
                "message": "scope LLM has no sources"})
     );
 }
+
+/// CF-023: the promised public names resolve from `polygateway` (`OcrClient` waits for the OCR
+/// issue; `CallDeadlineExceeded` is the `GatewayError` variant).
+#[test]
+fn cf_023_facade_exports() {
+    fn named<T>() -> &'static str {
+        std::any::type_name::<T>()
+    }
+    let _ = (
+        named::<polygateway::GatewayClient>(),
+        named::<polygateway::EmbeddingClient>(),
+        named::<polygateway::CallStats>(),
+        named::<polygateway::StreamEnd>(),
+        named::<polygateway::ResponseMode>(),
+        named::<polygateway::OpenAiChatCompletion>(),
+        named::<polygateway::Effort>(),
+        named::<polygateway::GatewaySettings>(),
+        named::<polygateway::EmbeddingSettings>(),
+        named::<polygateway::ConfigError>(),
+    );
+    assert_eq!(polygateway::EFFORT_ORDER.len(), 8);
+    let deadline = polygateway::GatewayError::call_deadline_exceeded("llm", 1.0);
+    assert!(matches!(
+        deadline,
+        polygateway::GatewayError::CallDeadlineExceeded(_)
+    ));
+    assert!(
+        polygateway::telemetry_schema_sql(gateway_core::telemetry::SqlBackend::Sqlite)
+            .contains("llm_calls")
+    );
+}

@@ -72,8 +72,13 @@ impl Pgw {
     pub fn run_json(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
         let (code, stdout, stderr) = self.run(args, env);
         let mut lines = stdout.lines();
-        let first = lines.next().unwrap_or_else(|| panic!("no stdout; stderr: {stderr}"));
-        assert!(lines.next().is_none(), "more than one stdout line: {stdout}");
+        let first = lines
+            .next()
+            .unwrap_or_else(|| panic!("no stdout; stderr: {stderr}"));
+        assert!(
+            lines.next().is_none(),
+            "more than one stdout line: {stdout}"
+        );
         let value: Value = serde_json::from_str(first).unwrap();
         assert_eq!(value["schema_version"], 1, "{value}");
         (code, value, stderr)
@@ -176,7 +181,9 @@ pub fn normalise(value: &mut Value) {
 /// The shape of a value: objects keep their keys, scalars become their type name.
 pub fn shape(value: &Value) -> Value {
     match value {
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
         Value::Array(items) => Value::Array(items.iter().take(1).map(shape).collect()),
         Value::Null => Value::from("<null>"),
         Value::Bool(_) => Value::from("<bool>"),
@@ -198,5 +205,8 @@ pub fn golden(name: &str, actual: &Value) {
     let expected = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (run with PGW_UPDATE_GOLDEN=1)", path.display()));
     let expected: Value = serde_json::from_str(&expected).unwrap();
-    assert_eq!(&expected, actual, "golden {name} differs; actual:\n{pretty}");
+    assert_eq!(
+        &expected, actual,
+        "golden {name} differs; actual:\n{pretty}"
+    );
 }

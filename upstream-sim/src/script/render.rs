@@ -389,15 +389,14 @@ pub fn render(response: &Response, facts: &RequestFacts, request_index: u64) -> 
         Some(h) => h.0.clone(),
         None => Vec::new(),
     };
-    if let Some(ct) = default_ct {
-        if !plan
+    if let Some(ct) = default_ct
+        && !plan
             .headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
         {
             plan.headers.push(("content-type".to_owned(), ct));
         }
-    }
     plan.status = response.status;
     plan.framing = response.framing;
     plan.head = response.head;

@@ -153,14 +153,13 @@ impl Script {
                     "`chunks`, `completion` and `embedding` are mutually exclusive",
                 ));
             }
-            if let Some(c) = &r.completion {
-                if c.chunks == 0 {
+            if let Some(c) = &r.completion
+                && c.chunks == 0 {
                     return Err(ScriptError::invalid(
                         at("completion.chunks"),
                         "must be >= 1",
                     ));
                 }
-            }
             if let Some(headers) = &r.headers {
                 for (name, value) in &headers.0 {
                     if name.is_empty() || name.bytes().any(|b| !is_token_byte(b)) {

@@ -1,0 +1,279 @@
+//! `EmbeddingClient` batching rules on the paused clock with an injected fake transport and a
+//! `FakeClock` (tier 1, 05 R-30): 90 E-8..E-15 and 95 §17 rows CF-395..CF-399.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gateway_core::clock::FakeClock;
+use gateway_ports::{
+    EmbedRequest, EmbeddingTransport, GatewayError, RetryPolicy, ScopeReason, SourceConfig,
+    UsageSource, WireBody, WireFailure, WireRequest,
+};
+use polygateway::EmbeddingClient;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// 200 with vectors of this dimension; usage `prompt_tokens` if `Some`.
+    Ok(usize, Option<u64>),
+    /// A non-200 status.
+    Status(u16),
+    /// Never answers.
+    Hang,
+}
+
+/// Answers by script (the last step repeats), advancing the fake clock 250 ms per request.
+struct FakeEmbed {
+    clock: Arc<FakeClock>,
+    steps: Mutex<VecDeque<Step>>,
+    inputs: Mutex<Vec<Vec<String>>>,
+}
+
+impl FakeEmbed {
+    fn new(clock: &Arc<FakeClock>, steps: &[Step]) -> Arc<Self> {
+        Arc::new(Self {
+            clock: Arc::clone(clock),
+            steps: Mutex::new(steps.iter().copied().collect()),
+            inputs: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn inputs(&self) -> Vec<Vec<String>> {
+        self.inputs.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl EmbeddingTransport for FakeEmbed {
+    async fn send(&self, request: WireRequest) -> Result<WireBody, WireFailure> {
+        let input: Vec<String> = request.body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        let n = input.len();
+        let offset = self
+            .inputs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(Vec::len)
+            .sum::<usize>();
+        self.inputs.lock().unwrap().push(input);
+        let step = {
+            let mut steps = self.steps.lock().unwrap();
+            if steps.len() > 1 {
+                steps.pop_front().unwrap()
+            } else {
+                *steps.front().unwrap()
+            }
+        };
+        if let Step::Hang = step {
+            std::future::pending::<()>().await;
+        }
+        self.clock.advance(Duration::from_millis(250));
+        match step {
+            Step::Ok(dim, tokens) => {
+                let data: Vec<Value> = (0..n)
+                    .map(|i| json!({"index": i, "embedding": vec![(offset + i) as f32; dim]}))
+                    .collect();
+                let mut body = json!({"data": data});
+                if let Some(t) = tokens {
+                    body["usage"] = json!({"prompt_tokens": t});
+                }
+                Ok(WireBody {
+                    headers: Vec::new(),
+                    bytes: body.to_string().into(),
+                })
+            }
+            Step::Status(status) => Err(WireFailure::Http {
+                status,
+                headers: Vec::new(),
+                body: "{\"error\":{\"message\":\"server error\"}}".into(),
+            }),
+            Step::Hang => unreachable!(),
+        }
+    }
+}
+
+fn source(name: &str) -> SourceConfig {
+    SourceConfig::new(
+        name,
+        "emb",
+        "http://127.0.0.1:9/v1",
+        Some("sk-test-x".into()),
+        "e-1",
+    )
+}
+
+fn client(
+    transport: &Arc<FakeEmbed>,
+    clock: &Arc<FakeClock>,
+    sources: Vec<SourceConfig>,
+    batch_size: u32,
+) -> EmbeddingClient {
+    EmbeddingClient::builder()
+        .scope("EMBED")
+        .sources(sources)
+        .batch_size(batch_size)
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            backoff_base_s: 0.01,
+            backoff_max_s: 0.02,
+            ..RetryPolicy::default()
+        })
+        .clock(Arc::clone(clock) as _)
+        .transport(Arc::clone(transport) as _)
+        .build()
+        .unwrap()
+}
+
+fn texts(n: usize) -> EmbedRequest {
+    EmbedRequest::new((0..n).map(|i| format!("t{i}")).collect())
+}
+
+// covers: E-15
+#[tokio::test(start_paused = true)]
+async fn cf_395_generation_ms_is_the_sum_of_batch_transport_times() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(2, Some(1))]);
+    let client = client(&fake, &clock, vec![source("e_1")], 2);
+    let r = client
+        .embed(EmbedRequest::new(
+            ["a", "bb", "ccc", "dddd"].map(String::from).to_vec(),
+        ))
+        .await
+        .unwrap();
+    let stats = r.call_stats.unwrap();
+    assert_eq!(stats.attempts, 2);
+    assert_eq!(stats.generation_ms, 500);
+    assert_eq!(stats.total_latency_ms, 500);
+    assert_eq!(
+        r.latency_ms, 500,
+        "E-13: sum of the batch attempts' latencies"
+    );
+    assert_eq!((stats.stall_ms, stats.stall_count), (None, None));
+}
+
+// covers: E-9
+#[tokio::test(start_paused = true)]
+async fn cf_397_three_batches_three_attempts_in_order() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(3, Some(2))]);
+    let client = client(&fake, &clock, vec![source("e_1")], 2);
+    let r = client.embed(texts(5)).await.unwrap();
+    assert_eq!(r.call_stats.unwrap().attempts, 3);
+    assert_eq!(
+        fake.inputs(),
+        [vec!["t0", "t1"], vec!["t2", "t3"], vec!["t4"]]
+    );
+    let firsts: Vec<f32> = r.vectors.iter().map(|v| v[0]).collect();
+    assert_eq!(firsts, [0.0, 1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(r.usage.prompt_tokens, 6);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_398_two_calls_have_different_logical_call_ids() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(2, Some(1))]);
+    let client = client(&fake, &clock, vec![source("e_1")], 4);
+    let a = client.embed(texts(1)).await.unwrap().call_stats.unwrap();
+    let b = client.embed(texts(1)).await.unwrap().call_stats.unwrap();
+    assert_ne!(a.logical_call_id, b.logical_call_id);
+}
+
+// covers: E-10
+#[tokio::test(start_paused = true)]
+async fn cf_399_a_retry_within_a_batch_counts_in_attempts() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Status(500), Step::Ok(2, Some(1))]);
+    let client = client(&fake, &clock, vec![source("e_1")], 4);
+    let r = client.embed(texts(2)).await.unwrap();
+    assert_eq!(r.call_stats.unwrap().attempts, 2);
+    assert_eq!(fake.inputs().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn e_10_every_failure_counts_429_included() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Status(429)]);
+    let client = client(&fake, &clock, vec![source("e_1")], 4);
+    let error = client.embed(texts(1)).await.unwrap_err();
+    assert_eq!(
+        error.unavailable().map(|u| u.reason),
+        Some(ScopeReason::RetryExhausted),
+        "{error:?}"
+    );
+    assert_eq!(fake.inputs().len(), 3, "max_attempts 3, no 429 exemption");
+}
+
+// covers: E-12
+#[tokio::test(start_paused = true)]
+async fn cf_396_cancel_in_flight_settles_the_estimate() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Hang]);
+    let s = SourceConfig {
+        tpm: 1000,
+        est_tokens: Some(400),
+        ..source("e_1")
+    };
+    let client = client(&fake, &clock, vec![s], 4);
+    tokio::select! {
+        _ = client.embed(texts(1)) => panic!("the transport hangs"),
+        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+    }
+    client.quiesce().await;
+    let status = client.sources_status().await;
+    assert_eq!(status[0].tpm_used, Some(400));
+    assert_eq!(status[0].inflight, Some(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn e_11_a_failing_batch_ends_the_call() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(2, Some(1)), Step::Status(400)]);
+    let client = client(&fake, &clock, vec![source("e_1")], 1);
+    let error = client.embed(texts(3)).await.unwrap_err();
+    assert!(
+        matches!(error, GatewayError::RequestRejected(_)),
+        "{error:?}"
+    );
+    assert_eq!(fake.inputs().len(), 2, "the third batch never starts");
+}
+
+#[tokio::test(start_paused = true)]
+async fn e_13_dimension_differs_across_batches_and_weakest_usage_source() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(2, Some(1)), Step::Ok(3, Some(1))]);
+    let c = client(&fake, &clock, vec![source("e_1")], 1);
+    let error = c.embed(texts(2)).await.unwrap_err();
+    match error {
+        GatewayError::ResultInvalid(d) => assert!(
+            d.failure
+                .message
+                .contains("embedding dimension differs across batches"),
+            "{d:?}"
+        ),
+        other => panic!("expected ResultInvalid, got {other:?}"),
+    }
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(2, Some(1)), Step::Ok(2, None)]);
+    let c = client(&fake, &clock, vec![source("e_1")], 1);
+    let r = c.embed(texts(2)).await.unwrap();
+    assert_eq!(r.usage_source, UsageSource::Unavailable);
+}
+
+#[tokio::test(start_paused = true)]
+async fn e_8_builder_without_sources_is_no_sources() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(2, Some(1))]);
+    let client = client(&fake, &clock, Vec::new(), 4);
+    let error = client.embed(texts(1)).await.unwrap_err();
+    let u = error.unavailable().expect("AllSourcesExhausted");
+    assert_eq!((u.reason, u.retry_after_s), (ScopeReason::NoSources, 0.0));
+}
