@@ -230,8 +230,9 @@ pub(crate) async fn read_capped(
     Ok(first.unwrap_or_else(|| Bytes::from(buf)))
 }
 
-/// `true` for a JSON media type: `application/json` or any `+json` suffix (05 R-27). Parameters
-/// (`; charset=utf-8`) and case are ignored.
+/// `true` for a JSON media type: `application/json` or any `+json` suffix (05 R-27), whatever
+/// the top-level type — the same test as the core's executor, so a body the core judges as JSON
+/// is never SSE-framed here. Parameters (`; charset=utf-8`) and case are ignored.
 pub(crate) fn is_json_content_type(content_type: &str) -> bool {
     let media = content_type
         .split(';')
@@ -239,7 +240,7 @@ pub(crate) fn is_json_content_type(content_type: &str) -> bool {
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
-    media == "application/json" || (media.starts_with("application/") && media.ends_with("+json"))
+    media == "application/json" || media.ends_with("+json")
 }
 
 /// The events of a streamed request answered by a 200 JSON body (05 R-27; 40 S-111 step 2): the
@@ -339,7 +340,9 @@ mod tests {
         ] {
             assert!(is_json_content_type(ct), "{ct}");
         }
-        for ct in ["text/event-stream", "text/json-ish", "text/html", ""] {
+        // Same test as the core's executor: any `+json` suffix, whatever the type.
+        assert!(is_json_content_type("text/vnd.x+json"));
+        for ct in ["text/event-stream", "text/json-ish", "text/html", "", "application/jsonl"] {
             assert!(!is_json_content_type(ct), "{ct}");
         }
     }

@@ -155,6 +155,7 @@ async fn r_33_headers_and_query_sent() {
     }
 }
 
+// covers: G-42
 #[tokio::test]
 async fn ct_chat_01_redirects_not_followed() {
     let sim = sim(&raw_script(

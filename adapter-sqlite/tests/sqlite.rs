@@ -397,11 +397,17 @@ async fn cf_379_t_29_stream_end_round_trip() {
     .await
     .unwrap();
     rec.flush().await;
-    let got = query(&db.path(), "SELECT call_id, stream_end FROM llm_calls ORDER BY call_id");
+    let got = query(
+        &db.path(),
+        "SELECT call_id, stream_end FROM llm_calls ORDER BY call_id",
+    );
     assert_eq!(
         got,
         vec![
-            vec![SqlV::Text("c-eof".into()), SqlV::Text("eof_after_finish".into())],
+            vec![
+                SqlV::Text("c-eof".into()),
+                SqlV::Text("eof_after_finish".into())
+            ],
             vec![SqlV::Text("c-none".into()), SqlV::Null],
         ]
     );

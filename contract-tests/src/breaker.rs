@@ -58,6 +58,7 @@ fn assert_close(got: Option<f64>, want: f64) {
 }
 
 /// CT-BRK-01: closed → `allowed`, not a probe.
+// covers: G-67
 pub async fn ct_brk_01_closed_allows<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     let d = enter(&*br, "a", "c1").await;
@@ -69,6 +70,7 @@ pub async fn ct_brk_01_closed_allows<B: Backend>(b: &B) {
 }
 
 /// CT-BRK-02: `fail_threshold` consecutive counted failures open; a success resets the count.
+// covers: G-66
 pub async fn ct_brk_02_consecutive_failures_open<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     trip(&*br, "a", 2).await;
@@ -88,6 +90,7 @@ pub async fn ct_brk_02_consecutive_failures_open<B: Backend>(b: &B) {
 
 /// CT-BRK-02 (G-66): health evidence (≥ `min_calls` samples, rate < `fail_rate`) suppresses the
 /// consecutive channel.
+// covers: G-66
 pub async fn ct_brk_02_health_evidence_suppresses_consecutive<B: Backend>(b: &B) {
     let br = b
         .breaker(BreakerConfig {
@@ -109,6 +112,7 @@ pub async fn ct_brk_02_health_evidence_suppresses_consecutive<B: Backend>(b: &B)
 }
 
 /// CT-BRK-02: with ≥ `min_calls` samples, a failure rate ≥ `fail_rate` opens.
+// covers: G-66
 pub async fn ct_brk_02_rate_channel_opens<B: Backend>(b: &B) {
     let br = b
         .breaker(BreakerConfig {
@@ -167,6 +171,7 @@ pub async fn ct_brk_02_force_open_one_strike<B: Backend>(b: &B) {
 
 /// CT-BRK-03: open denies with the remaining cooldown; each re-open without a close doubles it,
 /// capped at `cooldown_max_s`.
+// covers: G-67
 pub async fn ct_brk_03_cooldown_remaining_and_doubling<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     trip(&*br, "a", 3).await;
@@ -190,6 +195,7 @@ pub async fn ct_brk_03_cooldown_remaining_and_doubling<B: Backend>(b: &B) {
 
 /// CT-BRK-04: after the cooldown exactly one concurrent caller probes; the others are
 /// denied with `retry_after_s = Some(0.0)`.
+// covers: G-67
 pub async fn ct_brk_04_single_half_open_probe<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     trip(&*br, "a", 3).await;
@@ -220,6 +226,7 @@ pub async fn ct_brk_04_single_half_open_probe<B: Backend>(b: &B) {
 
 /// CT-BRK-05: probe success closes and resets counters and cooldown; every open and close bumps
 /// the epoch.
+// covers: G-69
 pub async fn ct_brk_05_probe_success_closes_and_resets<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     let e0 = br.snapshot("a").await.expect("snapshot").epoch;
@@ -253,6 +260,7 @@ pub async fn ct_brk_05_probe_success_closes_and_resets<B: Backend>(b: &B) {
 }
 
 /// CT-BRK-06: a probe lease that expires without a write-back is reclaimed.
+// covers: G-69
 pub async fn ct_brk_06_expired_probe_lease_reclaimed<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     trip(&*br, "a", 3).await;
@@ -269,6 +277,7 @@ pub async fn ct_brk_06_expired_probe_lease_reclaimed<B: Backend>(b: &B) {
 
 /// CT-BRK-07: `release_probe` frees the slot without an outcome; idempotent; no-op for
 /// non-probe decisions.
+// covers: G-69
 pub async fn ct_brk_07_release_probe<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     let closed = enter(&*br, "a", "c").await;
@@ -296,6 +305,7 @@ pub async fn ct_brk_07_release_probe<B: Backend>(b: &B) {
 }
 
 /// CT-BRK-08 (G-70): write-backs carrying an older epoch change nothing.
+// covers: G-70
 pub async fn ct_brk_08_epoch_fencing<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     let stale = enter(&*br, "a", "stale").await;
@@ -325,6 +335,7 @@ pub async fn ct_brk_08_epoch_fencing<B: Backend>(b: &B) {
 }
 
 /// CT-BRK-08: a stale probe (same owner, older epoch) cannot free the current probe.
+// covers: G-70
 pub async fn ct_brk_08_stale_probe_release_fenced<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     trip(&*br, "a", 3).await;
@@ -342,6 +353,7 @@ pub async fn ct_brk_08_stale_probe_release_fenced<B: Backend>(b: &B) {
 
 /// CT-BRK-09: `record_success(count_attempt = false)` resets the consecutive count, adds no window
 /// sample, and completes a probe as success.
+// covers: G-71
 pub async fn ct_brk_09_count_attempt_false<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
     trip(&*br, "a", 2).await;
@@ -362,6 +374,7 @@ pub async fn ct_brk_09_count_attempt_false<B: Backend>(b: &B) {
 }
 
 /// CT-BRK-10: an unavailable backend answers `Err`, never `allowed`.
+// covers: G-67
 pub async fn ct_brk_10_unavailable_fails_closed<B: Backend>(b: &B) {
     let br = b.unavailable_breaker(harness_config()).await;
     match br.try_enter("a", "c").await {

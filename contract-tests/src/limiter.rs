@@ -10,6 +10,7 @@ use crate::{Backend, global, must_deny, must_grant, secs, source, usage};
 
 /// CT-LIM-01: a grant takes one source and one global concurrency slot, one RPM unit of each and
 /// `est` TPM of each.
+// covers: G-73
 pub async fn ct_lim_01_six_gates_taken<B: Backend>(b: &B) {
     let l = b
         .limiter(
@@ -44,6 +45,7 @@ pub async fn ct_lim_01_zero_is_unlimited<B: Backend>(b: &B) {
 }
 
 /// CT-LIM-02: each of the six gates refuses by name, and a denial reserves nothing.
+// covers: G-73
 pub async fn ct_lim_02_denial_names_gate_and_changes_nothing<B: Backend>(b: &B) {
     // (source limits, global limits, gate expected after one grant of est 600)
     let cases = [

@@ -6,7 +6,7 @@
 //! and exits with the code of R-51. Ctrl-C drops the call (cancellation with full cleanup),
 //! drains the client with `close()` and exits 130.
 
-use std::io::Read as _;
+use std::io::{IsTerminal as _, Read as _};
 
 use clap::{Args, ValueEnum};
 use polygateway::{ChatOptions, GatewayClient, JsonObject, LlmResponse, ResponseMode};
@@ -62,6 +62,9 @@ pub fn success_json(response: &LlmResponse) -> Value {
 fn read_prompt(prompt: Option<&str>) -> Result<String, String> {
     match prompt {
         Some(p) if p != "-" => Ok(p.to_owned()),
+        _ if std::io::stdin().is_terminal() => {
+            Err("give the prompt as an argument, or pipe it on stdin".to_owned())
+        }
         _ => {
             let mut text = String::new();
             std::io::stdin()
@@ -90,7 +93,7 @@ pub async fn run(args: ChatArgs) -> u8 {
         Ok(p) => p,
         Err(e) => {
             out::stderr_line(&format!("pgw: {e}"));
-            return exit::INTERNAL;
+            return exit::USAGE;
         }
     };
     let client = match GatewayClient::from_env_map(&scope, &map) {

@@ -275,8 +275,7 @@ async fn run_workload(
         });
     }
     while workers.join_next().await.is_some() {}
-    let collected = facts.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    collected
+    facts.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
 /// The R-55 summary (the `--json` object without `schema_version`).

@@ -10,6 +10,8 @@
 //! In fixture 034 A the placeholders `<RAY_ID>` / `<CLIENT_IP>` are concrete values so that the
 //! redaction of the IP can be asserted.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 mod support;
 
 use serde_json::Value;

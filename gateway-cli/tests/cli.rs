@@ -1,6 +1,8 @@
 //! `pgw` end to end (05 ): exit codes of wrong configurations, golden `--json` shapes,
 //! `schema-sql`, `sim`, SIGPIPE, Ctrl-C and the demo's rows check.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 mod support;
 
 use std::process::Stdio;

@@ -24,6 +24,7 @@ use gateway_ports::{
     Acquire, BackendError, BackendErrorKind, CircuitBreaker, Clock, FailureReason, GatewayError,
     RateLimiter, ScopeReason, SourceConfig, Unavailable, WaitPolicy,
 };
+use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
 use crate::backoff::seconds_to_duration_saturating;
@@ -71,7 +72,7 @@ impl Default for AdmissionPolicy {
 /// itself; it never extends the cooldown the breaker reported.
 pub struct CooldownMemo {
     clock: Arc<dyn Clock>,
-    until: Mutex<HashMap<String, Duration>>,
+    until: Mutex<FxHashMap<String, Duration>>,
 }
 
 impl fmt::Debug for CooldownMemo {
@@ -85,7 +86,7 @@ impl CooldownMemo {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             clock,
-            until: Mutex::new(HashMap::new()),
+            until: Mutex::new(FxHashMap::default()),
         }
     }
 
@@ -220,7 +221,7 @@ pub struct Admission {
     scope: String,
     sources: Vec<Arc<SourceConfig>>,
     ids: Vec<SourceId>,
-    by_name: HashMap<SourceId, usize>,
+    by_name: FxHashMap<SourceId, usize>,
     limiter: Arc<dyn RateLimiter>,
     breaker: Arc<dyn CircuitBreaker>,
     pacer: Arc<dyn Pacer>,

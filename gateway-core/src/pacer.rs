@@ -7,11 +7,11 @@
 //! only for a few arithmetic operations and never across an await. `leave` (and a success that
 //! raises the admitted limit) wakes waiting picks through a `tokio::sync::Notify`.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use gateway_ports::SourceConfig;
+use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
 /// Initial per-source pacer limit (30 G-72).
@@ -97,7 +97,7 @@ struct PaceState {
 pub struct AimdPacer {
     ceiling: f64,
     initial: f64,
-    state: Mutex<HashMap<String, PaceState>>,
+    state: Mutex<FxHashMap<String, PaceState>>,
     notify: Arc<Notify>,
 }
 
@@ -122,7 +122,7 @@ impl AimdPacer {
         Self {
             ceiling,
             initial: AIMD_INITIAL_LIMIT.min(ceiling),
-            state: Mutex::new(HashMap::new()),
+            state: Mutex::new(FxHashMap::default()),
             notify: Arc::new(Notify::new()),
         }
     }
@@ -149,7 +149,7 @@ impl AimdPacer {
         self.ceiling
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, PaceState>> {
+    fn lock(&self) -> MutexGuard<'_, FxHashMap<String, PaceState>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

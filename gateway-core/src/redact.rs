@@ -65,7 +65,8 @@ impl fmt::Debug for ScrubOptions<'_> {
 
 /// Replaces secrets in `text` with [`REDACTED`] (05 R-34).
 ///
-/// In order: every exact occurrence of `opts.source_key`; then, in one left-to-right scan,
+/// In order: every exact occurrence of `opts.source_key`, and a prefix of it (6 bytes or more)
+/// that ends the text, as a body cut at its retention cap leaves it; then, in one left-to-right scan,
 /// `Bearer <token>` (the word `bearer` in any ASCII case at a word start, whitespace, and an
 /// RFC 6750 token of `[A-Za-z0-9-._~+/]+=*`: the token is replaced, `Bearer ` is kept),
 /// `sk-[A-Za-z0-9_-]{8,}` (the whole match), and when `opts.redact_ips` IPv6 addresses
@@ -82,6 +83,16 @@ pub fn scrub(text: &str, opts: &ScrubOptions<'_>) -> String {
             keyless.as_str()
         }
         _ => text,
+    };
+    // A body retained up to `max_error_body_bytes` can end in the middle of the key: that cut
+    // prefix is a secret too.
+    let cut_key;
+    let text = match opts.source_key.and_then(|key| trailing_key_prefix(text, key)) {
+        Some(start) => {
+            cut_key = format!("{}{REDACTED}", text.get(..start).unwrap_or_default());
+            cut_key.as_str()
+        }
+        None => text,
     };
 
     let bytes = text.as_bytes();
@@ -107,6 +118,19 @@ pub fn scrub(text: &str, opts: &ScrubOptions<'_>) -> String {
     }
     out.push_str(text.get(copied..).unwrap_or_default());
     out
+}
+
+/// Shortest key prefix that [`scrub`] removes from the end of a text (a cut key, 05 R-34).
+const MIN_CUT_KEY_BYTES: usize = 6;
+
+/// Where a proper prefix of `key`, at least [`MIN_CUT_KEY_BYTES`] long, ends `text` (the body
+/// was cut inside the key); the longest such prefix wins.
+fn trailing_key_prefix(text: &str, key: &str) -> Option<usize> {
+    (MIN_CUT_KEY_BYTES..key.len())
+        .rev()
+        .filter_map(|len| key.get(..len))
+        .find(|prefix| text.ends_with(prefix))
+        .map(|prefix| text.len() - prefix.len())
 }
 
 /// The G-26 body summary: collapse whitespace, then cap at [`SUMMARY_MAX_CHARS`].

@@ -37,7 +37,7 @@ use crate::attempt::{
 };
 use crate::backoff::backoff_delay;
 use crate::classify::failure_reason_of;
-use crate::cleanup::AttemptRowInfo;
+use crate::cleanup::{AttemptGuard, AttemptRowInfo};
 use crate::governor::GovernorInner;
 use crate::retry_after::hint_exceeds_cap;
 use crate::rows::{AttemptRowOutcome, CancelLabel};
@@ -351,7 +351,16 @@ pub(crate) async fn run_round<R: AttemptRunner>(
     attempt_fails: &HashMap<String, u32>,
 ) -> RoundOutcome {
     if env.policy.hedging && env.gov.hedge.hedges_round(env.stream) {
-        return crate::hedge::run_hedged_round(env, runner, admitted, reasons, attempt_fails).await;
+        // Boxed (05 R-56): the hedged round holds two legs; inline, it would make every
+        // single-attempt round as large, and that state is copied when the round is boxed.
+        return Box::pin(crate::hedge::run_hedged_round(
+            env,
+            runner,
+            admitted,
+            reasons,
+            attempt_fails,
+        ))
+        .await;
     }
     let control = LegControl::new();
     let leg = run_attempt(env, runner, admitted, None, control, false).await;
@@ -409,8 +418,9 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
         call_id,
         mut guard,
     } = admitted;
-    let name = source.name.clone();
-    // Step 1: attempt start, registration before the transport is invoked.
+    let name: &str = &source.name;
+    // Step 1: attempt start, registration before the transport is invoked. The same reading
+    // starts the generation wall time (60 H-60): nothing is awaited in between.
     let started = gov.clock.monotonic();
     let attempt = env.ctx.register_attempt();
     // Step 2: arm the guard's attempt phase.
@@ -424,7 +434,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
         started,
         clock: Arc::clone(&gov.clock),
     };
-    guard.register(info.clone(), control.loser_flag());
+    guard.register(info, control.loser_flag());
     let est = source.effective_est_tokens();
     if env.settle == SettleMode::Zero {
         guard.set_settlement(0); // S6: OCR has no tokens
@@ -453,7 +463,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
         hedge_leg,
     };
     // Step 3: invoke the runner, raced against a loser cancel.
-    let gen_started = gov.clock.monotonic();
+    let gen_started = started;
     let outcome = {
         let run = runner
             .run(ctx, signals, control.clone())
@@ -464,7 +474,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
             () = control.cancelled() => AttemptOutcome::CancelledAsLoser,
         }
     };
-    let breaker = Arc::clone(&gov.breaker);
+    let breaker = &*gov.breaker;
     match outcome {
         AttemptOutcome::Success(result) => {
             // Step 4, synchronously first (G-86).
@@ -474,20 +484,17 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
             if let Some(t) = result.ttft_ms {
                 span.record("ttft_ms", t);
             }
-            gov.selector.feed_outcome(&name, true);
-            gov.pacer.on_success(&name);
+            gov.selector.feed_outcome(name, true);
+            gov.pacer.on_success(name);
             if let Err(e) = breaker.record_success(guard.decision(), true).await {
-                warn_quiet(&name, "record_success", &e);
+                warn_quiet(name, "record_success", &e);
             } else {
                 guard.probe_resolved();
             }
             if let Err(e) = gov.limiter.mark_progress().await {
-                warn_quiet(&name, "mark_progress", &e);
+                warn_quiet(name, "mark_progress", &e);
             }
-            gov.sink
-                .attempt(info.facts(AttemptRowOutcome::Success(result.clone())))
-                .await;
-            guard.row_written();
+            write_attempt_row(&mut guard, || AttemptRowOutcome::Success(result.clone())).await;
             let latency_ms = ms_since(gov, started);
             guard.finish().await;
             LegResult::Success(LoopSuccess {
@@ -517,25 +524,22 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                         est
                     });
                     guard.set_failure_row(err.clone());
-                    gov.selector.feed_outcome(&name, false);
+                    gov.selector.feed_outcome(name, false);
                     if reason == FailureReason::RateLimited {
-                        gov.pacer.on_backpressure(&name);
+                        gov.pacer.on_backpressure(name);
                     }
                     if let Err(e) = breaker.record_failure(guard.decision(), reason, dead).await {
-                        warn_quiet(&name, "record_failure", &e);
+                        warn_quiet(name, "record_failure", &e);
                     } else {
                         guard.probe_resolved();
                     }
-                    gov.sink
-                        .attempt(info.facts(AttemptRowOutcome::Failed(err.clone())))
-                        .await;
-                    guard.row_written();
+                    write_attempt_row(&mut guard, || AttemptRowOutcome::Failed(err.clone())).await;
                     guard.finish().await;
                     LegResult::Failed {
                         failure: err,
                         dead,
                         delta: LegDelta {
-                            source: name,
+                            source: name.to_owned(),
                             failure_reason: reason,
                         },
                     }
@@ -545,14 +549,11 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                     guard.set_settlement(0);
                     guard.set_failure_row(err.clone());
                     if let Err(e) = breaker.record_success(guard.decision(), false).await {
-                        warn_quiet(&name, "record_success", &e);
+                        warn_quiet(name, "record_success", &e);
                     } else {
                         guard.probe_resolved();
                     }
-                    gov.sink
-                        .attempt(info.facts(AttemptRowOutcome::Failed(err.clone())))
-                        .await;
-                    guard.row_written();
+                    write_attempt_row(&mut guard, || AttemptRowOutcome::Failed(err.clone())).await;
                     guard.finish().await;
                     LegResult::Propagate(err)
                 }
@@ -561,10 +562,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                     // release the probe, write the row, propagate unchanged.
                     guard.set_settlement(0);
                     guard.set_failure_row(err.clone());
-                    gov.sink
-                        .attempt(info.facts(AttemptRowOutcome::Failed(err.clone())))
-                        .await;
-                    guard.row_written();
+                    write_attempt_row(&mut guard, || AttemptRowOutcome::Failed(err.clone())).await;
                     guard.finish().await;
                     LegResult::Propagate(err)
                 }
@@ -577,14 +575,28 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                 guard.set_settlement(est);
             }
             guard.release_probe().await;
-            gov.sink
-                .attempt(info.facts(AttemptRowOutcome::Cancelled(CancelLabel::HedgeCancelled)))
-                .await;
-            guard.row_written();
+            write_attempt_row(&mut guard, || {
+                AttemptRowOutcome::Cancelled(CancelLabel::HedgeCancelled)
+            })
+            .await;
             guard.finish().await;
             LegResult::CancelledAsLoser
         }
     }
+}
+
+/// Writes the registered attempt's row inline (80 T-6) and marks it written. The outcome is
+/// only built when the sink keeps rows (05 R-56: `NoopRowSink` gets no facts, no clone).
+async fn write_attempt_row(
+    guard: &mut AttemptGuard,
+    outcome: impl FnOnce() -> AttemptRowOutcome,
+) {
+    if let Some(info) = guard.row_info()
+        && info.sink.wants_rows()
+    {
+        info.sink.attempt(info.facts(outcome())).await;
+    }
+    guard.row_written();
 }
 
 fn warn_quiet(source: &str, op: &'static str, err: &dyn std::fmt::Display) {

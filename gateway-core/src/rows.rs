@@ -202,6 +202,13 @@ pub trait RowSink: Send + Sync + fmt::Debug + 'static {
     async fn cache_hit(&self, facts: CacheHitRowFacts);
     /// Flushes buffered rows (05 R-24: `quiesce()` drains the cleanup queue, then flushes).
     async fn flush(&self) {}
+    /// Whether this sink keeps any row (default `true`). A sink answering `false` drops every
+    /// fact, so the attempt step skips building them (05 R-56: rows are excluded from the core
+    /// overhead). Only the inline attempt row of the attempt step is skipped; guards and the
+    /// terminal paths still hand their facts to the sink.
+    fn wants_rows(&self) -> bool {
+        true
+    }
 }
 
 /// A sink that drops every fact (no telemetry configured, 80 T-5).
@@ -213,4 +220,7 @@ impl RowSink for NoopRowSink {
     async fn attempt(&self, _facts: AttemptRowFacts) {}
     async fn terminal(&self, _facts: TerminalRowFacts) {}
     async fn cache_hit(&self, _facts: CacheHitRowFacts) {}
+    fn wants_rows(&self) -> bool {
+        false
+    }
 }

@@ -8,12 +8,12 @@
 //! operations, never across an await.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use gateway_ports::Clock;
+use rustc_hash::FxHashMap;
 
 /// The name of one configured source, cheap to clone (an `Arc<str>`). Borrows as `str`, so maps
 /// keyed by it can be looked up with `&str`.
@@ -93,7 +93,7 @@ impl SourceLoad {
 /// from the view counts as idle (`SourceLoad::default()`).
 #[derive(Debug, Clone, Default)]
 pub struct StatsView {
-    loads: HashMap<SourceId, SourceLoad>,
+    loads: FxHashMap<SourceId, SourceLoad>,
 }
 
 impl StatsView {
@@ -233,7 +233,7 @@ struct Health {
 pub struct HealthAwareSelector {
     clock: Arc<dyn Clock>,
     counter: AtomicUsize,
-    health: Mutex<HashMap<String, Health>>,
+    health: Mutex<FxHashMap<String, Health>>,
 }
 
 impl fmt::Debug for HealthAwareSelector {
@@ -250,11 +250,11 @@ impl HealthAwareSelector {
         Self {
             clock,
             counter: AtomicUsize::new(0),
-            health: Mutex::new(HashMap::new()),
+            health: Mutex::new(FxHashMap::default()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Health>> {
+    fn lock(&self) -> MutexGuard<'_, FxHashMap<String, Health>> {
         self.health.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -269,7 +269,7 @@ impl HealthAwareSelector {
         (1.0 - deficit).clamp(0.0, 1.0)
     }
 
-    fn score_at(map: &HashMap<String, Health>, source: &str, now_s: f64) -> f64 {
+    fn score_at(map: &FxHashMap<String, Health>, source: &str, now_s: f64) -> f64 {
         map.get(source).map_or(1.0, |h| Self::decayed(*h, now_s))
     }
 }
@@ -287,21 +287,26 @@ fn bucket(h: f64) -> u8 {
 impl Selector for HealthAwareSelector {
     fn order(&self, sources: &[SourceId], stats: &StatsView) -> Vec<SourceId> {
         let k = self.counter.fetch_add(1, Ordering::Relaxed);
+        if sources.len() <= 1 {
+            // One candidate has one order: no clock read, no lock (05 R-56).
+            return sources.to_vec();
+        }
         let now = self.now_s();
-        let keyed: Vec<(u8, f64, SourceId)> = {
+        let n = sources.len();
+        let mut keyed: Vec<(u8, f64, &SourceId)> = {
             let map = self.lock();
-            rotated(sources, k)
-                .into_iter()
+            // The configured list rotated left by `k mod n` (as `rotated`), without a copy.
+            (0..n)
+                .map(|i| &sources[(i + k % n) % n])
                 .map(|s| {
                     let h = Self::score_at(&map, s.as_str(), now);
                     (bucket(h), stats.get(s.as_str()).utilisation(), s)
                 })
                 .collect()
         };
-        let mut keyed = keyed;
         // Stable sort: equal keys keep the rotated configured order.
         keyed.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.total_cmp(&b.1)));
-        keyed.into_iter().map(|(_, _, s)| s).collect()
+        keyed.into_iter().map(|(_, _, s)| s.clone()).collect()
     }
 
     fn needs_stats(&self) -> bool {
@@ -317,13 +322,17 @@ impl Selector for HealthAwareSelector {
         } else {
             h - HEALTH_ALPHA * h
         };
-        map.insert(
-            source.to_owned(),
-            Health {
-                score: score.clamp(0.0, 1.0),
-                at_s: now,
-            },
-        );
+        let health = Health {
+            score: score.clamp(0.0, 1.0),
+            at_s: now,
+        };
+        // Update in place: the name is only copied the first time a source is fed (05 R-56).
+        match map.get_mut(source) {
+            Some(slot) => *slot = health,
+            None => {
+                map.insert(source.to_owned(), health);
+            }
+        }
     }
 
     fn health(&self, source: &str) -> Option<f64> {

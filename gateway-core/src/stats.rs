@@ -71,7 +71,6 @@ struct Generation {
 /// The statistics of one logical call (30 G-117). Methods are synchronous; the one mutex is
 /// never held across an await.
 pub struct CallContext {
-    logical_call_id: String,
     clock: Arc<dyn Clock>,
     started: Duration,
     attempts: AtomicU32,
@@ -84,7 +83,7 @@ pub struct CallContext {
 impl std::fmt::Debug for CallContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallContext")
-            .field("logical_call_id", &self.logical_call_id)
+            .field("logical_call_id", &self.logical_call_id())
             .field("attempts", &self.attempts)
             .finish_non_exhaustive()
     }
@@ -95,7 +94,6 @@ impl CallContext {
     pub fn new(clock: Arc<dyn Clock>, row_call: RowCall) -> Self {
         let started = clock.monotonic();
         Self {
-            logical_call_id: row_call.logical_call_id.clone(),
             clock,
             started,
             attempts: AtomicU32::new(0),
@@ -108,7 +106,7 @@ impl CallContext {
 
     /// The logical call id.
     pub fn logical_call_id(&self) -> &str {
-        &self.logical_call_id
+        &self.row_call.logical_call_id
     }
 
     /// The call-level row facts.
@@ -191,7 +189,7 @@ impl CallContext {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let mut s = CallStats::new(
-            self.logical_call_id.clone(),
+            self.row_call.logical_call_id.clone(),
             self.attempts(),
             u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
         );

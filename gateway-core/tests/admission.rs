@@ -18,6 +18,7 @@ fn ok() -> Script {
     Script::ok(TransportResult::ok(10, 5))
 }
 
+// covers: G-60
 #[tokio::test(start_paused = true)]
 async fn cf_088_g_78_three_transients_open_breaker_fourth_pick_circuit_open() {
     let fx = FxBuilder {
@@ -33,6 +34,7 @@ async fn cf_088_g_78_three_transients_open_breaker_fourth_pick_circuit_open() {
     assert_eq!(fx.runner.call_count(), 3);
 }
 
+// covers: G-58, G-60
 #[tokio::test(start_paused = true)]
 async fn cf_073_s1_rejected_pick_adds_nothing_tpm_1200() {
     let mut s = source("s1");
@@ -89,6 +91,7 @@ async fn cf_090_g_63_exclude_all_is_not_a_rejection() {
     fx.assert_usage("s1", 0, 0).await;
 }
 
+// covers: G-79
 #[tokio::test(start_paused = true)]
 async fn g_80_quota_full_fail_fast_carries_hint_and_reasons() {
     let fx = FxBuilder {
@@ -114,6 +117,7 @@ async fn g_80_quota_full_fail_fast_carries_hint_and_reasons() {
     let _ = first.await;
 }
 
+// covers: G-56
 #[tokio::test(start_paused = true)]
 async fn g_80_r_11_quota_wait_is_woken_by_release_not_polling() {
     // poll_interval 100 s: only the limiter's Notify can wake the waiter promptly.
@@ -184,6 +188,7 @@ async fn r_37_waiters_beyond_max_are_shed_quota_full() {
     fx.assert_usage("s1", 400, 0).await;
 }
 
+// covers: G-56, G-79
 #[tokio::test(start_paused = true)]
 async fn g_80_circuit_open_wait_naps_then_stalls() {
     // CIRCUIT_OPEN = wait: no request while the breaker is open; the stall rule ends the wait.

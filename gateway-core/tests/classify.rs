@@ -80,6 +80,7 @@ fn g_19_429_is_transient_rate_limited_with_hint() {
     assert_eq!(c.reason_code(), None);
 }
 
+// covers: G-31
 #[test]
 fn g_19_5xx_transient_and_only_503_parses_a_hint() {
     for status in [500, 502] {
@@ -209,6 +210,7 @@ fn g_20_reads_the_untruncated_raw_body_not_the_summary() {
     assert!(c.failure.body_text.as_ref().unwrap().chars().count() <= SUMMARY_MAX_CHARS);
 }
 
+// covers: G-31
 #[test]
 fn cf_095_g_37_insufficient_quota_with_inf_retry_after_is_source_dead_silently() {
     let c = http_hinted(429, "inf", r#"{"error":{"type":"insufficient_quota"}}"#);
@@ -745,6 +747,7 @@ fn g_21_watchdog_expiry_is_liveness_timeout() {
     }
 }
 
+// covers: G-24, V-53
 #[test]
 fn g_21_g_22_frame_too_large_and_unsupported() {
     let c = classify_wire_failure(&WireFailure::FrameTooLarge { limit: 16_777_216 }, &ctx());
@@ -859,6 +862,7 @@ fn g_2_into_error_keeps_the_payload() {
 proptest! {
     /// G-18, G-29: any status, headers and body → no panic; the verdict is deterministic;
     /// hints only on Transient 429/503; the summary is bounded.
+    // covers: G-1
     #[test]
     fn g_29_classify_http_total_and_deterministic(
         status in any::<u16>(),
@@ -888,6 +892,7 @@ proptest! {
     }
 
     /// G-20b: any error event data → no panic; http_status and hint always None.
+    // covers: G-1
     #[test]
     fn g_20b_error_event_total(data in "\\PC{0,300}") {
         let c = classify_error_event(&data, &ctx());

@@ -34,6 +34,7 @@ async fn drop_after<F: std::future::Future>(
     drop(call);
 }
 
+// covers: G-104, G-106, G-109
 #[tokio::test(start_paused = true)]
 async fn cf_067_s3_hang_dropped_settles_est_and_rows_cancelled() {
     let fx = fx();
@@ -56,6 +57,7 @@ async fn cf_067_s3_hang_dropped_settles_est_and_rows_cancelled() {
     fx.sink.assert_one_call(&t.stats.logical_call_id);
 }
 
+// covers: G-86, G-109
 #[tokio::test(start_paused = true)]
 async fn cf_068_s4_drop_in_record_success_keeps_actual() {
     let fx = FxBuilder {
@@ -72,6 +74,7 @@ async fn cf_068_s4_drop_in_record_success_keeps_actual() {
     fx.sink.assert_counts(1, 1);
 }
 
+// covers: G-86, G-109
 #[tokio::test(start_paused = true)]
 async fn cf_069_s5_dead_drop_in_record_failure_settles_zero() {
     let fx = FxBuilder {
@@ -89,6 +92,7 @@ async fn cf_069_s5_dead_drop_in_record_failure_settles_zero() {
     fx.sink.assert_counts(1, 1);
 }
 
+// covers: G-86, G-88, G-109
 #[tokio::test(start_paused = true)]
 async fn cf_070_s5_transient_drop_in_record_failure_settles_est() {
     let fx = FxBuilder {
@@ -104,6 +108,7 @@ async fn cf_070_s5_transient_drop_in_record_failure_settles_est() {
     assert_eq!(fx.sink.attempt_error_types(), [Some("TransientError")]);
 }
 
+// covers: G-109, G-121
 #[tokio::test(start_paused = true)]
 async fn cf_071_s8_panic_propagates_settles_zero_no_rows() {
     let fx = fx();
@@ -116,6 +121,7 @@ async fn cf_071_s8_panic_propagates_settles_zero_no_rows() {
     fx.sink.assert_counts(0, 0);
 }
 
+// covers: G-88
 #[tokio::test(start_paused = true)]
 async fn cf_072_zero_usage_settles_zero() {
     let fx = fx();
@@ -124,6 +130,7 @@ async fn cf_072_zero_usage_settles_zero() {
     fx.assert_usage("s1", 0, 0).await;
 }
 
+// covers: G-85, G-88
 #[tokio::test(start_paused = true)]
 async fn cf_076_g_87_settlement_by_outcome() {
     let cases: Vec<(Script, u64)> = vec![
@@ -148,6 +155,7 @@ async fn cf_076_g_87_settlement_by_outcome() {
     }
 }
 
+// covers: G-59, G-104, G-105
 #[tokio::test(start_paused = true)]
 async fn cf_074_cf_075_drop_at_every_await_point_leaks_nothing() {
     // A call that fails once (10 ms), backs off (5 ms), then succeeds (10 ms), with a slow

@@ -37,6 +37,7 @@ fn cf_057_domain_accepts_unset_and_positive() {
     );
 }
 
+// covers: G-96
 #[test]
 fn cf_058_cf_059_domain_rejects_with_origin() {
     for v in [
@@ -55,6 +56,7 @@ fn cf_058_cf_059_domain_rejects_with_origin() {
     }
 }
 
+// covers: G-96
 #[test]
 fn cf_317_g_98_per_call_zero_is_invalid_argument() {
     let e = resolve_call_deadline(None, Some(Duration::ZERO), "ChatOptions::call_deadline")
@@ -71,11 +73,13 @@ fn cf_317_g_98_per_call_zero_is_invalid_argument() {
     );
 }
 
+// covers: G-93
 #[tokio::test(start_paused = true)]
 async fn cf_066_unset_deadline_plain_await() {
     assert_eq!(with_deadline(None, async { 7 }).await.unwrap(), 7);
 }
 
+// covers: G-114, G-91
 #[tokio::test(start_paused = true)]
 async fn cf_060_cf_312_expiry_in_flight_one_cancelled_row_one_terminal() {
     let fx = FxBuilder {
@@ -96,6 +100,7 @@ async fn cf_060_cf_312_expiry_in_flight_one_cancelled_row_one_terminal() {
     fx.sink.assert_one_call(&t.stats.logical_call_id);
 }
 
+// covers: G-102
 #[tokio::test(start_paused = true)]
 async fn cf_309_expires_during_backoff_one_transport_call() {
     let fx = FxBuilder {
@@ -111,6 +116,7 @@ async fn cf_309_expires_during_backoff_one_transport_call() {
     fx.sink.assert_counts(1, 1);
 }
 
+// covers: G-102
 #[tokio::test(start_paused = true)]
 async fn cf_310_expires_while_queued_for_quota_zero_calls() {
     let mut s = source("s1");
@@ -134,6 +140,7 @@ async fn cf_310_expires_while_queued_for_quota_zero_calls() {
     fx.sink.assert_counts(0, 1);
 }
 
+// covers: G-97
 #[tokio::test(start_paused = true)]
 async fn cf_318_assembled_deadline_inherited_per_call_none() {
     let fx = FxBuilder {

@@ -299,6 +299,7 @@ async fn cf_082_chat_429_pushback_ends_retry_exhausted_after_3_calls() {
     fx.sink.assert_counts(3, 1);
 }
 
+// covers: G-91, G-112
 #[tokio::test(start_paused = true)]
 async fn cf_313_g_101_slow_recorder_cleanup_is_not_cut() {
     let w = wired(WiredOpts {
@@ -343,6 +344,7 @@ impl SuccessHook for SlowCache {
     }
 }
 
+// covers: G-92
 #[tokio::test(start_paused = true)]
 async fn cf_314_g_94_slow_cache_set_expires_nothing_stored() {
     let w = wired(WiredOpts {
@@ -427,6 +429,7 @@ async fn g_55_another_caller_progressing_keeps_the_waiter_alive() {
     assert!(runner_a.call_count() > 10, "{}", runner_a.call_count());
 }
 
+// covers: G-59
 #[tokio::test(start_paused = true)]
 async fn g_107_s1_parked_try_acquire_with_held_probe_releases_everything() {
     let w = wired(WiredOpts {

@@ -37,6 +37,7 @@ async fn r_17_call_after_close_is_client_closed_close_idempotent() {
         .unwrap();
 }
 
+// covers: G-112
 #[tokio::test(start_paused = true)]
 async fn g_111_close_drains_pending_cleanup() {
     let fx = FxBuilder {
@@ -57,6 +58,7 @@ async fn g_111_close_drains_pending_cleanup() {
     assert_eq!(fx.gov.cleanup_stats().pending, 0);
 }
 
+// covers: G-117, G-122
 #[tokio::test(start_paused = true)]
 async fn cf_289_concurrent_calls_distinct_ids_counters_not_shared() {
     let fx = FxBuilder::default().sources(&["s1", "s2"]).build();
@@ -67,6 +69,7 @@ async fn cf_289_concurrent_calls_distinct_ids_counters_not_shared() {
     assert_eq!((a.stats.attempts, b.stats.attempts), (1, 1));
 }
 
+// covers: G-119, G-122
 #[tokio::test(start_paused = true)]
 async fn cf_292_ticking_recorder_counts_inline_row_time() {
     // A recorder that advances the injected clock 0.5 s per row: the inline success row
@@ -82,6 +85,7 @@ async fn cf_292_ticking_recorder_counts_inline_row_time() {
     assert_eq!(g.stats.total_latency_ms, 500);
 }
 
+// covers: G-119
 #[tokio::test(start_paused = true)]
 async fn cf_316_terminal_snapshot_includes_ticking_row_time() {
     // A failed call's terminal snapshot is taken right after the claim: it includes the
@@ -98,6 +102,7 @@ async fn cf_316_terminal_snapshot_includes_ticking_row_time() {
     assert_eq!(fx.sink.terminals()[0].stats.total_latency_ms, 500);
 }
 
+// covers: G-121
 #[tokio::test(start_paused = true)]
 async fn g_120_cf_307_snapshot_repeatable_claim_once() {
     let clock = Arc::new(FakeClock::new());

@@ -278,7 +278,7 @@ async fn s2_wins(fx: &HFx) -> gateway_core::governor::Governed {
     g
 }
 
-// covers: H-40, H-44
+// covers: H-40, H-44, G-115
 #[tokio::test(start_paused = true)]
 async fn h_85_cf_265_winner_settles_actual_loser_keeps_est() {
     let fx = HFxBuilder::after().build();
@@ -288,6 +288,7 @@ async fn h_85_cf_265_winner_settles_actual_loser_keeps_est() {
     fx.assert_usage("s1", 400, 0).await;
 }
 
+// covers: G-115
 #[tokio::test(start_paused = true)]
 async fn h_86_cf_266_h_45_loser_row_labelled_hedge_cancelled() {
     let fx = HFxBuilder::after().build();
@@ -314,6 +315,7 @@ async fn h_87_cf_267_hedge_cancelled_row_has_null_stall() {
     assert_eq!(row_stall(&rows[0]), (None, None));
 }
 
+// covers: G-77, G-115
 #[tokio::test(start_paused = true)]
 async fn h_88_cf_268_h_44_loser_does_not_feed_breaker() {
     let fx = HFxBuilder::after().build();
@@ -325,7 +327,7 @@ async fn h_88_cf_268_h_44_loser_does_not_feed_breaker() {
     assert!(fx.breaker.try_enter("s1", "later").await.unwrap().allowed);
 }
 
-// covers: H-49, H-69, R-7
+// covers: H-49, H-69, R-7, G-118
 #[tokio::test(start_paused = true)]
 async fn h_89_cf_269_g_116_attempts_two_and_no_task_leak() {
     let fx = HFxBuilder::after().build();
@@ -866,6 +868,7 @@ async fn h_29_hedge_admission_backend_failure_cancels_primary() {
     worker.await.unwrap();
 }
 
+// covers: G-95, H-4
 #[tokio::test(start_paused = true)]
 async fn h_11_per_call_deadline_below_threshold_silently_disables_hedging() {
     let fx = HFxBuilder::after().build();
@@ -879,6 +882,7 @@ async fn h_11_per_call_deadline_below_threshold_silently_disables_hedging() {
     assert_eq!(fx.calls(), ["s1"]);
 }
 
+// covers: G-117
 #[test]
 fn h_71_call_context_is_sync_and_never_blocks() {
     fn assert_sync_send<T: Sync + Send>() {}

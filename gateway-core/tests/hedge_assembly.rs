@@ -169,6 +169,7 @@ fn h_111_d7_after_must_be_below_min_timeout() {
     assert!(check(&input(Some(89.0), None), &sources).is_ok());
 }
 
+// covers: G-95, H-4
 #[test]
 fn h_111_d8_after_must_be_below_deadline_equality_fails() {
     for after in [35.0, 30.0] {

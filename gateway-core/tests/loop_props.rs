@@ -31,7 +31,8 @@ use gateway_core::pacer::{AimdPacer, Pacer};
 use gateway_core::rows::{AttemptRowOutcome, RowCall};
 use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
-    BackpressurePolicy, BreakerConfig, Clock, FailureReason, GlobalLimits, RateLimiter,
+    BackpressurePolicy, BreakerConfig, Clock, FailureReason, GatewayError, GlobalLimits,
+    RateLimiter,
     RetryPolicy, WaitPolicy,
 };
 use proptest::prelude::*;
@@ -228,6 +229,21 @@ async fn run_case(c: Case) -> Result<(), TestCaseError> {
                 prop_assert!(mine.is_empty(), "success wrote a terminal row");
             }
             Err(e) => {
+                // G-3, G-4: the two absorbed categories never reach the caller; only the
+                // caller-facing kinds do.
+                prop_assert!(
+                    matches!(
+                        e,
+                        GatewayError::RequestRejected(_)
+                            | GatewayError::ResultInvalid(_)
+                            | GatewayError::AllSourcesExhausted(_)
+                            | GatewayError::CircuitOpen(_)
+                            | GatewayError::CallDeadlineExceeded(_)
+                    ),
+                    "call {} escaped with {:?}",
+                    i,
+                    e
+                );
                 prop_assert_eq!(mine.len(), 1, "call {} ended in {:?}", i, e);
                 prop_assert_eq!(mine[0].stats.attempts as usize, calls);
             }
@@ -260,6 +276,7 @@ async fn run_case(c: Case) -> Result<(), TestCaseError> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
+    // covers: G-3, G-4, G-45, G-118, G-59
     #[test]
     fn g_44_r_4_loop_invariants_hold_under_random_outcomes(c in case()) {
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -28,6 +28,7 @@ async fn trip(b: &MemoryCircuitBreaker, n: u32) {
 }
 
 /// D7: with default config, 4 failures keep it closed, the 5th opens for 60 s.
+// covers: G-65
 #[tokio::test]
 async fn d7_defaults_open_after_five() {
     let (b, _) = breaker(BreakerConfig::default());
@@ -44,6 +45,7 @@ async fn d7_defaults_open_after_five() {
 }
 
 /// D7 / G-65: `probe_ttl_s = None` falls back to 125 s (default timeout 120 + 5).
+// covers: G-65
 #[tokio::test]
 async fn d7_probe_ttl_default_125() {
     assert_eq!(DEFAULT_PROBE_TTL_S, 125.0);

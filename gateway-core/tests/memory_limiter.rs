@@ -277,6 +277,7 @@ proptest! {
 }
 
 /// 05 R-9: the fast path needs no runtime and returns `true` with the effect applied.
+// covers: G-106
 #[test]
 fn r_9_fast_path_without_runtime() {
     let clock = Arc::new(FakeClock::new());

@@ -16,6 +16,7 @@ fn ok() -> Script {
     Script::ok(TransportResult::ok(10, 5))
 }
 
+// covers: G-85, G-121, G-122
 #[tokio::test(start_paused = true)]
 async fn cf_077_single_success_attempts_one_no_terminal_row() {
     let fx = fx();
@@ -31,6 +32,7 @@ async fn cf_077_single_success_attempts_one_no_terminal_row() {
     fx.assert_usage("s1", 15, 0).await;
 }
 
+// covers: G-122
 #[tokio::test(start_paused = true)]
 async fn cf_078_transient_transient_ok_attempts_three() {
     let fx = fx();
@@ -46,6 +48,7 @@ async fn cf_078_transient_transient_ok_attempts_three() {
     fx.sink.assert_counts(3, 0);
 }
 
+// covers: G-45, G-57, G-118, G-122
 #[tokio::test(start_paused = true)]
 async fn cf_079_g_46_429s_budget_free_but_counted() {
     // max_attempts = 1: two 429 rounds do not consume budget (chat), yet count as attempts.
@@ -67,6 +70,7 @@ async fn cf_079_g_46_429s_budget_free_but_counted() {
     assert!(start.elapsed() >= Duration::from_secs(2));
 }
 
+// covers: G-122, G-3
 #[tokio::test(start_paused = true)]
 async fn cf_080_g_48_five_transients_exhaust_after_three() {
     let fx = fx();
@@ -120,6 +124,7 @@ async fn g_12_retry_exhausted_hint_is_largest_server_hint() {
     assert_eq!(unavailable(&e).retry_after_s, 2.5);
 }
 
+// covers: G-57
 #[tokio::test(start_paused = true)]
 async fn g_46_embed_loop_counts_429_no_exemption() {
     // The embedding/OCR loops count every failure, 429 included (LoopPolicy EMBED).
@@ -182,6 +187,7 @@ async fn g_47_single_source_dead_then_circuit_open_fail_fast() {
     assert_eq!(fx.runner.call_count(), 1);
 }
 
+// covers: G-5, G-24
 #[tokio::test(start_paused = true)]
 async fn g_50_cf_096_request_rejected_propagates_with_rows() {
     let fx = fx();
@@ -206,6 +212,7 @@ async fn g_50_cf_096_request_rejected_propagates_with_rows() {
     fx.assert_usage("s1", 0, 0).await;
 }
 
+// covers: G-5, V-48, V-49, V-52
 #[tokio::test(start_paused = true)]
 async fn g_50_result_invalid_propagates_settles_zero() {
     let fx = fx();

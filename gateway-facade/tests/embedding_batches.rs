@@ -277,3 +277,86 @@ async fn e_8_builder_without_sources_is_no_sources() {
     let u = error.unavailable().expect("AllSourcesExhausted");
     assert_eq!((u.reason, u.retry_after_s), (ScopeReason::NoSources, 0.0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn cf_403_tiny_deadline_with_slow_transport_is_deadline_exceeded() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Hang]);
+    let client = client(&fake, &clock, vec![source("e_1")], 4);
+    let mut request = texts(1);
+    request.call_deadline = Some(Duration::from_micros(1));
+    let error = client.embed(request).await.unwrap_err();
+    assert!(
+        matches!(error, GatewayError::CallDeadlineExceeded(ref d) if d.scope == "embed"),
+        "{error:?}"
+    );
+}
+
+/// A recorder keeping every row in memory.
+#[derive(Default)]
+struct Rows(Mutex<Vec<gateway_ports::TelemetryRow>>);
+
+impl gateway_ports::TelemetryStatusProvider for Rows {
+    fn status(&self) -> gateway_ports::TelemetryStatus {
+        gateway_ports::TelemetryStatus::for_backend("none")
+    }
+}
+
+#[async_trait]
+impl gateway_ports::TelemetryRecorder for Rows {
+    async fn record(
+        &self,
+        row: gateway_ports::TelemetryRow,
+    ) -> Result<(), gateway_ports::RecordError> {
+        self.0.lock().unwrap().push(row);
+        Ok(())
+    }
+}
+
+// covers: E-16
+#[tokio::test(start_paused = true)]
+async fn cf_407_failing_embed_rows_have_error_and_no_effort_and_one_terminal() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Status(500)]);
+    let rows = Arc::new(Rows::default());
+    let s = SourceConfig {
+        enable_thinking: Some(true),
+        ..source("e_1")
+    };
+    let client = EmbeddingClient::builder()
+        .scope("EMBED")
+        .sources(vec![s])
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            backoff_base_s: 0.01,
+            backoff_max_s: 0.02,
+            ..RetryPolicy::default()
+        })
+        .clock(Arc::clone(&clock) as _)
+        .telemetry(Arc::clone(&rows) as _)
+        .transport(Arc::clone(&fake) as _)
+        .build()
+        .unwrap();
+    assert!(client.embed(texts(1)).await.is_err());
+    client.quiesce().await;
+    let rows = rows.0.lock().unwrap().clone();
+    let attempts: Vec<_> = rows
+        .iter()
+        .filter(|r| r.event_kind == gateway_ports::EventKind::Attempt)
+        .collect();
+    assert_eq!(attempts.len(), 3);
+    assert!(
+        attempts
+            .iter()
+            .all(|r| r.error.is_some() && r.reasoning_effort.is_none())
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r.operation == gateway_ports::CallOperation::Embed)
+    );
+    let terminal = rows
+        .iter()
+        .filter(|r| r.event_kind == gateway_ports::EventKind::TerminalFailure)
+        .count();
+    assert_eq!(terminal, 1);
+}

@@ -130,16 +130,29 @@ impl MergeState {
                 }
                 let element_path = format!("{path}[]");
                 let mut progress = false;
+                // Index value → position in `target`, built once per array: a linear search per
+                // element would make one hostile chunk with many distinct indexes quadratic.
+                let mut positions: HashMap<IndexKey, usize> = HashMap::new();
+                if indexed {
+                    for (position, element) in target.iter().enumerate() {
+                        if let Some(index) = element.get("index").and_then(IndexKey::of) {
+                            positions.entry(index).or_insert(position);
+                        }
+                    }
+                }
                 for item in items {
                     if indexed {
-                        let index = item.get("index");
-                        let position = target.iter().position(|t| t.get("index") == index);
-                        let position = match position {
+                        let index = item.get("index").and_then(IndexKey::of);
+                        let position = match index.and_then(|i| positions.get(&i).copied()) {
                             Some(position) => position,
                             None => {
                                 self.charge(LEAF_COST);
                                 target.push(Value::Object(Map::new()));
-                                target.len() - 1
+                                let position = target.len() - 1;
+                                if let Some(index) = index {
+                                    positions.insert(index, position);
+                                }
+                                position
                             }
                         };
                         let slot = target.get_mut(position).map(std::mem::take);
@@ -191,6 +204,21 @@ impl MergeState {
 
     fn charge(&mut self, bytes: usize) {
         self.retained_bytes = self.retained_bytes.saturating_add(bytes);
+    }
+}
+
+/// The integer `index` of an element of an indexed array, as a hash key (`-1` and `u64::MAX`
+/// are distinct; two JSON integers are the same index exactly when `Value` equality says so).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct IndexKey(i128);
+
+impl IndexKey {
+    fn of(value: &Value) -> Option<Self> {
+        value
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| value.as_u64().map(i128::from))
+            .map(Self)
     }
 }
 

@@ -20,7 +20,7 @@
 //! - after `close()` `try_enter` and `snapshot` answer `Unavailable` (fail closed, CT-BRK-10);
 //!   write-backs keep working so cleanup never fails.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -30,6 +30,7 @@ use gateway_ports::{
     BackendError, BreakerConfig, BreakerSnapshot, BreakerState, CircuitBreaker, Clock,
     FailureReason, GateDecision, ProbeLease,
 };
+use rustc_hash::FxHashMap;
 
 /// Probe lease in seconds used when `BreakerConfig::probe_ttl_s` is `None`: the default source
 /// `timeout_s` (120) + 5 (D7).
@@ -126,7 +127,7 @@ struct Inner {
     scope: String,
     cfg: Cfg,
     clock: Arc<dyn Clock>,
-    state: Mutex<(HashMap<String, SourceBreaker>, bool)>,
+    state: Mutex<(FxHashMap<String, SourceBreaker>, bool)>,
 }
 
 /// The in-memory circuit breaker (10 §8.5; 30 G-65..G-71, G-75, G-76; D7).
@@ -170,12 +171,12 @@ impl MemoryCircuitBreaker {
                 scope: scope.to_owned(),
                 cfg: Cfg::from(&config),
                 clock,
-                state: Mutex::new((HashMap::new(), false)),
+                state: Mutex::new((FxHashMap::default(), false)),
             }),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, (HashMap<String, SourceBreaker>, bool)> {
+    fn lock(&self) -> MutexGuard<'_, (FxHashMap<String, SourceBreaker>, bool)> {
         self.inner
             .state
             .lock()
@@ -273,35 +274,14 @@ impl MemoryCircuitBreaker {
         }
     }
 
-    fn release_probe_sync(&self, source: &str, owner: &str, epoch: u64) {
-        let now = self.now();
-        let mut guard = self.lock();
-        let Some(b) = guard.0.get_mut(source) else {
-            return;
-        };
-        Self::refresh(b, now);
-        if b.epoch != epoch {
-            return;
-        }
-        if matches!(&b.phase, Phase::HalfOpen { probe: Some(p) } if p.owner == owner) {
-            b.phase = Phase::HalfOpen { probe: None };
-        }
-    }
-}
-
-#[async_trait]
-impl CircuitBreaker for MemoryCircuitBreaker {
-    async fn try_enter(&self, source: &str, owner: &str) -> Result<GateDecision, BackendError> {
-        let now = self.now();
-        let ttl = self.inner.cfg.probe_ttl;
-        let mut guard = self.lock();
-        if guard.1 {
-            return Err(closed_error());
-        }
-        let b = guard
-            .0
-            .entry(source.to_owned())
-            .or_insert_with(SourceBreaker::new);
+    /// The gate decision of `b` for `owner` at `now`; takes the probe in an empty half-open.
+    fn gate(
+        b: &mut SourceBreaker,
+        source: &str,
+        owner: &str,
+        now: Duration,
+        ttl: Duration,
+    ) -> GateDecision {
         Self::refresh(b, now);
         let mut d = GateDecision {
             source: source.to_owned(),
@@ -328,8 +308,48 @@ impl CircuitBreaker for MemoryCircuitBreaker {
                 d.is_probe = true;
             }
         }
+        d
+    }
+
+    fn release_probe_sync(&self, source: &str, owner: &str, epoch: u64) {
+        let now = self.now();
+        let mut guard = self.lock();
+        let Some(b) = guard.0.get_mut(source) else {
+            return;
+        };
+        Self::refresh(b, now);
+        if b.epoch != epoch {
+            return;
+        }
+        if matches!(&b.phase, Phase::HalfOpen { probe: Some(p) } if p.owner == owner) {
+            b.phase = Phase::HalfOpen { probe: None };
+        }
+    }
+}
+
+#[async_trait]
+impl CircuitBreaker for MemoryCircuitBreaker {
+    async fn try_enter(&self, source: &str, owner: &str) -> Result<GateDecision, BackendError> {
+        let now = self.now();
+        let ttl = self.inner.cfg.probe_ttl;
+        let mut guard = self.lock();
+        if guard.1 {
+            return Err(closed_error());
+        }
+        // Look up first: the source's name is only copied the first time it is seen (05 R-56).
+        let d = match guard.0.get_mut(source) {
+            Some(b) => Self::gate(b, source, owner, now, ttl),
+            None => {
+                let b = guard
+                    .0
+                    .entry(source.to_owned())
+                    .or_insert_with(SourceBreaker::new);
+                Self::gate(b, source, owner, now, ttl)
+            }
+        };
         Ok(d)
     }
+
 
     async fn record_success(
         &self,

@@ -13,9 +13,9 @@
 //! not signalled (the caller's `poll_interval_s` bound, or the `wait_hint_s` of a denial, covers
 //! it). Limits are per process: multi-process deployments use the Redis limiter (G-74).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -23,6 +23,7 @@ use gateway_ports::{
     Acquire, BackendError, Clock, GlobalLimits, LimitGate, Permit, RateLimiter, SourceConfig,
     SourceStats,
 };
+use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
 /// Length of the RPM/TPM sliding window (30 G-74).
@@ -73,7 +74,7 @@ struct State {
     window: VecDeque<u64>,
     /// Permit ids in grant order that may still hold a slot (lazily cleaned).
     leases: VecDeque<u64>,
-    recs: HashMap<u64, Rec>,
+    recs: FxHashMap<u64, Rec>,
     next_id: u64,
     last_progress: Duration,
     closed: bool,
@@ -307,7 +308,7 @@ impl State {
 
 struct Inner {
     scope: String,
-    index: HashMap<String, usize>,
+    index: FxHashMap<String, usize>,
     lease_ttl: Duration,
     clock: Arc<dyn Clock>,
     notify: Arc<Notify>,
@@ -388,7 +389,7 @@ impl MemoryRateLimiter {
         lease_ttl_s: f64,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let mut index = HashMap::new();
+        let mut index = FxHashMap::default();
         let mut buckets = Vec::new();
         for s in sources {
             if index.contains_key(&s.name) {
@@ -424,7 +425,7 @@ impl MemoryRateLimiter {
                     global: Usage::default(),
                     window: VecDeque::new(),
                     leases: VecDeque::new(),
-                    recs: HashMap::new(),
+                    recs: FxHashMap::default(),
                     next_id: 1,
                     last_progress: now,
                     closed: false,
@@ -499,7 +500,7 @@ impl RateLimiter for MemoryRateLimiter {
         drop(st);
         Ok(Acquire::Granted(Box::new(MemoryPermit {
             id,
-            id_text: format!("{}:{id}", self.inner.scope),
+            id_text: OnceLock::new(),
             source: name,
             est_tokens,
             inner: Arc::clone(&self.inner),
@@ -543,7 +544,8 @@ impl RateLimiter for MemoryRateLimiter {
 /// its slots stay held until its lease expires (D11). `Debug` prints ids only.
 pub struct MemoryPermit {
     id: u64,
-    id_text: String,
+    /// `"{scope}:{id}"`, formatted on first use (05 R-56: the hot path never reads it).
+    id_text: OnceLock<String>,
     source: Arc<str>,
     est_tokens: u64,
     inner: Arc<Inner>,
@@ -552,17 +554,24 @@ pub struct MemoryPermit {
 impl fmt::Debug for MemoryPermit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemoryPermit")
-            .field("id", &self.id_text)
+            .field("id", &self.id_text())
             .field("source", &self.source)
             .field("est_tokens", &self.est_tokens)
             .finish()
     }
 }
 
+impl MemoryPermit {
+    fn id_text(&self) -> &str {
+        self.id_text
+            .get_or_init(|| format!("{}:{}", self.inner.scope, self.id))
+    }
+}
+
 #[async_trait]
 impl Permit for MemoryPermit {
     fn id(&self) -> &str {
-        &self.id_text
+        self.id_text()
     }
 
     fn source(&self) -> &str {

@@ -1,5 +1,9 @@
 //! Unit tests of the emitter, row shaping, cost, pricing and schema (80; 95 §14, §15).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::field_reassign_with_default)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::field_reassign_with_default
+)]
 
 use std::sync::{Arc, Mutex};
 

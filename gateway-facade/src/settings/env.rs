@@ -146,8 +146,9 @@ const PROCESS_KEYS: [(&str, &str); 19] = [
     ("redact_ips", "PGW_REDACT_IPS"),
 ];
 
-/// The keys one source was given with.
-#[derive(Debug, Default)]
+/// The keys one source was given with. `Debug` shows the keys only: the values include
+/// `API_KEY` and `HEADERS`, which are never printed.
+#[derive(Default)]
 struct SourceKeys<'m> {
     /// Provider segment as first spelt (for keys of fields that were not set).
     provider_spelling: String,
@@ -221,6 +222,31 @@ impl Parsed {
             .find(|(f, _)| *f == field)
             .map(|(_, key)| (*key).to_owned())
     }
+}
+
+impl std::fmt::Debug for SourceKeys<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.fields.values().map(|(key, _)| *key).collect();
+        f.debug_struct("SourceKeys")
+            .field("provider_spelling", &self.provider_spelling)
+            .field("n", &self.n)
+            .field("keys", &keys)
+            .finish()
+    }
+}
+
+/// Largest `API_KEY_FILE` read, in bytes (64 KiB): a larger or endless file (`/dev/zero`) is a
+/// `source.api_key_file` error instead of an unbounded read.
+const MAX_API_KEY_FILE_BYTES: u64 = 64 * 1024;
+
+/// Reads the key file, at most [`MAX_API_KEY_FILE_BYTES`]; `Ok(None)` when it holds more.
+fn read_key_file(path: &str) -> std::io::Result<Option<String>> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_API_KEY_FILE_BYTES + 1)
+        .read_to_string(&mut text)?;
+    Ok((text.len() as u64 <= MAX_API_KEY_FILE_BYTES).then_some(text))
 }
 
 fn is_provider(segment: &str) -> bool {
@@ -676,13 +702,21 @@ fn parse_source(
                 format!("{k} and {api_key} are exclusive: set one of them"),
             ));
         }
-        let content = std::fs::read_to_string(v).map_err(|e| {
-            ConfigError::new(
-                "source.api_key_file",
-                k,
-                format!("{k}: cannot read the key file ({})", e.kind()),
-            )
-        })?;
+        let content = read_key_file(v)
+            .map_err(|e| {
+                ConfigError::new(
+                    "source.api_key_file",
+                    k,
+                    format!("{k}: cannot read the key file ({})", e.kind()),
+                )
+            })?
+            .ok_or_else(|| {
+                ConfigError::new(
+                    "source.api_key_file",
+                    k,
+                    format!("{k}: the key file is larger than {MAX_API_KEY_FILE_BYTES} bytes"),
+                )
+            })?;
         let key = content.trim_matches(|c: char| c.is_ascii_whitespace());
         if key.is_empty() {
             return Err(ConfigError::new(
@@ -740,7 +774,8 @@ fn resolve_refs(text: &str, vals: &BTreeMap<&str, &str>) -> Result<String, Strin
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(format!("has an invalid reference `${{{name}}}`"));
+            // The text between the braces is part of the header value: never echoed.
+            return Err("has an invalid `${NAME}` reference (NAME must match [A-Za-z_][A-Za-z0-9_]*)".into());
         }
         let Some(value) = vals.get(name) else {
             return Err(format!("references `${{{name}}}`, which is unset"));
@@ -750,4 +785,32 @@ fn resolve_refs(text: &str, vals: &BTreeMap<&str, &str>) -> Result<String, Strin
     }
     out.push_str(rest);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r_15_source_keys_debug_never_shows_values() {
+        // Adversarial: the raw values of one source include its API key and header values.
+        let mut keys = SourceKeys::default();
+        keys.fields
+            .insert("API_KEY", ("LLM__OPENAI__1__API_KEY", "sk-adversarial-secret"));
+        keys.fields.insert(
+            "HEADERS",
+            ("LLM__OPENAI__1__HEADERS", r#"{"x-token":"hdr-secret"}"#),
+        );
+        let text = format!("{keys:?}");
+        assert!(text.contains("LLM__OPENAI__1__API_KEY"), "{text}");
+        assert!(!text.contains("sk-adversarial-secret"), "{text}");
+        assert!(!text.contains("hdr-secret"), "{text}");
+    }
+
+    #[test]
+    fn headers_invalid_reference_is_not_echoed() {
+        let vals = BTreeMap::new();
+        let err = resolve_refs("x${not a name: hdr-secret}", &vals).unwrap_err();
+        assert!(!err.contains("hdr-secret"), "{err}");
+    }
 }

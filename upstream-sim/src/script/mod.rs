@@ -25,5 +25,6 @@ pub use render::{
 pub use runner::ScriptRunner;
 pub use types::{
     Completion, Embedding, End, Faults, Framing, Head, Headers, Match, Order, RawChunk,
-    ReasoningField, Response, SCRIPT_VERSION, Script, ScriptError, ToolCall, UsageFrame, UsageSpec,
+    MAX_EMBEDDING_DIM, ReasoningField, Response, SCRIPT_VERSION, Script, ScriptError, ToolCall,
+    UsageFrame, UsageSpec,
 };

@@ -314,12 +314,23 @@ pub fn render_models(models: &[String]) -> Plan {
     Plan::simple(200, "application/json", body)
 }
 
+/// Most bytes reserved up front for a generated embeddings body (the body may still grow).
+const MAX_BODY_RESERVE_BYTES: usize = 16 * 1024 * 1024;
+
 /// An embeddings body: one `dim`-dimensional vector per input (`facts.input_count`), named after
 /// the request's model. Vector values are `((7i + 3j) mod 20 − 10) / 20` for input `i`,
 /// dimension `j`. Usage: `prompt_tokens = total_tokens = ceil(prompt_chars / 4)`.
 pub fn render_embedding(dim: u32, facts: &RequestFacts) -> Plan {
     let model = facts.model.as_deref().unwrap_or(DEFAULT_MODEL);
-    let mut body = String::with_capacity(64 + facts.input_count * (dim as usize * 6 + 48));
+    // Saturating and capped: the reservation is a hint, never an allocation failure.
+    let per_input = (dim as usize).saturating_mul(6).saturating_add(48);
+    let mut body = String::with_capacity(
+        facts
+            .input_count
+            .saturating_mul(per_input)
+            .saturating_add(64)
+            .min(MAX_BODY_RESERVE_BYTES),
+    );
     body.push_str("{\"object\":\"list\",\"data\":[");
     for i in 0..facts.input_count {
         if i > 0 {

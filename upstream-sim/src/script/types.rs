@@ -132,7 +132,8 @@ impl Script {
     }
 
     /// Checks the invariants serde cannot express: the version, one body kind per response,
-    /// `completion.chunks >= 1`, statuses in 100..=999, probabilities in [0, 1].
+    /// `completion.chunks >= 1`, `embedding.dim <= 65 536`, statuses in 100..=999, probabilities
+    /// in [0, 1].
     pub fn validate(&self) -> Result<(), ScriptError> {
         if self.version != SCRIPT_VERSION {
             return Err(ScriptError::UnsupportedVersion {
@@ -160,6 +161,14 @@ impl Script {
                         "must be >= 1",
                     ));
                 }
+            if let Some(e) = &r.embedding
+                && e.dim > MAX_EMBEDDING_DIM
+            {
+                return Err(ScriptError::invalid(
+                    at("embedding.dim"),
+                    format!("must be <= {MAX_EMBEDDING_DIM}"),
+                ));
+            }
             if let Some(headers) = &r.headers {
                 for (name, value) in &headers.0 {
                     if name.is_empty() || name.bytes().any(|b| !is_token_byte(b)) {
@@ -208,6 +217,10 @@ impl Script {
         Ok(())
     }
 }
+
+/// Largest `embedding.dim` a script may ask for: 65 536 numbers per vector (real models use at
+/// most a few thousand). A larger value would make every embeddings answer gigabytes long.
+pub const MAX_EMBEDDING_DIM: u32 = 65_536;
 
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)

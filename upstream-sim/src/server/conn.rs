@@ -276,6 +276,11 @@ async fn read_chunked_body(
                     return Ok(body);
                 }
             }
+            // A chunk-size line (with its extensions) is never longer than a request head: an
+            // endless extension must not grow the buffer without bound.
+            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
+                return Err(ReadFail::Bad("chunk size line too long"));
+            }
             Ok(httparse::Status::Partial) => fill(stream, buf).await?,
             Err(_) => return Err(ReadFail::Bad("malformed chunked body")),
         }
