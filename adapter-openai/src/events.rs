@@ -342,7 +342,13 @@ mod tests {
         }
         // Same test as the core's executor: any `+json` suffix, whatever the type.
         assert!(is_json_content_type("text/vnd.x+json"));
-        for ct in ["text/event-stream", "text/json-ish", "text/html", "", "application/jsonl"] {
+        for ct in [
+            "text/event-stream",
+            "text/json-ish",
+            "text/html",
+            "",
+            "application/jsonl",
+        ] {
             assert!(!is_json_content_type(ct), "{ct}");
         }
     }

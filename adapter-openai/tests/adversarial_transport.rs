@@ -78,9 +78,7 @@ fn hostile(response: Vec<u8>, after: After) -> (String, mpsc::Receiver<()>) {
             After::Close => {
                 let _ = stream.shutdown(Shutdown::Write);
             }
-            After::Hold => {
-                while matches!(stream.read(&mut scratch), Ok(n) if n > 0) {}
-            }
+            After::Hold => while matches!(stream.read(&mut scratch), Ok(n) if n > 0) {},
         }
         let _ = done_tx.send(());
     });
@@ -215,12 +213,7 @@ async fn r_29_gzip_bomb_body_stops_at_the_per_attempt_cap() {
     src.max_response_bytes = 1024 * 1024;
     let transport = OpenAiTransport::new([&src], TransportOptions::default()).unwrap();
     let err = send(&transport, &src, false).await.err().unwrap();
-    assert_eq!(
-        err,
-        WireFailure::FrameTooLarge {
-            limit: 1024 * 1024
-        }
-    );
+    assert_eq!(err, WireFailure::FrameTooLarge { limit: 1024 * 1024 });
     drop(transport);
     wait_closed(&done).await;
     assert_tasks_back_to(baseline).await;
@@ -354,7 +347,8 @@ async fn s_10_slowloris_error_body_is_released_when_the_caller_gives_up() {
     let transport = OpenAiTransport::new([&src], TransportOptions::default()).unwrap();
     // The transport has no read timer (40 S-11): the core's watchdogs bound it. Here the
     // caller gives up instead; dropping the future must release the connection.
-    let outcome = tokio::time::timeout(Duration::from_millis(300), send(&transport, &src, false)).await;
+    let outcome =
+        tokio::time::timeout(Duration::from_millis(300), send(&transport, &src, false)).await;
     assert!(outcome.is_err(), "the body never completes");
     drop(transport);
     wait_closed(&done).await;
@@ -399,7 +393,10 @@ fn r_33_headers_and_key_errors_never_echo_values() {
         Secret::from("hdr-secret\r\ninjected: 1"),
     );
     let err = OpenAiTransport::new([&src], TransportOptions::default()).unwrap_err();
-    let text = format!("{err} {err:?} {:?}", err.to_config_error("LLM__ADV__1__HEADERS"));
+    let text = format!(
+        "{err} {err:?} {:?}",
+        err.to_config_error("LLM__ADV__1__HEADERS")
+    );
     assert!(!text.contains("hdr-secret"), "{text}");
     let mut src = source("http://127.0.0.1:9/v1");
     src.api_key = Some(Secret::from("sk-with\nnewline-secret"));

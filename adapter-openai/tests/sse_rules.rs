@@ -472,6 +472,7 @@ fn s_23_empty_or_whitespace_data_is_keepalive() {
 
 // ---- S-24 [DONE] -----------------------------------------------------------------------------
 
+// covers: S-120, CF-097
 #[test]
 fn s_24_done_forms() {
     for body in [

@@ -394,6 +394,7 @@ async fn ct_chat_09_dropping_send_closes_the_connection() {
     );
 }
 
+// covers: S-11
 #[tokio::test]
 async fn r_25_connect_timeout_is_ttft_timeout_and_network_connect_timeout() {
     let (_listener, addr, _fill) = full_backlog().await;
@@ -422,6 +423,7 @@ async fn r_25_connect_timeout_is_ttft_timeout_and_network_connect_timeout() {
     );
 }
 
+// covers: S-11
 #[tokio::test]
 async fn ct_chat_04_no_read_timer_on_a_body() {
     // Connect timeout 0.2 s; the body pauses 0.8 s (4×) between writes and still arrives whole.

@@ -31,6 +31,7 @@ fn sse_head() -> Vec<u8> {
         .to_vec()
 }
 
+// covers: S-8
 #[tokio::test]
 async fn ct_chat_05_generated_stream_events_in_order_with_headers() {
     let upstream = sim(
@@ -138,6 +139,7 @@ async fn ct_chat_06_close_delimited_body_end_is_clean() {
     );
 }
 
+// covers: S-1
 #[tokio::test]
 async fn ct_chat_07_no_judgement_of_chunk_contents() {
     // An `error` key inside a data event, a finish_reason, usage: all plain Chunks.
@@ -304,6 +306,7 @@ async fn r_27_json_body_empty_invalid_too_large_broken() {
     );
 }
 
+// covers: S-11
 #[tokio::test]
 async fn ct_chat_04_gzip_decoded_before_framing() {
     const GZ_SSE: [u8; 45] = [

@@ -522,8 +522,11 @@ async fn t_57_degraded_skips_writes_until_cooldown_ends() {
 #[tokio::test]
 async fn t_56_table_dropped_under_the_writer_degrades() {
     let db = Db::new();
-    let rec =
-        SqliteRecorder::new(SqliteRecorderConfig::new(db.path()).with_cooldown(Duration::ZERO));
+    let cap = Capture::default();
+    let rec = {
+        let _guard = tracing::subscriber::set_default(cap.clone());
+        SqliteRecorder::new(SqliteRecorderConfig::new(db.path()).with_cooldown(Duration::ZERO))
+    };
     rec.record(row("a")).await.unwrap();
     rec.flush().await;
     Connection::open(db.path())
@@ -532,7 +535,7 @@ async fn t_56_table_dropped_under_the_writer_degrades() {
         .unwrap();
     rec.record(row("b")).await.unwrap();
     rec.flush().await;
-    assert!(rec.status().degraded, "{:?}", rec.status());
+    assert!(rec.status().degraded, "{:?} {:?}", rec.status(), cap.0.lock().unwrap());
     // Cooldown 0: the next row re-prepares (CREATE TABLE) and heals.
     rec.record(row("c")).await.unwrap();
     rec.flush().await;

@@ -100,6 +100,9 @@ pub async fn run(args: ChatArgs) -> u8 {
         Ok(client) => client,
         Err(e) => return config::report_config_error(&e, args.json),
     };
+    if let Err(e) = config::refuse_unknown_keys(&args.config, client.assembly_warnings()) {
+        return config::report_config_error(&e, args.json);
+    }
     config::print_warnings(client.assembly_warnings());
     let mut messages = Vec::new();
     if let Some(system) = &args.system {

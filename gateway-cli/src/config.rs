@@ -51,6 +51,11 @@ pub struct ConfigArgs {
     /// `MISSING_DONE` of the flag source (`retry` | `salvage`).
     #[arg(long, value_name = "POLICY")]
     pub missing_done: Option<String>,
+    /// Accept keys of the scope that match no known key (`config.unknown_key`) with a warning,
+    /// as the library does. By default `pgw` refuses them (exit 3): on the command line a typo
+    /// such as `LLM__QWEN__1__TIMEOUT_SS` is almost always a mistake.
+    #[arg(long)]
+    pub allow_unknown_keys: bool,
     /// Telemetry: `none` (the CLI's default), `sqlite` or `sqlite:PATH`.
     #[arg(long, value_name = "BACKEND", value_parser = envmap::parse_telemetry)]
     pub telemetry: Option<TelemetryFlag>,
@@ -105,6 +110,23 @@ pub fn report_config_error(error: &ConfigError, as_json: bool) -> u8 {
         ));
     }
     exit::CONFIG
+}
+
+/// `pgw`'s strictness (issue 9; docs/decisions.md): the first `config.unknown_key` warning
+/// becomes a `ConfigError` naming the key, unless `--allow-unknown-keys` was given. The library
+/// keeps the specification's warning (20 §2.5, A7).
+pub fn refuse_unknown_keys(args: &ConfigArgs, warnings: &[ConfigWarning]) -> Result<(), ConfigError> {
+    if args.allow_unknown_keys {
+        return Ok(());
+    }
+    match warnings.iter().find(|w| w.code == "config.unknown_key") {
+        Some(w) => Err(ConfigError::new(
+            "config.unknown_key",
+            w.key.clone().unwrap_or_default(),
+            format!("{} (pass --allow-unknown-keys to accept it)", w.message),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A warning as JSON: `{"code","message","source"}`.

@@ -140,6 +140,9 @@ pub async fn run(args: DoctorArgs) -> u8 {
         Ok(plan) => plan,
         Err(e) => return config::report_config_error(&e, args.json),
     };
+    if let Err(e) = config::refuse_unknown_keys(&args.config, &plan.warnings) {
+        return config::report_config_error(&e, args.json);
+    }
     let transport = match OpenAiTransport::new(&plan.sources, TransportOptions::default()) {
         Ok(t) => Arc::new(t),
         Err(e) => {

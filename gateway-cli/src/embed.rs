@@ -46,6 +46,9 @@ pub async fn run(args: EmbedArgs) -> u8 {
         Ok(client) => client,
         Err(e) => return config::report_config_error(&e, args.json),
     };
+    if let Err(e) = config::refuse_unknown_keys(&args.config, client.assembly_warnings()) {
+        return config::report_config_error(&e, args.json);
+    }
     config::print_warnings(client.assembly_warnings());
     let request = EmbedRequest::new(args.texts.clone());
     let result = tokio::select! {

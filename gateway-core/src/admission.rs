@@ -420,7 +420,7 @@ impl Admission {
             let est = source.effective_est_tokens();
             let mut guard = AttemptGuard::new(
                 logical_call_id,
-                name,
+                cand.clone(),
                 est,
                 Arc::clone(&self.queue),
                 Arc::clone(&self.breaker),

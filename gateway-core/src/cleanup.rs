@@ -357,7 +357,7 @@ impl AttemptRowInfo {
 /// value stored by [`AttemptGuard::set_settlement`] (S4, S5), else `est` (S3).
 pub struct AttemptGuard {
     logical_call_id: Arc<str>,
-    source: String,
+    source: Arc<str>,
     est: u64,
     queue: Arc<CleanupQueue>,
     breaker: Arc<dyn CircuitBreaker>,
@@ -398,10 +398,11 @@ fn warn_writeback(source: &str, what: &'static str, err: &dyn fmt::Display) {
 
 impl AttemptGuard {
     /// Arms a guard holding the breaker `decision` of `source` (probe included) in the admission
-    /// phase (S1). `est` is the source's admission estimate.
+    /// phase (S1). `est` is the source's admission estimate. `source` is a `&str` or a shared
+    /// name (`Arc<str>`, no copy: 05 R-56).
     pub fn new(
         logical_call_id: &str,
-        source: &str,
+        source: impl Into<Arc<str>>,
         est: u64,
         queue: Arc<CleanupQueue>,
         breaker: Arc<dyn CircuitBreaker>,
@@ -409,7 +410,7 @@ impl AttemptGuard {
     ) -> Self {
         Self {
             logical_call_id: Arc::from(logical_call_id),
-            source: source.to_owned(),
+            source: source.into(),
             est,
             queue,
             breaker,
@@ -581,7 +582,7 @@ impl Drop for AttemptGuard {
         if permit.is_none() && probe.is_none() && row.is_none() {
             return;
         }
-        let source = std::mem::take(&mut self.source);
+        let source = Arc::clone(&self.source);
         let job = async move {
             // Governance before telemetry (30 G-110).
             if let Some(permit) = permit {

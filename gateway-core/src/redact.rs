@@ -87,7 +87,10 @@ pub fn scrub(text: &str, opts: &ScrubOptions<'_>) -> String {
     // A body retained up to `max_error_body_bytes` can end in the middle of the key: that cut
     // prefix is a secret too.
     let cut_key;
-    let text = match opts.source_key.and_then(|key| trailing_key_prefix(text, key)) {
+    let text = match opts
+        .source_key
+        .and_then(|key| trailing_key_prefix(text, key))
+    {
         Some(start) => {
             cut_key = format!("{}{REDACTED}", text.get(..start).unwrap_or_default());
             cut_key.as_str()

@@ -252,8 +252,8 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
         }
 
         let mark = st.stall.round_started();
-        // Boxed (05 R-56): the round's state machine (attempt + hedge) is most of the loop's
-        // size; boxing it keeps the loop future small, so it is not memcpy'd on every move.
+        // Boxed (05 R-56): built in place, the round's state machine would be copied twice (into
+        // the span wrapper, then into the loop's state); boxed, it is copied once.
         let outcome = Box::pin(run_round(
             env,
             runner,

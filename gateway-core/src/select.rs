@@ -62,6 +62,12 @@ impl From<&str> for SourceId {
     }
 }
 
+impl From<SourceId> for Arc<str> {
+    fn from(id: SourceId) -> Self {
+        id.0
+    }
+}
+
 impl From<String> for SourceId {
     fn from(name: String) -> Self {
         Self(Arc::from(name))
@@ -264,6 +270,9 @@ impl HealthAwareSelector {
 
     /// The score of `h` decayed toward 1.0 up to `now_s`.
     fn decayed(h: Health, now_s: f64) -> f64 {
+        if h.score >= 1.0 {
+            return 1.0; // no deficit to decay (skips `powf`, 05 R-56)
+        }
         let dt = (now_s - h.at_s).max(0.0);
         let deficit = (1.0 - h.score) * 0.5_f64.powf(dt / HEALTH_HALF_LIFE_S);
         (1.0 - deficit).clamp(0.0, 1.0)

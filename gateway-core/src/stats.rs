@@ -28,13 +28,13 @@ static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// unpredictable across processes, and no OS randomness per call (05 R-56).
 pub fn new_uuid_v4() -> String {
     let n = ID_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let word = |salt: u64| {
-        let mut h = ID_KEYS.build_hasher();
-        h.write_u64(n);
-        h.write_u64(salt);
-        h.finish()
-    };
-    let (hi, lo) = (word(0x9e37_79b9), word(0x7f4a_7c15));
+    // Two keyed words from one hasher: `hi` hashes `n`, `lo` hashes `(n, salt)` (`finish` does
+    // not reset the state), so the counter is absorbed once (05 R-56).
+    let mut h = ID_KEYS.build_hasher();
+    h.write_u64(n);
+    let hi = h.finish();
+    h.write_u64(0x7f4a_7c15);
+    let lo = h.finish();
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&hi.to_be_bytes());
     b[8..].copy_from_slice(&lo.to_be_bytes());

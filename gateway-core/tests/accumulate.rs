@@ -125,6 +125,7 @@ fn cf_123_tool_frames_merge_in_index_order() {
     assert_eq!(completion.response_id(), Some("upstream-1"));
 }
 
+// covers: S-54, S-76, S-121
 #[test]
 fn cf_124_final_role_absent_user_or_tool_fails() {
     // Role never set → the snapshot fails at finish (S-75, S-76).
@@ -154,6 +155,7 @@ fn cf_124_final_role_absent_user_or_tool_fails() {
     }
 }
 
+// covers: S-75, S-121
 #[test]
 fn cf_125_bad_tool_fails_snapshot_missing_id_is_synthesized() {
     let good = json!({"index": 0, "id": "call_1", "type": "function",
@@ -203,6 +205,7 @@ fn cf_125_bad_tool_fails_snapshot_missing_id_is_synthesized() {
     assert!(acc.any_synthesized_tool_id());
 }
 
+// covers: S-53, S-59, S-121, V-46
 #[test]
 fn cf_126_invalid_deltas_fail_at_the_chunk_index_null_accepted() {
     let rows = [
@@ -247,6 +250,7 @@ fn cf_126_invalid_deltas_fail_at_the_chunk_index_null_accepted() {
     assert_eq!(tools(&acc)[0]["id"], "a");
 }
 
+// covers: S-77, S-78
 #[test]
 fn cf_127_repeated_identity_not_progress_new_id_opens_a_call() {
     let same = chunk(json!({"tool_calls": [{"index": 0, "id": "a", "type": "function"}]}));
@@ -262,6 +266,7 @@ fn cf_127_repeated_identity_not_progress_new_id_opens_a_call() {
     assert_eq!(tools[1]["id"], "other");
 }
 
+// covers: S-78
 #[test]
 fn cf_128_role_only_empty_and_empty_content_are_not_progress() {
     for mode in [OPENAI, TEXT] {
@@ -279,6 +284,7 @@ fn cf_128_role_only_empty_and_empty_content_are_not_progress() {
     }
 }
 
+// covers: S-112, V-35
 #[test]
 fn cf_129_non_stream_keeps_extensions_and_truncated_arguments() {
     let input = json!({"id": "r1", "choices": [{"index": 0, "finish_reason": "length", "message": {
@@ -331,6 +337,7 @@ fn cf_130_non_stream_openai_single_choice_only() {
     }
 }
 
+// covers: S-60
 #[test]
 fn cf_131_explicit_empty_tool_calls_kept() {
     let acc = run(
@@ -343,6 +350,7 @@ fn cf_131_explicit_empty_tool_calls_kept() {
     assert_eq!(message(&acc)["tool_calls"], json!([]));
 }
 
+// covers: S-55, S-75, S-108
 #[test]
 fn cf_132_fragments_concatenate_exactly_and_usage_is_isolated() {
     let mut usage = json!({"id": "upstream-1", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "nested": 9}});
@@ -388,6 +396,7 @@ fn cf_133_refusal_null_kept_as_null() {
     assert_eq!(msg["role"], "assistant");
 }
 
+// covers: S-54, S-76
 #[test]
 fn cf_134_role_only_null_fails_at_finish() {
     let acc = run(OPENAI, &[chunk(json!({"role": null, "content": "hi"}))]).unwrap();
@@ -416,6 +425,7 @@ fn cf_135_arguments_null_then_string_and_null_elements_skipped() {
     );
 }
 
+// covers: S-44, S-53
 #[test]
 fn cf_136_choices_null_and_delta_null_are_absent() {
     for mode in [OPENAI, TEXT] {
@@ -427,6 +437,7 @@ fn cf_136_choices_null_and_delta_null_are_absent() {
     }
 }
 
+// covers: S-56, S-70
 #[test]
 fn cf_137_reasoning_alias_in_both_modes() {
     for mode in [OPENAI, TEXT] {
@@ -450,6 +461,7 @@ fn cf_137_reasoning_alias_in_both_modes() {
     assert_eq!(acc.thinking, "ab");
 }
 
+// covers: S-67, S-69, S-70
 #[test]
 fn cf_138_reasoning_details_merge_by_index() {
     let part = |text: &str| {
@@ -465,6 +477,7 @@ fn cf_138_reasoning_details_merge_by_index() {
     assert!(acc.conflicts.is_empty());
 }
 
+// covers: S-41, S-64, S-70
 #[test]
 fn cf_139_tool_extension_fields_kept() {
     let acc = run(
@@ -484,6 +497,7 @@ fn cf_139_tool_extension_fields_kept() {
     assert_eq!(tool["function"]["strict"], true);
 }
 
+// covers: S-67, S-68, S-71
 #[test]
 fn cf_140_conflict_pairs_delete_the_key() {
     let pairs = [
@@ -516,6 +530,7 @@ fn cf_140_conflict_pairs_delete_the_key() {
     }
 }
 
+// covers: S-68, S-69, S-70
 #[test]
 fn cf_141_plain_arrays_append_and_equal_scalars_are_idempotent() {
     let frames = [
@@ -528,6 +543,7 @@ fn cf_141_plain_arrays_append_and_equal_scalars_are_idempotent() {
     assert_eq!(progress_of(OPENAI, &frames), [true, true]);
 }
 
+// covers: S-77
 #[test]
 fn cf_142_many_fragments_in_one_frame_are_one_progress_event() {
     let frame = chunk(json!({"content": "a", "reasoning_content": "b", "x": "c", "y": {"z": "d"}}));
@@ -545,6 +561,7 @@ fn cf_142_many_fragments_in_one_frame_are_one_progress_event() {
     }
 }
 
+// covers: S-78
 #[test]
 fn cf_143_label_only_unknown_object_is_not_progress() {
     for mode in [OPENAI, TEXT] {
@@ -558,6 +575,7 @@ fn cf_143_label_only_unknown_object_is_not_progress() {
     }
 }
 
+// covers: S-41
 #[test]
 fn cf_144_unknown_and_null_fields_are_accepted() {
     let acc = run(
@@ -572,6 +590,7 @@ fn cf_144_unknown_and_null_fields_are_accepted() {
     assert_eq!(tools(&acc)[0]["extra"], 1);
 }
 
+// covers: S-51, S-74, V-10
 #[test]
 fn cf_145_usage_after_finish_orderings_in_both_modes() {
     let u = json!({"prompt_tokens": 3, "completion_tokens": 4});
@@ -613,6 +632,7 @@ fn cf_145_usage_after_finish_orderings_in_both_modes() {
     }
 }
 
+// covers: S-47
 #[test]
 fn cf_146_text_mode_ignores_a_non_zero_choice() {
     let frames = [json!({"choices": [
@@ -624,6 +644,7 @@ fn cf_146_text_mode_ignores_a_non_zero_choice() {
     assert_eq!(acc.finish_reason, None);
 }
 
+// covers: S-50, V-3
 #[test]
 fn cf_147_text_mode_non_string_finish_is_ignored() {
     let mut acc = Accumulator::new(TEXT, opts());
@@ -652,6 +673,7 @@ fn cf_148_non_stream_null_tool_elements_are_stripped() {
     }
 }
 
+// covers: S-47, CF-250
 #[test]
 fn cf_149_text_mode_choice_index_selection() {
     for (index, taken) in [
@@ -680,6 +702,7 @@ fn cf_149_text_mode_choice_index_selection() {
     );
 }
 
+// covers: S-58, S-60
 #[test]
 fn cf_150_tool_calls_null_then_only_null_elements_stays_null() {
     let acc = run(
@@ -698,6 +721,7 @@ fn cf_150_tool_calls_null_then_only_null_elements_stays_null() {
     );
 }
 
+// covers: S-58, S-60
 #[test]
 fn cf_151_tool_calls_null_then_a_list_merges() {
     let acc = run(
@@ -720,6 +744,7 @@ fn cf_152_non_stream_without_role_fails_before_the_verdict() {
     );
 }
 
+// covers: S-40, S-55
 #[test]
 fn cf_153_content_and_reasoning_content_in_one_frame() {
     for mode in [OPENAI, TEXT] {
@@ -766,6 +791,7 @@ fn cf_154_sparse_and_out_of_order_indexes() {
     assert_eq!(ids, ["x", "y", "z"]);
 }
 
+// covers: S-55
 #[test]
 fn cf_155_absent_null_and_empty_content_stay_distinct() {
     let absent = run(OPENAI, &[chunk(json!({"role": "assistant"}))]).unwrap();
@@ -787,6 +813,7 @@ fn cf_155_absent_null_and_empty_content_stay_distinct() {
     }
 }
 
+// covers: S-101
 #[test]
 fn cf_156_think_tags_kept_in_the_message_stripped_in_the_projection() {
     let mut o = opts();
@@ -801,6 +828,7 @@ fn cf_156_think_tags_kept_in_the_message_stripped_in_the_projection() {
     assert_eq!((acc.content.as_str(), acc.thinking.as_str()), ("", "x"));
 }
 
+// covers: S-34, S-45, V-46
 #[test]
 fn cf_157_chunk_not_object_and_choices_not_array() {
     for mode in [OPENAI, TEXT] {
@@ -825,6 +853,7 @@ fn cf_157_chunk_not_object_and_choices_not_array() {
 
 // ---- 95 §9 fidelity rows ----------------------------------------------------------------
 
+// covers: S-39
 #[test]
 fn cf_238_error_null_fails_the_frame_whatever_follows() {
     let mut acc = Accumulator::new(TEXT, opts());
@@ -869,6 +898,7 @@ fn cf_239_error_frames_fail_immediately_in_both_modes() {
     }
 }
 
+// covers: S-36
 #[test]
 fn cf_240_usage_that_is_not_an_object_fails() {
     for mode in [OPENAI, TEXT] {
@@ -932,6 +962,7 @@ fn s_38_model_sink_keeps_the_first_non_blank_string() {
     assert_eq!(acc.model_reported.as_deref(), Some("gpt-4o"));
 }
 
+// covers: S-72
 #[test]
 fn s_42_chunk_id_identity_rule_with_empty_absent_d12() {
     let with_id = |id: Value| json!({"id": id, "choices": []});
@@ -1006,6 +1037,7 @@ fn s_46_openai_stream_choice_rules() {
     }
 }
 
+// covers: S-72, V-3
 #[test]
 fn s_49_openai_finish_identity_rule_with_empty_absent_d12() {
     let acc = run(
@@ -1225,6 +1257,7 @@ fn s_100_think_tags_stripped_from_the_concatenated_text_projection() {
     assert_eq!(message(&acc)["content"], "<think>x</think> y", "S-101");
 }
 
+// covers: V-9
 #[test]
 fn s_104_s_105_s_107_usage_measured_and_resolved() {
     let m = |v: Value| measured_usage(v.as_object().unwrap());
@@ -1268,6 +1301,7 @@ fn s_104_s_105_s_107_usage_measured_and_resolved() {
     );
 }
 
+// covers: S-106, V-9
 #[test]
 fn s_37_usage_last_wins_never_summed() {
     let acc = run(
@@ -1418,6 +1452,7 @@ fn s_115_warnings_in_s_95_order() {
     assert_eq!(long.key().chars().count(), "finish:".len() + 64);
 }
 
+// covers: CF-122
 #[test]
 fn s_116_throttle_warns_once_per_source_and_saturates_once() {
     let throttle = WarningThrottle::new();
@@ -1440,6 +1475,7 @@ fn s_116_throttle_warns_once_per_source_and_saturates_once() {
     assert!(SATURATION_MESSAGE.contains("1024"));
 }
 
+// covers: V-4
 #[test]
 fn s_117_warning_texts_name_source_and_path_only() {
     let w = DialectWarning::UnregisteredFinish {

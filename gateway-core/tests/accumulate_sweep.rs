@@ -77,14 +77,20 @@ fn v_46_protocol_error_reasons_are_the_fixed_strings() {
         (P::ToolTypeConflict, "type conflict"),
         (P::FunctionNotObject, "function must be an object"),
         (P::FunctionNameType, "name must be a string or null"),
-        (P::FunctionArgumentsType, "arguments must be a string or null"),
+        (
+            P::FunctionArgumentsType,
+            "arguments must be a string or null",
+        ),
         (P::NoChoices, "response has no choices"),
         (P::ChoicesMalformed, "choices malformed"),
         (P::MessageMalformed, "message malformed"),
     ];
     for (v, reason) in rows {
         assert_eq!(v.reason(), reason);
-        assert_eq!(violation(v).to_string(), format!("protocol_error: {reason}"));
+        assert_eq!(
+            violation(v).to_string(),
+            format!("protocol_error: {reason}")
+        );
     }
 }
 
@@ -99,7 +105,10 @@ fn s_45_s_53_s_55_shape_checks_fail_in_both_modes() {
             ),
             (chunk(json!([])), ProtocolViolation::DeltaNotObject),
             (chunk(json!("d")), ProtocolViolation::DeltaNotObject),
-            (chunk(json!({"content": []})), ProtocolViolation::ContentType),
+            (
+                chunk(json!({"content": []})),
+                ProtocolViolation::ContentType,
+            ),
             (chunk(json!({"content": 1})), ProtocolViolation::ContentType),
             (
                 chunk(json!({"reasoning_content": 5})),
@@ -121,7 +130,7 @@ fn s_45_s_53_s_55_shape_checks_fail_in_both_modes() {
     }
 }
 
-// covers: S-59, S-62
+// covers: S-59, S-62, S-72
 #[test]
 fn s_62_tool_id_and_type_identity_rules() {
     let tool = |t: Value| chunk(json!({"tool_calls": [t]}));
@@ -139,7 +148,10 @@ fn s_62_tool_id_and_type_identity_rules() {
     assert_eq!(
         first_err(
             OPENAI,
-            &[start.clone(), tool(json!({"index": 0, "id": "a", "type": 5}))]
+            &[
+                start.clone(),
+                tool(json!({"index": 0, "id": "a", "type": 5}))
+            ]
         ),
         violation(ProtocolViolation::ToolTypeNotString)
     );
@@ -204,14 +216,18 @@ fn cf_098_text_accumulator_yields_content_and_reasoning_deltas() {
     assert!(facts[2].usage_recorded);
     let done = acc.finish();
     assert_eq!(Value::Object(done.usage_raw.unwrap()), usage);
-    assert_eq!((done.content.as_str(), done.thinking.as_str()), ("he", "think"));
+    assert_eq!(
+        (done.content.as_str(), done.thinking.as_str()),
+        ("he", "think")
+    );
 }
 
 #[test]
 fn s_80_a_repeated_unknown_string_is_progress_on_every_frame() {
     // The documented residual: an upstream repeating a non-label string keeps a stream alive.
     let mut acc = Accumulator::new(OPENAI, opts());
-    acc.push_chunk(&chunk(json!({"role": "assistant"}))).unwrap();
+    acc.push_chunk(&chunk(json!({"role": "assistant"})))
+        .unwrap();
     for _ in 0..3 {
         let f = acc
             .push_chunk(&chunk(json!({"status": "working"})))

@@ -218,8 +218,25 @@ fn d4_nan_ish_retry_after_values() {
         )
     };
     for v in [
-        "NaN", "nan", "-NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", "0", "-0", "-5",
-        "0x10", "1_0", "", " ", "\u{0}", "5s", "Wed, 99 Oct 2015 07:28:00 GMT", "١٢",
+        "NaN",
+        "nan",
+        "-NaN",
+        "inf",
+        "-inf",
+        "Infinity",
+        "1e999",
+        "-1e999",
+        "0",
+        "-0",
+        "-5",
+        "0x10",
+        "1_0",
+        "",
+        " ",
+        "\u{0}",
+        "5s",
+        "Wed, 99 Oct 2015 07:28:00 GMT",
+        "١٢",
     ] {
         assert_eq!(hint(v), None, "{v:?}");
     }
@@ -257,7 +274,9 @@ fn r_29_absurd_tool_indexes_are_typed_errors() {
     let c = json!({"choices": [{"delta": {"tool_calls": [{"index": u64::MAX}]}}]});
     assert_eq!(
         acc.push_chunk(&c),
-        Err(AccumulateError::Protocol(ProtocolViolation::TooManyToolCalls))
+        Err(AccumulateError::Protocol(
+            ProtocolViolation::TooManyToolCalls
+        ))
     );
 }
 
@@ -275,7 +294,9 @@ fn r_29_ids_that_never_repeat_hit_the_slot_bound() {
     }
     assert_eq!(
         result,
-        Err(AccumulateError::Protocol(ProtocolViolation::TooManyToolCalls))
+        Err(AccumulateError::Protocol(
+            ProtocolViolation::TooManyToolCalls
+        ))
     );
 }
 
@@ -285,7 +306,10 @@ fn s_67_one_chunk_with_many_indexed_elements_is_linear() {
     // a linear search per element made that quadratic (minutes of CPU on a runtime worker).
     let n = 20_000;
     let items: Vec<Value> = (0..n).map(|i| json!({"index": i, "t": "x"})).collect();
-    let again: Vec<Value> = (0..n).rev().map(|i| json!({"index": i, "t": "y"})).collect();
+    let again: Vec<Value> = (0..n)
+        .rev()
+        .map(|i| json!({"index": i, "t": "y"}))
+        .collect();
     let mut acc = Accumulator::new(ResponseMode::OpenAi, options(usize::MAX));
     let started = std::time::Instant::now();
     let c1 = json!({"choices": [{"index": 0, "delta": {"annotations": items}}]});

@@ -78,6 +78,7 @@ const C004_A: [&str; 3] = [
 ];
 const C004_B_USAGE: &str = r#"{"id":"chatcmpl-XXXX","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{}}],"usage":{"prompt_tokens":65,"completion_tokens":251,"total_tokens":316,"prompt_tokens_details":{"cached_tokens":64}}}"#;
 
+// covers: S-44, S-106, S-110
 #[test]
 fn case_004_a_usage_only_trailing_chunk() {
     for mode in [TEXT, OPENAI] {
@@ -104,6 +105,7 @@ fn case_004_a_usage_only_trailing_chunk() {
     }
 }
 
+// covers: S-52, S-110
 #[test]
 fn case_004_b_usage_on_a_choice_with_an_empty_delta() {
     for mode in [TEXT, OPENAI] {
@@ -138,6 +140,7 @@ const C005: [&str; 5] = [
     r#"{"id":"","object":"","created":0,"model":"","choices":[{"index":0,"finish_reason":null,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"safe"}},"content_filter_offsets":{"check_offset":44,"start_offset":44,"end_offset":198}}],"usage":null}"#,
 ];
 
+// covers: S-43, S-44, S-48, S-52
 #[test]
 fn case_005_azure_filter_annotation_chunks() {
     // D12: the `"id": ""` annotation chunks are absent in both modes (the seeds failed openai
@@ -403,6 +406,7 @@ const C013: [&str; 4] = [
     r#"{"id":"chatcmpl-XXXX","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}"#,
 ];
 
+// covers: V-5
 #[test]
 fn case_013_tool_calls_with_finish_stop_are_not_normalised() {
     let (_, acc) = run(OPENAI, &C013);
@@ -433,6 +437,7 @@ const C015_A: [&str; 4] = [
     r#"{"id":"chatcmpl-693","object":"chat.completion.chunk","created":1715427619,"model":"mistral:latest","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop"}]}"#,
 ];
 
+// covers: S-50
 #[test]
 fn case_015_a_empty_finish_reason_is_absent() {
     // D12 in both modes (the seeds failed openai mode with `finish_reason conflict`).
@@ -475,6 +480,7 @@ const C016_B: [&str; 2] = [
     r#"{"id":"chatcmpl-XXXX","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"end"}]}"#,
 ];
 
+// covers: S-113, V-5
 #[test]
 fn case_016_a_non_stream_eos_token_kept_raw() {
     // The case normalises eos_token to stop; the spec keeps the raw value, class unknown, not
@@ -569,6 +575,7 @@ fn case_018_b_in_band_429_is_rate_limited() {
     }
 }
 
+// covers: S-39
 #[test]
 fn case_018_c_error_with_empty_choices_is_not_a_usage_frame() {
     for mode in [TEXT, OPENAI] {

@@ -729,6 +729,7 @@ fn g_21_read_error_after_200() {
     assert_eq!(via_wire.reason_code(), Some(ReasonCode::ReadError));
 }
 
+// covers: S-91
 #[test]
 fn g_21_watchdog_expiry_is_liveness_timeout() {
     for (kind, token) in [

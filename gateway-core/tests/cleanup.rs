@@ -130,7 +130,7 @@ async fn cf_072_zero_usage_settles_zero() {
     fx.assert_usage("s1", 0, 0).await;
 }
 
-// covers: G-85, G-88
+// covers: G-85, G-88, S-96, S-109
 #[tokio::test(start_paused = true)]
 async fn cf_076_g_87_settlement_by_outcome() {
     let cases: Vec<(Script, u64)> = vec![

@@ -200,6 +200,7 @@ async fn cf_061_inner_failure_first_is_not_deadline() {
     assert!(matches!(e, GatewayError::AllSourcesExhausted(_)), "{e:?}");
 }
 
+// covers: S-4
 #[tokio::test(start_paused = true)]
 async fn cf_315_g_99_injected_clock_jump_fires_nothing() {
     let fx = FxBuilder {

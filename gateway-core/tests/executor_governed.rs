@@ -106,7 +106,11 @@ async fn cf_241_fidelity_retry_returns_only_the_second_attempts_completion() {
     let c = g.result.completion.as_ref().unwrap();
     let m = c.message();
     assert_eq!(m["role"], "assistant");
-    assert_eq!(m["content"], Value::Null, "no pollution from the first attempt");
+    assert_eq!(
+        m["content"],
+        Value::Null,
+        "no pollution from the first attempt"
+    );
     let ids: Vec<_> = m["tool_calls"]
         .as_array()
         .unwrap()
@@ -142,4 +146,24 @@ async fn cf_253_cancelled_hanging_tool_stream_is_closed_and_released() {
     fx.assert_usage("s1", 400, 0).await;
     fx.gov.quiesce().await;
     fx.sink.assert_counts(1, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_243_non_stream_role_absent_or_user_is_transient_until_exhausted() {
+    for message in [
+        json!({"content": "ok"}),
+        json!({"role": "user", "content": "ok"}),
+    ] {
+        let fx = fx();
+        let body = json!({"choices": [{"message": message, "finish_reason": "stop"}]});
+        let wire = exec::json_body(0, &body.to_string());
+        let ex = ChatExecutor::new(wire.clone(), request(ResponseMode::OpenAi, false));
+        let e = fx
+            .gov
+            .run_chat(&ex, CallOptions::default().with_stream(false))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, GatewayError::AllSourcesExhausted(_)), "{e:?}");
+        assert_eq!(wire.request_count(), 3, "retried as a Transient");
+    }
 }

@@ -116,6 +116,7 @@ async fn s_88_first_progress_just_inside_ttft_is_in_time() {
     assert_eq!(run.ok().ttft_ms, Some(299.0));
 }
 
+// covers: S-79
 #[tokio::test(start_paused = true)]
 async fn case_021_s_32_cf_114_keepalives_never_reset_the_ttft_watchdog() {
     // Comments and usage-only frames every 100 ms: none is progress (S-32, S-78), so TTFT
@@ -300,6 +301,7 @@ async fn r_27_json_error_body_on_a_stream_is_an_in_band_error() {
     run.assert_fails(Category::Transient, ReasonCode::EmptyResponse);
 }
 
+// covers: S-102
 #[tokio::test(start_paused = true)]
 async fn cf_115_s_92_reasoning_alias_keeps_ttft_and_inter_token_alive() {
     let mut chunks = vec![delta(0, r#"{"role":"assistant"}"#, None, None)];
@@ -355,6 +357,7 @@ async fn cf_117_tool_fragments_keep_the_watchdogs_alive() {
 
 // ---- timing signals (40 §7; 05 R-12) --------------------------------------------------------
 
+// covers: S-79, S-84, CF-100
 #[tokio::test(start_paused = true)]
 async fn cf_103_r_12_progress_counter_counts_progress_frames_only() {
     let wire = sse(vec![
@@ -369,6 +372,7 @@ async fn cf_103_r_12_progress_counter_counts_progress_frames_only() {
     assert_eq!(run.progress, 3, "usage frame not counted");
 }
 
+// covers: S-85
 #[tokio::test(start_paused = true)]
 async fn cf_104_reasoning_steps_progress_three_times_and_observe_no_stall() {
     let wire = sse(vec![
@@ -385,6 +389,7 @@ async fn cf_104_reasoning_steps_progress_three_times_and_observe_no_stall() {
     assert_eq!((r.stall_ms, r.stall_count), (Some(0.0), Some(0)));
 }
 
+// covers: S-84, S-85
 #[tokio::test(start_paused = true)]
 async fn cf_101_cf_105_non_stream_never_signals_and_has_no_stall() {
     let body = r#"{"choices":[{"message":{"content":"42"}}],"usage":{"prompt_tokens":11,"completion_tokens":7}}"#;
@@ -607,6 +612,7 @@ async fn cf_118_s_29_read_error_after_finish_and_usage_is_never_clean() {
     run.assert_fails(Category::Transient, ReasonCode::ReadError);
 }
 
+// covers: S-87
 #[tokio::test(start_paused = true)]
 async fn cf_102_cf_106_ttft_is_measured_without_a_progress_receiver() {
     let executor = ChatExecutor::new(

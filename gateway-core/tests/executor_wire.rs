@@ -397,6 +397,7 @@ fn body_of(message: Value, finish: Value) -> String {
     .to_string()
 }
 
+// covers: S-112
 #[tokio::test(start_paused = true)]
 async fn cf_223_non_stream_nulls_are_kept() {
     let b = body_of(
@@ -526,6 +527,7 @@ async fn cf_237_s_114_non_stream_without_role_is_a_protocol_error() {
 
 // ---- frame admission (40 S-33, S-97; 95 §5) -------------------------------------------------
 
+// covers: S-120, V-42
 #[tokio::test(start_paused = true)]
 async fn cf_099_s_33_malformed_frame_is_transient_without_echo() {
     let run = text(vec![
@@ -574,6 +576,7 @@ async fn s_35_error_key_chunk_fails_even_under_salvage_and_done() {
     run.assert_fails(Category::Transient, ReasonCode::UpstreamErrorFrame);
 }
 
+// covers: V-42
 #[tokio::test(start_paused = true)]
 async fn s_97_case_034_unrecognized_excerpt_explains_a_zero_output_stream() {
     let html = "<html><body>502 Bad Gateway</body></html>\n";
@@ -589,6 +592,7 @@ async fn s_97_case_034_unrecognized_excerpt_explains_a_zero_output_stream() {
     run.assert_fails(Category::Transient, ReasonCode::MissingDone);
 }
 
+// covers: V-4
 #[tokio::test(start_paused = true)]
 async fn cf_121_s_115_unknown_field_conflict_and_unregistered_finish_warn_once_per_source() {
     let warnings = Arc::new(WarningThrottle::new());

@@ -228,6 +228,7 @@ async fn g_89_g_71_result_invalid_and_request_rejected_are_neutral() {
     }
 }
 
+// covers: G-77
 #[tokio::test(start_paused = true)]
 async fn g_90_health_feed_by_outcome() {
     let feed = |outcome: Vec<Script>| async move {
@@ -325,4 +326,28 @@ async fn g_54_only_a_success_marks_global_progress() {
     fx.runner.push(ok());
     fx.chat().await.unwrap();
     assert!(fx.limiter.progress_age_s().await.unwrap() < 0.001);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_091_embedding_attempt_using_its_whole_timeout_does_not_exhaust_the_stall_window() {
+    // One embedding attempt runs 1.0 s (> the 0.3 s stall window): productive, not waiting.
+    let fx = FxBuilder {
+        backpressure: gateway_ports::BackpressurePolicy {
+            stall_window_s: 0.3,
+            poll_interval_s: 0.01,
+        },
+        ..FxBuilder::default()
+    }
+    .build();
+    fx.runner.push_all([
+        Script::fail_after(Duration::from_secs(1), transient(504)),
+        ok(),
+    ]);
+    let g = fx
+        .gov
+        .run_embed(&fx.runner, CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(g.stats.attempts, 2);
+    assert_eq!(fx.runner.call_count(), 2);
 }

@@ -76,6 +76,7 @@ async fn h_77_cf_257_stream_hedges_when_first_token_absent() {
     assert_eq!(g.stats.attempts, 2);
 }
 
+// covers: CF-084
 #[tokio::test(start_paused = true)]
 async fn h_77_cf_258_stream_after_first_token_never_hedges_slow_generation() {
     let fx = HFxBuilder::after().build();
@@ -100,6 +101,7 @@ async fn h_77_cf_258_stream_after_first_token_never_hedges_slow_generation() {
     assert_eq!(g.stats.attempts, 1);
 }
 
+// covers: S-4
 #[tokio::test(start_paused = true)]
 async fn h_78_cf_259_h_15_injected_clock_jump_does_not_trigger_hedge() {
     let fx = HFxBuilder {
@@ -278,7 +280,7 @@ async fn s2_wins(fx: &HFx) -> gateway_core::governor::Governed {
     g
 }
 
-// covers: H-40, H-44, G-115
+// covers: H-40, H-44, G-115, H-47
 #[tokio::test(start_paused = true)]
 async fn h_85_cf_265_winner_settles_actual_loser_keeps_est() {
     let fx = HFxBuilder::after().build();
@@ -341,7 +343,7 @@ async fn h_89_cf_269_g_116_attempts_two_and_no_task_leak() {
 // H-90, H-91: external cancellation and the deadline drop both legs
 // ---------------------------------------------------------------------------------------------
 
-// covers: H-8, H-49, R-8, G-113
+// covers: H-8, H-49, R-8, G-113, CF-254
 #[tokio::test(start_paused = true)]
 async fn h_90_cf_270_h_48_external_cancel_cancels_both_legs() {
     let fx = HFxBuilder::after().build();
@@ -372,6 +374,7 @@ async fn h_90_cf_270_h_48_external_cancel_cancels_both_legs() {
     assert_eq!(alive_tasks(), before);
 }
 
+// covers: CF-254
 #[tokio::test(start_paused = true)]
 async fn h_91_cf_271_h_73_deadline_cuts_hedged_tree() {
     let fx = HFxBuilder {
@@ -558,6 +561,7 @@ async fn h_38_same_kind_keeps_primary_source_dead_switch() {
     assert_eq!(g.stats.attempts, 3);
 }
 
+// covers: V-51
 #[tokio::test(start_paused = true)]
 async fn h_35_h_42_primary_raised_waits_for_hedge_which_wins() {
     let fx = HFxBuilder::after().build();
@@ -577,7 +581,7 @@ async fn h_35_h_42_primary_raised_waits_for_hedge_which_wins() {
     );
 }
 
-// covers: H-68, H-70
+// covers: H-68, H-70, V-51
 #[tokio::test(start_paused = true)]
 async fn h_37_no_winner_primary_raised_propagates_after_hedge() {
     let fx = HFxBuilder::after().build();
@@ -638,6 +642,7 @@ async fn scenario_rows(fx: &HFx, stream: bool) -> (Vec<(String, String)>, Vec<St
     (fx.row_labels(), fx.calls(), g.stats.attempts)
 }
 
+// covers: CF-084
 #[tokio::test(start_paused = true)]
 async fn h_1_off_by_default_is_exactly_the_unhedged_path() {
     let off = HFxBuilder::off().build();

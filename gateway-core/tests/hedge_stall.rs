@@ -72,7 +72,7 @@ async fn h_97_cf_277_stall_triggers_hedge_after_first_token() {
     assert_eq!(row_stall(&rows[1]), (Some(1500.0), Some(2)));
 }
 
-// covers: H-58, H-61, H-62
+// covers: H-58, H-61, H-62, S-87
 #[tokio::test(start_paused = true)]
 async fn h_98_cf_278_single_leg_attempt_row_carries_stall() {
     let fx = HFxBuilder {
@@ -117,6 +117,7 @@ async fn h_99_cf_279_h_19_stall_recheck_prevents_false_trigger() {
     assert_eq!((g.stats.hedges, g.stats.attempts), (0, 1));
 }
 
+// covers: S-86
 #[tokio::test(start_paused = true)]
 async fn h_20_stall_chunk_arriving_with_timer_expiry_is_seen() {
     // The chunk lands exactly when the 0.05 s window expires: no trigger (05 R-12).
@@ -134,6 +135,7 @@ async fn h_20_stall_chunk_arriving_with_timer_expiry_is_seen() {
     assert_eq!(g.stats.hedges, 0);
 }
 
+// covers: S-86
 #[tokio::test(start_paused = true)]
 async fn h_18_first_token_with_timer_expiry_prevents_trigger() {
     let fx = HFxBuilder::after().build();
@@ -245,6 +247,7 @@ async fn h_101_cf_281_stall_only_non_stream_degrades_to_single_leg() {
 // H-102 … H-105
 // ---------------------------------------------------------------------------------------------
 
+// covers: S-91
 #[tokio::test(start_paused = true)]
 async fn h_102_cf_282_h_75_watchdog_kills_primary_hedge_leg_survives() {
     let fx = HFxBuilder::stall().build();
@@ -438,7 +441,7 @@ async fn h_108_h_62_generation_ms_net_of_stall() {
     );
 }
 
-// covers: H-56, H-58
+// covers: H-56, H-58, H-52
 #[test]
 fn h_51_h_53_h_57_h_59_stall_metering_pins() {
     use gateway_core::executor::stall_from_times;

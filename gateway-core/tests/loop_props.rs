@@ -32,8 +32,7 @@ use gateway_core::rows::{AttemptRowOutcome, RowCall};
 use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
     BackpressurePolicy, BreakerConfig, Clock, FailureReason, GatewayError, GlobalLimits,
-    RateLimiter,
-    RetryPolicy, WaitPolicy,
+    RateLimiter, RetryPolicy, WaitPolicy,
 };
 use proptest::prelude::*;
 use support::*;

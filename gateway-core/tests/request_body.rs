@@ -111,6 +111,7 @@ fn r_14_s_5_chat_body_table() {
     }
 }
 
+// covers: CF-242
 #[test]
 fn r_14_messages_sent_unchanged_in_order() {
     let messages = vec![

@@ -161,6 +161,7 @@ proptest! {
 
 // ---------------------------------------------------------------- C-35 observation
 
+// covers: S-103
 #[test]
 fn c_35_thinking_observation_rows() {
     let rows = [

@@ -53,6 +53,7 @@ fn stream(terminal: StreamTerminal, usage_after_finish: bool, any_fragment: bool
 
 // ---------------------------------------------------------------- V-2 finish classes
 
+// covers: V-77
 #[test]
 fn cf_158_v_2_classify_finish_table() {
     let rows: [(Option<&str>, FinishClass); 15] = [
@@ -94,6 +95,7 @@ fn d12_v_2_empty_finish_is_absent() {
     assert_eq!(classify_finish_value(Some(&json!(""))), FinishClass::Absent);
 }
 
+// covers: V-3
 #[test]
 fn cf_200_v_59_effective_finish() {
     let length = completion(Some("length"));
@@ -238,6 +240,7 @@ fn v_8_v_14_completeness_matrix() {
 
 // ---------------------------------------------------------------- V-21..V-29 summaries
 
+// covers: V-20, V-21
 #[test]
 fn cf_161_v_28_summarize_text() {
     let rows = [
@@ -255,6 +258,7 @@ fn cf_161_v_28_summarize_text() {
     }
 }
 
+// covers: V-20, V-22
 #[test]
 fn cf_162_v_29_summarize_message() {
     let rows = [
@@ -431,6 +435,7 @@ fn v_25_fill_null_arguments_is_for_classification_only() {
 
 // ---------------------------------------------------------------- registry, V-43..V-45
 
+// covers: V-44
 #[test]
 fn v_45_registry_covers_every_reason_code() {
     use Category::{RequestRejected as RR, ResultInvalid as RI, Transient as T};
@@ -503,6 +508,7 @@ fn v_43_verdict_codes_are_exactly_the_seven() {
 /// Every code `judge_attempt` can produce, over an exhaustive grid of facts, is one of the
 /// registry's verdict, completeness or terminal codes, and the verdict's category is the
 /// registry's.
+// covers: V-41, V-44
 #[test]
 fn v_45_every_produced_code_maps_to_its_registry_category() {
     let messages = [
@@ -577,6 +583,7 @@ fn v_45_every_produced_code_maps_to_its_registry_category() {
 
 // ---------------------------------------------------------------- V-39..V-41 failures
 
+// covers: V-34, V-41, V-42
 #[test]
 fn v_39_v_40_outcome_failure_message_and_category() {
     let facts = AttemptFacts {
@@ -1340,6 +1347,7 @@ fn arb_message() -> impl Strategy<Value = Option<Value>> {
 
 proptest! {
     /// 50 V-70, V-14, V-57, V-58 over arbitrary attempt facts.
+    // covers: V-69, V-13
     #[test]
     fn v_70_usage_source_and_stream_end_implications(
         openai in any::<bool>(),

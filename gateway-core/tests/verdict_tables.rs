@@ -51,6 +51,7 @@ fn check(
 
 // ---------------------------------------------------------------- V-36, 25 rows
 
+// covers: V-31, V-77, CF-163, CF-164, CF-165, CF-166, CF-167, CF-168, CF-169, CF-170, CF-171, CF-172, CF-173, CF-174, CF-175, CF-176, CF-177, CF-178, CF-179, CF-180, CF-181, CF-182, CF-183, CF-184, CF-185, CF-186, CF-187
 #[test]
 fn v_36_judge_outcome_rows() {
     let rows: [(&str, ResponseMode, OutputSummary, FinishClass, Expect); 25] = [
@@ -311,6 +312,7 @@ fn v_30_row_6_everything_else_is_empty_completion() {
 /// (row, content, finish, stream_end, cacheable).
 type CacheRow<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, bool);
 
+// covers: V-77, CF-190, CF-191, CF-192, CF-193, CF-194, CF-195, CF-196
 #[test]
 fn cf_189_to_cf_197_v_65_is_cacheable_text_rows() {
     let rows: [CacheRow<'_>; 9] = [

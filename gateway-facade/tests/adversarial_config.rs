@@ -242,7 +242,10 @@ fn r_33_endless_api_key_file_is_a_typed_error() {
     // Adversarial: `/dev/zero` never ends; reading it whole would exhaust memory.
     let mut m = map(&BASE);
     m.remove("LLM__QWEN__1__API_KEY");
-    m.insert("LLM__QWEN__1__API_KEY_FILE".to_owned(), "/dev/zero".to_owned());
+    m.insert(
+        "LLM__QWEN__1__API_KEY_FILE".to_owned(),
+        "/dev/zero".to_owned(),
+    );
     let e = env_err(&m);
     assert_eq!(e.code, "source.api_key_file");
     assert_eq!(e.origin, "LLM__QWEN__1__API_KEY_FILE");
@@ -256,7 +259,10 @@ fn a1_non_finite_and_huge_durations_name_their_key() {
         ("LLM__QWEN__1__TIMEOUT_S", "1e309"),
         ("LLM__QWEN__1__TIMEOUT_S", "-3"),
         ("LLM__CALL_DEADLINE_S", "inf"),
-        ("LLM__RETRY__MAX_ATTEMPTS", "99999999999999999999999999999999999999999"),
+        (
+            "LLM__RETRY__MAX_ATTEMPTS",
+            "99999999999999999999999999999999999999999",
+        ),
         ("LLM__RETRY__MAX_ATTEMPTS", "1.0"),
         ("LLM__QWEN__1__MAX_RESPONSE_BYTES", "18446744073709551616"),
         ("PGW_LEASE_TTL_S", "NaN"),

@@ -438,6 +438,9 @@ pub struct ConfigWarning {
     pub message: String,
     /// The source it concerns, if any.
     pub source: Option<String>,
+    /// The configuration key it concerns, if one key is at fault (e.g. the unknown key of 20
+    /// §2.5), so a strict caller such as `pgw` can turn the warning into a `ConfigError` naming it.
+    pub key: Option<String>,
 }
 
 impl ConfigWarning {
@@ -447,7 +450,14 @@ impl ConfigWarning {
             code,
             message: message.into(),
             source: None,
+            key: None,
         }
+    }
+
+    /// The same warning naming the configuration `key` at fault.
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
     }
 
     /// The same warning naming `source`.

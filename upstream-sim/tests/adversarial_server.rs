@@ -74,9 +74,16 @@ async fn malformed_and_oversized_requests_get_400() {
         ],
     ];
     for pieces in cases {
-        let first = String::from_utf8_lossy(&pieces[0]).chars().take(60).collect::<String>();
+        let first = String::from_utf8_lossy(&pieces[0])
+            .chars()
+            .take(60)
+            .collect::<String>();
         let answer = exchange(sim.addr(), pieces.into_iter()).await;
-        assert!(status_400(&answer), "{first:?} → {}", String::from_utf8_lossy(&answer));
+        assert!(
+            status_400(&answer),
+            "{first:?} → {}",
+            String::from_utf8_lossy(&answer)
+        );
     }
     // The simulator still serves a well-formed request afterwards.
     let answer = exchange(
@@ -87,7 +94,11 @@ async fn malformed_and_oversized_requests_get_400() {
         ),
     )
     .await;
-    assert!(answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
 }
 
 #[test]
@@ -97,7 +108,9 @@ fn absurd_embedding_dim_is_a_typed_error_naming_the_field() {
         Err(ScriptError::Invalid { field, .. }) => assert_eq!(field, "responses[0].embedding.dim"),
         other => panic!("{other:?}"),
     }
-    let ok = format!(r#"{{"version": 1, "responses": [{{"embedding": {{"dim": {MAX_EMBEDDING_DIM}}}}}]}}"#);
+    let ok = format!(
+        r#"{{"version": 1, "responses": [{{"embedding": {{"dim": {MAX_EMBEDDING_DIM}}}}}]}}"#
+    );
     assert!(Script::from_json(&ok).is_ok());
 }
 

@@ -509,6 +509,7 @@ pub(crate) fn parse(scope: &str, kind: ScopeKind, map: &EnvMap) -> Result<Parsed
                 "config.unknown_key",
                 format!("{key} is not a key of scope {scope_up} (typo? it has no effect)"),
             )
+            .with_key(key)
         })
         .collect();
     Ok(Parsed {
@@ -775,7 +776,10 @@ fn resolve_refs(text: &str, vals: &BTreeMap<&str, &str>) -> Result<String, Strin
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
             // The text between the braces is part of the header value: never echoed.
-            return Err("has an invalid `${NAME}` reference (NAME must match [A-Za-z_][A-Za-z0-9_]*)".into());
+            return Err(
+                "has an invalid `${NAME}` reference (NAME must match [A-Za-z_][A-Za-z0-9_]*)"
+                    .into(),
+            );
         }
         let Some(value) = vals.get(name) else {
             return Err(format!("references `${{{name}}}`, which is unset"));
@@ -795,8 +799,10 @@ mod tests {
     fn r_15_source_keys_debug_never_shows_values() {
         // Adversarial: the raw values of one source include its API key and header values.
         let mut keys = SourceKeys::default();
-        keys.fields
-            .insert("API_KEY", ("LLM__OPENAI__1__API_KEY", "sk-adversarial-secret"));
+        keys.fields.insert(
+            "API_KEY",
+            ("LLM__OPENAI__1__API_KEY", "sk-adversarial-secret"),
+        );
         keys.fields.insert(
             "HEADERS",
             ("LLM__OPENAI__1__HEADERS", r#"{"x-token":"hdr-secret"}"#),

@@ -24,7 +24,7 @@ pub use render::{
 };
 pub use runner::ScriptRunner;
 pub use types::{
-    Completion, Embedding, End, Faults, Framing, Head, Headers, Match, Order, RawChunk,
-    MAX_EMBEDDING_DIM, ReasoningField, Response, SCRIPT_VERSION, Script, ScriptError, ToolCall,
-    UsageFrame, UsageSpec,
+    Completion, Embedding, End, Faults, Framing, Head, Headers, MAX_EMBEDDING_DIM, Match, Order,
+    RawChunk, ReasoningField, Response, SCRIPT_VERSION, Script, ScriptError, ToolCall, UsageFrame,
+    UsageSpec,
 };

@@ -405,9 +405,9 @@ pub fn render(response: &Response, facts: &RequestFacts, request_index: u64) -> 
             .headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        {
-            plan.headers.push(("content-type".to_owned(), ct));
-        }
+    {
+        plan.headers.push(("content-type".to_owned(), ct));
+    }
     plan.status = response.status;
     plan.framing = response.framing;
     plan.head = response.head;

@@ -80,13 +80,15 @@ impl ScriptRunner {
     fn applicable(r: &Response, facts: &RequestFacts) -> bool {
         if let Some(m) = &r.matcher {
             if let Some(p) = &m.path
-                && normalize_path(p) != normalize_path(&facts.path) {
-                    return false;
-                }
+                && normalize_path(p) != normalize_path(&facts.path)
+            {
+                return false;
+            }
             if let Some(model) = &m.model
-                && facts.model.as_deref() != Some(model.as_str()) {
-                    return false;
-                }
+                && facts.model.as_deref() != Some(model.as_str())
+            {
+                return false;
+            }
         }
         match facts.endpoint {
             Endpoint::ChatCompletions => r.embedding.is_none(),

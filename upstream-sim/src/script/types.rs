@@ -155,12 +155,13 @@ impl Script {
                 ));
             }
             if let Some(c) = &r.completion
-                && c.chunks == 0 {
-                    return Err(ScriptError::invalid(
-                        at("completion.chunks"),
-                        "must be >= 1",
-                    ));
-                }
+                && c.chunks == 0
+            {
+                return Err(ScriptError::invalid(
+                    at("completion.chunks"),
+                    "must be >= 1",
+                ));
+            }
             if let Some(e) = &r.embedding
                 && e.dim > MAX_EMBEDDING_DIM
             {
