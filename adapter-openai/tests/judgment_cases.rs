@@ -143,6 +143,7 @@ const C001: [&str; 3] = [
     r#"{"id":"chatcmpl-XXXX","object":"chat.completion.chunk","created":1700000000,"model":"local-model","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_001_a_finish_without_usage_or_done_is_truncated_v_12() {
     // Seeds win (V-12): a finish not followed by a measured usage is no proof of completion.
@@ -173,6 +174,7 @@ async fn case_001_a_finish_without_usage_or_done_is_truncated_v_12() {
     );
 }
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_001_b_unterminated_done_is_flushed_and_complete_s_28() {
     let mut reads = events(&C001);
@@ -194,6 +196,7 @@ const C002: [&str; 3] = [
     r#"{"id":"chatcmpl-XXXX","object":"chat.completion.chunk","created":1700000000,"model":"qwen","choices":[{"index":0,"delta":{"content":" cities are"},"logprobs":null,"finish_reason":null}]}"#,
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_002_a_clean_close_mid_answer_is_truncated_v_14() {
     fails(
@@ -213,6 +216,7 @@ async fn case_002_a_clean_close_mid_answer_is_truncated_v_14() {
     assert_eq!(finish(r), None);
 }
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_002_b_connection_cut_is_a_read_error_s_29() {
     for how in [TEXT, SALVAGE, OPENAI] {
@@ -231,6 +235,7 @@ const C004_A: [&str; 4] = [
 ];
 const C004_B3: &str = r#"{"id":"chatcmpl-XXXX","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{}}],"usage":{"prompt_tokens":65,"completion_tokens":251,"total_tokens":316,"prompt_tokens_details":{"cached_tokens":64}}}"#;
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_004_usage_only_trailing_chunk_is_measured_s_37_s_107() {
     for how in [TEXT, OPENAI] {
@@ -268,6 +273,7 @@ const C005: [&str; 6] = [
     "[DONE]",
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_005_azure_annotations_complete_in_both_modes_d12() {
     for how in [TEXT, OPENAI] {
@@ -304,6 +310,7 @@ fn c007(first: &str, second: &str) -> Vec<String> {
     ]
 }
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_007_reasoning_aliases_project_once_s_98() {
     let variants = [
@@ -345,6 +352,7 @@ const C008: [&str; 6] = [
 ];
 const C008_BODY: &str = r#"{"id":"chatcmpl-XXXX","object":"chat.completion","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"x\"}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}"#;
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_008_nulls_are_absent_and_kept_as_null_in_fidelity_s_57() {
     let out = sse(&C008, TEXT).await;
@@ -399,6 +407,7 @@ const C009_B: [&str; 5] = [
     "[DONE]",
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_009_a_tool_without_index_is_delivered_in_openai_d13() {
     let out = sse(&C009_A, OPENAI).await;
@@ -427,6 +436,7 @@ async fn case_009_a_tool_without_index_is_delivered_in_openai_d13() {
     );
 }
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_009_b_null_index_calls_are_split_by_id_d13() {
     let out = sse(&C009_B, OPENAI).await;
@@ -457,6 +467,7 @@ const C011: [&str; 6] = [
     "[DONE]",
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_011_null_arguments_name_and_function_are_no_ops_s_63() {
     let out = sse(&C011, OPENAI).await;
@@ -481,6 +492,7 @@ const C012: [&str; 3] = [
     "[DONE]",
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_012_missing_tool_id_is_synthesized_d13_s_65() {
     let out = sse(&C012, OPENAI).await;
@@ -515,6 +527,7 @@ const C013: [&str; 5] = [
     "[DONE]",
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_013_tool_calls_with_stop_are_not_normalised_v_30() {
     let out = sse(&C013, OPENAI).await;
@@ -550,6 +563,7 @@ const C015: [&str; 5] = [
     "[DONE]",
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_015_a_empty_finish_is_absent_in_both_modes_d12() {
     for how in [TEXT, OPENAI] {
@@ -561,6 +575,7 @@ async fn case_015_a_empty_finish_is_absent_in_both_modes_d12() {
     }
 }
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_015_b_cut_after_empty_finishes_is_truncated_v_14() {
     let cut = &C015[..3];
@@ -589,6 +604,7 @@ const C016_B: [&str; 3] = [
     "[DONE]",
 ];
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_016_unknown_finishes_are_delivered_raw_and_not_cached_v_58() {
     for how in [TEXT, OPENAI] {
@@ -638,6 +654,7 @@ fn c018(last: &str) -> Vec<Vec<u8>> {
     reads
 }
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_018_in_band_error_frames_d15_s_35() {
     for how in [TEXT, SALVAGE, OPENAI] {
@@ -667,6 +684,7 @@ async fn case_018_in_band_error_frames_d15_s_35() {
 
 const C019: &str = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":14429,"n_ctx":8192}}"#;
 
+// covers: S-119, V-72
 #[tokio::test]
 async fn case_019_in_band_context_error_is_request_rejected_d15_g_20a() {
     for frames in [vec![C019], vec![C019, "[DONE]"]] {

@@ -208,7 +208,7 @@ impl TelemetryRecorder for SqliteRecorder {
     }
 
     /// Resolves when every row enqueued before it has been written or dropped (05 R-24,
-    /// 80 T-51). Also runs the lazy preparation if nothing was written yet.
+    /// 80 T-51). Also runs the lazy preparation on a fresh recorder; it never ends a cooldown.
     async fn flush(&self) {
         let (ack, done) = oneshot::channel();
         if self.tx.send(Msg::Flush(ack)).await.is_ok() {

@@ -92,6 +92,9 @@ impl Writer {
             self.drop_rows(rows.len());
             return;
         }
+        if rows.is_empty() && self.shared.health().degraded {
+            return; // a flush is not a row: only a row ends the cooldown (80 T-57)
+        }
         if !self.ensure_ready() {
             self.drop_rows(rows.len());
             return;

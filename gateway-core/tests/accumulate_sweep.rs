@@ -116,7 +116,11 @@ fn s_45_s_53_s_55_shape_checks_fail_in_both_modes() {
             ),
         ];
         for (c, v) in rows {
-            assert_eq!(first_err(mode, &[c.clone()]), violation(v), "{mode:?} {c}");
+            assert_eq!(
+                first_err(mode, std::slice::from_ref(&c)),
+                violation(v),
+                "{mode:?} {c}"
+            );
         }
         // `delta` absent or null is `{}` (S-53); content null or "" is no failure (S-55).
         run(

@@ -311,7 +311,7 @@ fn s_67_one_chunk_with_many_indexed_elements_is_linear() {
         .map(|i| json!({"index": i, "t": "y"}))
         .collect();
     let mut acc = Accumulator::new(ResponseMode::OpenAi, options(usize::MAX));
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let c1 = json!({"choices": [{"index": 0, "delta": {"annotations": items}}]});
     let c2 = json!({"choices": [{"index": 0, "delta": {"annotations": again}}]});
     assert!(acc.push_chunk(&c1).is_ok());

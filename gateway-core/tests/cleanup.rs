@@ -34,7 +34,7 @@ async fn drop_after<F: std::future::Future>(
     drop(call);
 }
 
-// covers: G-104, G-106, G-109
+// covers: G-104, G-106, G-109, CF-306
 #[tokio::test(start_paused = true)]
 async fn cf_067_s3_hang_dropped_settles_est_and_rows_cancelled() {
     let fx = fx();
@@ -108,7 +108,7 @@ async fn cf_070_s5_transient_drop_in_record_failure_settles_est() {
     assert_eq!(fx.sink.attempt_error_types(), [Some("TransientError")]);
 }
 
-// covers: G-109, G-121
+// covers: G-109, G-121, CF-305
 #[tokio::test(start_paused = true)]
 async fn cf_071_s8_panic_propagates_settles_zero_no_rows() {
     let fx = fx();

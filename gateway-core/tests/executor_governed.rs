@@ -148,6 +148,7 @@ async fn cf_253_cancelled_hanging_tool_stream_is_closed_and_released() {
     fx.sink.assert_counts(1, 1);
 }
 
+// covers: V-47
 #[tokio::test(start_paused = true)]
 async fn cf_243_non_stream_role_absent_or_user_is_transient_until_exhausted() {
     for message in [

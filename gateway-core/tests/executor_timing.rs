@@ -328,6 +328,7 @@ async fn cf_115_s_92_reasoning_alias_keeps_ttft_and_inter_token_alive() {
     );
 }
 
+// covers: CF-287
 #[tokio::test(start_paused = true)]
 async fn cf_117_tool_fragments_keep_the_watchdogs_alive() {
     let first = serde_json::json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "c1",

@@ -228,7 +228,7 @@ async fn g_89_g_71_result_invalid_and_request_rejected_are_neutral() {
     }
 }
 
-// covers: G-77
+// covers: G-77, V-47
 #[tokio::test(start_paused = true)]
 async fn g_90_health_feed_by_outcome() {
     let feed = |outcome: Vec<Script>| async move {
@@ -350,4 +350,39 @@ async fn cf_091_embedding_attempt_using_its_whole_timeout_does_not_exhaust_the_s
         .unwrap();
     assert_eq!(g.stats.attempts, 2);
     assert_eq!(fx.runner.call_count(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_293_ticking_recorder_of_one_and_a_half_seconds_is_1500_ms() {
+    let fx = FxBuilder {
+        fake_clock: true,
+        tick_rows: Some(Duration::from_millis(1500)),
+        ..FxBuilder::default()
+    }
+    .build();
+    fx.runner.push(ok());
+    let g = fx.chat().await.unwrap();
+    assert_eq!(g.stats.total_latency_ms, 1500, "milliseconds, not 1 or 1.5");
+}
+
+#[tokio::test(start_paused = true)]
+async fn cf_294_statistics_without_a_recorder() {
+    let fx = fx();
+    let (gov, rx) = GovernorBuilder::new(
+        "llm",
+        vec![source("s1")],
+        fx.limiter.clone(),
+        fx.breaker.clone(),
+    )
+    .selector(Arc::new(StaticSelector))
+    .pacer(Arc::new(NoopPacer))
+    .build();
+    let worker = tokio::spawn(run_cleanup_worker(rx));
+    let runner = ScriptedRunner::new();
+    runner.push(ok());
+    let g = gov.run_chat(&runner, CallOptions::default()).await.unwrap();
+    assert_eq!(g.stats.attempts, 1);
+    assert!(!g.stats.logical_call_id.is_empty());
+    gov.close().await;
+    worker.await.unwrap();
 }

@@ -76,7 +76,7 @@ async fn h_77_cf_257_stream_hedges_when_first_token_absent() {
     assert_eq!(g.stats.attempts, 2);
 }
 
-// covers: CF-084
+// covers: CF-084, CF-287
 #[tokio::test(start_paused = true)]
 async fn h_77_cf_258_stream_after_first_token_never_hedges_slow_generation() {
     let fx = HFxBuilder::after().build();

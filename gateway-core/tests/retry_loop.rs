@@ -187,7 +187,7 @@ async fn g_47_single_source_dead_then_circuit_open_fail_fast() {
     assert_eq!(fx.runner.call_count(), 1);
 }
 
-// covers: G-5, G-24
+// covers: G-5, G-24, CF-304
 #[tokio::test(start_paused = true)]
 async fn g_50_cf_096_request_rejected_propagates_with_rows() {
     let fx = fx();
