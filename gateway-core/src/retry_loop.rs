@@ -587,10 +587,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
 
 /// Writes the registered attempt's row inline (80 T-6) and marks it written. The outcome is
 /// only built when the sink keeps rows (05 R-56: `NoopRowSink` gets no facts, no clone).
-async fn write_attempt_row(
-    guard: &mut AttemptGuard,
-    outcome: impl FnOnce() -> AttemptRowOutcome,
-) {
+async fn write_attempt_row(guard: &mut AttemptGuard, outcome: impl FnOnce() -> AttemptRowOutcome) {
     if let Some(info) = guard.row_info()
         && info.sink.wants_rows()
     {

@@ -84,6 +84,23 @@ fn v_46_protocol_error_reasons_are_the_fixed_strings() {
         (P::NoChoices, "response has no choices"),
         (P::ChoicesMalformed, "choices malformed"),
         (P::MessageMalformed, "message malformed"),
+        // The snapshot reasons of V-46 carry the `completion` prefix.
+        (
+            P::Snapshot(gateway_ports::CompletionShapeError::Role),
+            "completion message must have role assistant",
+        ),
+        (
+            P::Snapshot(gateway_ports::CompletionShapeError::ContentType),
+            "completion content/reasoning_content must be a string or null",
+        ),
+        (
+            P::Snapshot(gateway_ports::CompletionShapeError::ToolCallsType),
+            "completion tool_calls must be an array or null",
+        ),
+        (
+            P::Snapshot(gateway_ports::CompletionShapeError::ToolShape),
+            "completion tool identity or function fields missing, conflicting or invalid",
+        ),
     ];
     for (v, reason) in rows {
         assert_eq!(v.reason(), reason);

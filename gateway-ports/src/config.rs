@@ -93,7 +93,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
 /// writes the key and every header value as `"<redacted>"`; the type is deliberately not
 /// `Deserialize` (05 R-15). `Default` gives the documented defaults with empty identity fields,
 /// for struct-update syntax in tests and builders.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Clone, PartialEq, Serialize)]
 pub struct SourceConfig {
     /// Unique name within the scope, `{provider}_{N}` (20 §3.3).
     pub name: String,
@@ -139,6 +139,7 @@ pub struct SourceConfig {
     /// Extra request headers (05 R-33 `HEADERS`); values redacted in every output.
     pub headers: BTreeMap<String, Secret<String>>,
     /// Query parameters added to every request URL (05 R-33 `QUERY`).
+    #[serde(serialize_with = "serialize_query_redacted")]
     pub query: BTreeMap<String, String>,
     /// How the key is sent (05 R-33 `AUTH_STYLE`).
     pub auth_style: AuthStyle,
@@ -334,5 +335,80 @@ impl PricingTable {
                 + c as f64 * price.output_per_1m)
                 / 1_000_000.0,
         )
+    }
+}
+
+/// `QUERY` values may carry a key (some providers authenticate with `?key=`), so every output
+/// form shows the parameter names only (05 ).
+fn serialize_query_redacted<S: serde::Serializer>(
+    query: &BTreeMap<String, String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(query.len()))?;
+    for name in query.keys() {
+        map.serialize_entry(name, REDACTED)?;
+    }
+    map.end()
+}
+
+/// `Debug` names every field (exhaustively, so a new field cannot be forgotten) and never prints
+/// the key, header values or query values (05 ).
+impl fmt::Debug for SourceConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let SourceConfig {
+            name,
+            provider,
+            base_url,
+            api_key,
+            model,
+            timeout_s,
+            ttft_timeout_s,
+            inter_token_timeout_s,
+            max_concurrency,
+            rpm,
+            tpm,
+            est_tokens,
+            extra_body,
+            trust_env,
+            enable_thinking,
+            reasoning_effort,
+            effort_fallback,
+            missing_done,
+            stall_threshold_ms,
+            max_response_bytes,
+            headers,
+            query,
+            auth_style,
+            ca_file,
+        } = self;
+        let query_names: BTreeMap<&str, &str> =
+            query.keys().map(|k| (k.as_str(), REDACTED)).collect();
+        f.debug_struct("SourceConfig")
+            .field("name", name)
+            .field("provider", provider)
+            .field("base_url", base_url)
+            .field("api_key", api_key)
+            .field("model", model)
+            .field("timeout_s", timeout_s)
+            .field("ttft_timeout_s", ttft_timeout_s)
+            .field("inter_token_timeout_s", inter_token_timeout_s)
+            .field("max_concurrency", max_concurrency)
+            .field("rpm", rpm)
+            .field("tpm", tpm)
+            .field("est_tokens", est_tokens)
+            .field("extra_body", extra_body)
+            .field("trust_env", trust_env)
+            .field("enable_thinking", enable_thinking)
+            .field("reasoning_effort", reasoning_effort)
+            .field("effort_fallback", effort_fallback)
+            .field("missing_done", missing_done)
+            .field("stall_threshold_ms", stall_threshold_ms)
+            .field("max_response_bytes", max_response_bytes)
+            .field("headers", headers)
+            .field("query", &query_names)
+            .field("auth_style", auth_style)
+            .field("ca_file", ca_file)
+            .finish()
     }
 }

@@ -536,8 +536,10 @@ impl NetworkFault {
     }
 }
 
-/// How one HTTP exchange failed, as a fact (10 §7, 40 S-7). Display never echoes the body.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// How one HTTP exchange failed, as a fact (10 §7, 40 S-7). Neither `Display` nor `Debug`
+/// echoes the body or header values (an upstream may echo the key back, 05 R-34); read the
+/// fields for them.
+#[derive(Clone, PartialEq, thiserror::Error)]
 pub enum WireFailure {
     /// Any status ≠ 200; headers with lower-cased names; body decoded as UTF-8 with
     /// replacement, at most `max_error_body_bytes` retained.
@@ -585,6 +587,34 @@ pub enum ArchiveFault {
     /// The result location is not under the source's scheme, host and port.
     #[error("result archive location is foreign to the source")]
     ForeignLocation,
+}
+
+impl fmt::Debug for WireFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Http {
+                status,
+                headers,
+                body,
+            } => f
+                .debug_struct("Http")
+                .field("status", status)
+                .field(
+                    "header_names",
+                    &headers.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+                )
+                .field("body_len", &body.len())
+                .finish(),
+            Self::Network(fault) => f.debug_tuple("Network").field(fault).finish(),
+            Self::FrameTooLarge { limit } => {
+                f.debug_struct("FrameTooLarge").field("limit", limit).finish()
+            }
+            Self::ReadError(fault) => f.debug_tuple("ReadError").field(fault).finish(),
+            Self::Unsupported { what } => {
+                f.debug_struct("Unsupported").field("what", what).finish()
+            }
+        }
+    }
 }
 
 wire_enum! {

@@ -99,3 +99,31 @@ fn s10_2_1_source_config_defaults() {
     };
     assert_eq!(with_est.effective_est_tokens(), 7);
 }
+
+#[test]
+fn r_33_query_values_never_shown_in_debug_or_serde() {
+    let mut s = source();
+    s.query.insert("key".into(), "query-secret-value".into());
+    s.query.insert("api-version".into(), "2024-06-01".into());
+    let debug = format!("{s:?}");
+    let json = serde_json::to_string(&s).unwrap();
+    for text in [&debug, &json] {
+        assert!(!text.contains("query-secret-value"), "{text}");
+        assert!(text.contains("api-version"), "names stay visible: {text}");
+    }
+}
+
+#[test]
+fn r_34_wire_failure_debug_never_echoes_the_body_or_header_values() {
+    let failure = WireFailure::Http {
+        status: 401,
+        headers: vec![("x-echo".into(), "header-secret-value".into())],
+        body: "invalid key sk-body-secret-value".into(),
+    };
+    let debug = format!("{failure:?}");
+    let display = failure.to_string();
+    for text in [&debug, &display] {
+        assert!(!text.contains("secret-value"), "{text}");
+    }
+    assert!(debug.contains("401") && debug.contains("x-echo"), "{debug}");
+}

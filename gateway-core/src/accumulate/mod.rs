@@ -178,13 +178,16 @@ impl ProtocolViolation {
             Self::NoChoices => "response has no choices",
             Self::ChoicesMalformed => "choices malformed",
             Self::MessageMalformed => "message malformed",
+            // 50 V-46: the snapshot reasons carry the `completion` prefix.
             Self::Snapshot(shape) => match shape {
-                CompletionShapeError::Role => "role must be assistant",
+                CompletionShapeError::Role => "completion message must have role assistant",
                 CompletionShapeError::ContentType => {
-                    "content/reasoning_content must be a string or null"
+                    "completion content/reasoning_content must be a string or null"
                 }
-                CompletionShapeError::ToolCallsType => "tool_calls must be an array or null",
-                _ => "tool identity or function fields missing, conflicting or invalid",
+                CompletionShapeError::ToolCallsType => {
+                    "completion tool_calls must be an array or null"
+                }
+                _ => "completion tool identity or function fields missing, conflicting or invalid",
             },
         }
     }

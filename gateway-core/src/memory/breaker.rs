@@ -350,7 +350,6 @@ impl CircuitBreaker for MemoryCircuitBreaker {
         Ok(d)
     }
 
-
     async fn record_success(
         &self,
         entry: &GateDecision,
