@@ -48,9 +48,11 @@ fn r_33_source_config_debug_never_shows_key_or_header_values() {
     assert_clean(&debug);
     assert_clean(&pretty);
     assert!(debug.contains("<redacted>"));
-    // Header names and query values are not secrets.
+    // Header and query names are not secrets; query values may be (`?key=`), so they are
+    // redacted like header values.
     assert!(debug.contains("x-tenant-token"));
-    assert!(debug.contains("2024-10-21"));
+    assert!(debug.contains("api-version"));
+    assert!(!debug.contains("2024-10-21"));
 }
 
 #[test]
@@ -60,7 +62,7 @@ fn r_15_source_config_serialises_key_as_redacted() {
     assert_clean(&json.to_string());
     assert_eq!(json["api_key"], "<redacted>");
     assert_eq!(json["headers"]["x-tenant-token"], "<redacted>");
-    assert_eq!(json["query"]["api-version"], "2024-10-21");
+    assert_eq!(json["query"]["api-version"], "<redacted>");
     assert_eq!(json["auth_style"], "bearer");
 }
 
