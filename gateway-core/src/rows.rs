@@ -224,3 +224,23 @@ impl RowSink for NoopRowSink {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 05 R-56: the no-op sink opts out of row facts; a sink keeps rows by default.
+    #[test]
+    fn r_56_noop_sink_wants_no_rows() {
+        #[derive(Debug)]
+        struct Keeps;
+        #[async_trait]
+        impl RowSink for Keeps {
+            async fn attempt(&self, _facts: AttemptRowFacts) {}
+            async fn terminal(&self, _facts: TerminalRowFacts) {}
+            async fn cache_hit(&self, _facts: CacheHitRowFacts) {}
+        }
+        assert!(!NoopRowSink.wants_rows());
+        assert!(Keeps.wants_rows());
+    }
+}
