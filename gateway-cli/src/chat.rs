@@ -19,7 +19,7 @@ use crate::out;
 /// Response mode of `pgw chat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
-    /// Fidelity mode: `response.completion` holds the OpenAI message (default, R-50).
+    /// Fidelity mode: `response.completion` holds the OpenAI message with its tool calls (05 R-50).
     Openai,
     /// Text mode: no `completion`; the verdict's text-mode rules apply (e.g. `MISSING_DONE=salvage`).
     Text,
@@ -42,7 +42,7 @@ pub struct ChatArgs {
     /// Response mode.
     #[arg(long, value_enum, default_value_t = ModeArg::Openai)]
     pub mode: ModeArg,
-    /// Print exactly one JSON object on stdout.
+    /// Print exactly one JSON object on stdout (`docs/errors.md` for the error shape).
     #[arg(long)]
     pub json: bool,
     /// Configuration flags.
@@ -145,7 +145,7 @@ pub async fn run(args: ChatArgs) -> u8 {
             } else {
                 out::stderr_line(&format!("pgw: {}: {error}", error.type_name()));
                 if let Some(last) = report.get("last_failure").filter(|v| !v.is_null()) {
-                    out::stderr_line(&format!("pgw: last failure: {last}"));
+                    out::stderr_line(&format!("pgw: last failure: {}", describe_failure(last)));
                 }
             }
             exit::for_error(error)
@@ -153,6 +153,17 @@ pub async fn run(args: ChatArgs) -> u8 {
     };
     client.close().await;
     code
+}
+
+/// One human line for an `ErrorReport` JSON (`last_failure`): `Type [HTTP n]: message`.
+fn describe_failure(report: &Value) -> String {
+    let kind = report["type"].as_str().unwrap_or("error");
+    let status = report["http_status"]
+        .as_u64()
+        .map(|s| format!(" [HTTP {s}]"))
+        .unwrap_or_default();
+    let message = report["message"].as_str().unwrap_or("");
+    format!("{kind}{status}: {message}")
 }
 
 fn print_response(response: &LlmResponse) {

@@ -152,9 +152,10 @@ pub async fn run(args: DoctorArgs) -> u8 {
     };
     if !args.json {
         out::stderr_line(&format!(
-            "pgw doctor: scope {} ({} sources): configuration valid",
+            "pgw doctor: scope {} ({} source{}): configuration valid",
             plan.scope,
-            plan.sources.len()
+            plan.sources.len(),
+            if plan.sources.len() == 1 { "" } else { "s" }
         ));
         config::print_warnings(&plan.warnings);
     }

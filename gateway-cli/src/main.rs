@@ -42,17 +42,22 @@ struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the main job: three simulators, 200 governed calls, the summary.
+    // Spec: 05 R-54, R-55 (help text stays free of rule ids).
+    /// Run the main job: 200 governed calls over three in-process simulators, then the summary.
     Demo(demo::DemoArgs),
-    /// One governed chat call.
+    // Spec: 05.
+    /// One governed chat call to the sources of the environment, `.env` or the flags.
     Chat(chat::ChatArgs),
     /// One governed embedding call.
     Embed(embed::EmbedArgs),
-    /// Serve a simulator script; prints the bound address first.
+    // Spec: 05 R-49.
+    /// Serve a simulator script (docs/simulator.md); prints the bound address first.
     Sim(sim::SimArgs),
-    /// Validate the configuration and probe every source.
+    // Spec: 05 R-53.
+    /// Validate the configuration and probe every source with `GET /models`.
     Doctor(doctor::DoctorArgs),
-    /// Print the telemetry table DDL (80 T-49).
+    // Spec: 80 T-49.
+    /// Print the telemetry table DDL (`CREATE TABLE`, then commented upgrade `ALTER`s).
     SchemaSql {
         /// The database.
         #[arg(value_enum)]

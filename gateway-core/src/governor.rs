@@ -6,8 +6,10 @@
 //! resolution (before the statistics boundary, G-98), the call context and its `CallGuard`,
 //! the deadline wrapper (G-99..G-101), the retry loop, and the terminal row of a failed call
 //! (G-121). `run_chat` / `run_embed` / `run_ocr` are the same loop with different
-//! [`LoopPolicy`] and settlement. The facade clients wrap it; issue-level tests in the
-//! core call it directly.
+//! [`LoopPolicy`] and settlement. A call of several serial loops (an embedding call's
+//! batches, 90 E-9, E-10) opens one [`CallHandle`] with [`Governor::begin_call`] and runs one
+//! loop per batch in it: one context, one logical id, one deadline, at most one terminal row.
+//! The facade clients wrap it; issue-level tests in the core call it directly.
 //!
 //! Tracing: `pgw.call` (`logical_call_id`, `scope`, `operation`) → `pgw.round` →
 //! `pgw.attempt`; no content, no secrets.
@@ -462,7 +464,8 @@ impl Governor {
     }
 
     /// Runs one embedding call as a single loop (`LoopPolicy::EMBED`, settles prompt tokens).
-    /// Multi-batch calls (90 E-10) are a later capability.
+    /// Multi-batch calls (90 E-9, E-10) use [`Governor::begin_call`] and one
+    /// [`CallHandle::run_loop`] per batch.
     pub async fn run_embed<R: AttemptRunner>(
         &self,
         runner: &R,
@@ -549,6 +552,7 @@ impl Governor {
             let env = LoopEnv {
                 gov,
                 ctx: &ctx,
+                row_call: ctx.row_call(),
                 policy,
                 settle,
                 deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
@@ -595,6 +599,55 @@ impl Governor {
         }
     }
 
+    /// Opens one logical call that may run several loops (90 E-9, E-10: one loop per embedding
+    /// batch): the closed check (`ClientClosed`, R-17), the deadline resolution
+    /// (`options.call_deadline` against the assembled one; zero → `InvalidArgument` naming
+    /// `options.deadline_origin`), then the statistics boundary — one [`CallContext`] (one
+    /// `logical_call_id`, attempts accumulating over all loops, generation samples summed,
+    /// E-15) armed with its [`CallGuard`], and the call's one deadline, started now (E-7).
+    /// `options.row_input` is the call-level row input (the terminal row's, 80 T-19).
+    pub fn begin_call(
+        &self,
+        options: CallOptions,
+        operation: CallOperation,
+    ) -> Result<CallHandle, GatewayError> {
+        let gov = &*self.inner;
+        if gov.closed.load(Ordering::SeqCst) {
+            return Err(GatewayError::ClientClosed);
+        }
+        let origin = options
+            .deadline_origin
+            .as_deref()
+            .unwrap_or("ChatOptions::call_deadline");
+        let deadline = resolve_call_deadline(gov.call_deadline, options.call_deadline, origin)?;
+        let mut row_call = RowCall::new(new_uuid_v4(), operation, gov.scope.clone());
+        row_call.input = options.row_input;
+        let ctx = Arc::new(
+            CallContext::new(Arc::clone(&gov.clock), row_call).with_accumulated_generation(),
+        );
+        let guard = CallGuard::new(
+            Arc::clone(&ctx),
+            Arc::clone(&gov.sink),
+            Arc::clone(&gov.queue),
+        );
+        let span = tracing::info_span!(
+            "pgw.call",
+            logical_call_id = %ctx.logical_call_id(),
+            scope = %gov.scope,
+            operation = %operation,
+        );
+        Ok(CallHandle {
+            inner: Arc::clone(&self.inner),
+            ctx,
+            guard,
+            deadline,
+            deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+            stream: options.stream,
+            span,
+            ended: None,
+        })
+    }
+
     /// Waits until the cleanup queue holds no pending job, then flushes the row sink
     /// (05 R-24; 30 G-112). Keeps accepting calls.
     pub async fn quiesce(&self) {
@@ -628,5 +681,151 @@ impl Governor {
     /// `true` after [`Governor::close`].
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::SeqCst)
+    }
+}
+
+/// One open logical call over several serial loops (90 E-9, E-10; 30 G-117..G-121), made by
+/// [`Governor::begin_call`].
+///
+/// Every [`CallHandle::run_loop`] is a fresh governance loop (own failure counter, reasons,
+/// demotion map and stall clock, `max_attempts` per loop) inside the call's one context and one
+/// deadline: attempts accumulate, every row carries the one `logical_call_id`, and the
+/// remaining deadline is shared (E-7). Terminal-row discipline (G-121): a loop that fails
+/// writes the call's terminal row and ends the call (later `run_loop`s return the same error
+/// without running); [`CallHandle::fail`] writes it for an error the caller raises after its
+/// loops (e.g. a merge that fails, E-13); [`CallHandle::finish`] ends a successful call without
+/// one; dropping an unfinished handle writes the `cancelled` terminal row (the `CallGuard`).
+/// At most one terminal row per call on every path.
+pub struct CallHandle {
+    inner: Arc<GovernorInner>,
+    ctx: Arc<CallContext>,
+    guard: CallGuard,
+    deadline: Option<Duration>,
+    deadline_at: Option<tokio::time::Instant>,
+    stream: bool,
+    span: tracing::Span,
+    ended: Option<GatewayError>,
+}
+
+impl fmt::Debug for CallHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallHandle")
+            .field("logical_call_id", &self.ctx.logical_call_id())
+            .field("attempts", &self.ctx.attempts())
+            .field("deadline", &self.deadline)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallHandle {
+    /// The call's one logical id (90 E-9).
+    pub fn logical_call_id(&self) -> &str {
+        self.ctx.logical_call_id()
+    }
+
+    /// Runs one governance loop of this call (one embedding batch, 90 E-10) with `policy` and
+    /// `settle`. `row_input` is this loop's input for its attempt rows (80 T-15: the batch
+    /// texts); `None` uses the call-level input. The loop runs under the **remaining** part of
+    /// the call's deadline; an expired deadline (also before the loop starts) is
+    /// `CallDeadlineExceeded { scope, deadline_s = the whole deadline }` (E-7; G-101: the
+    /// cancelled attempt is settled and its row written first).
+    ///
+    /// Errors: the loop's error; it also writes the call's terminal row and ends the call, so a
+    /// later `run_loop` returns the same error without running (E-11).
+    /// The returned [`Governed::stats`] is the call's snapshot so far.
+    pub async fn run_loop<R: AttemptRunner>(
+        &mut self,
+        runner: &R,
+        policy: LoopPolicy,
+        settle: SettleMode,
+        row_input: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Result<Governed, GatewayError> {
+        if let Some(error) = &self.ended {
+            return Err(error.clone());
+        }
+        let gov = &*self.inner;
+        let row_call = match row_input {
+            Some(input) => {
+                let base = self.ctx.row_call();
+                let mut call = RowCall::new(
+                    base.logical_call_id.clone(),
+                    base.operation,
+                    base.scope.clone(),
+                );
+                call.input = Some(input);
+                Arc::new(call)
+            }
+            None => Arc::clone(self.ctx.row_call()),
+        };
+        let ctx = &self.ctx;
+        let deadline_at = self.deadline_at;
+        let stream = self.stream;
+        let outcome = async {
+            let env = LoopEnv {
+                gov,
+                ctx,
+                row_call: &row_call,
+                policy,
+                settle,
+                deadline_at,
+                stream,
+            };
+            let governed = Box::pin(run_loop(env, runner));
+            let Some(at) = deadline_at else {
+                return governed.await.map_err(Some);
+            };
+            if tokio::time::Instant::now() >= at {
+                return Err(None); // E-7: no time left for this loop
+            }
+            match tokio::time::timeout_at(at, governed).await {
+                Ok(result) => result.map_err(Some),
+                Err(_) => {
+                    // G-101: the loop is dropped; await this call's cleanup jobs.
+                    gov.queue.wait_call_idle(ctx.logical_call_id()).await;
+                    Err(None)
+                }
+            }
+        }
+        .instrument(self.span.clone())
+        .await;
+        match outcome {
+            Ok(success) => Ok(Governed {
+                result: success.result,
+                source: success.source,
+                call_id: success.call_id,
+                latency_ms: success.latency_ms,
+                stats: self.ctx.snapshot(),
+            }),
+            Err(error) => {
+                let error = error.unwrap_or_else(|| {
+                    crate::deadline::CallDeadlineExceeded {
+                        deadline: self.deadline.unwrap_or_default(),
+                    }
+                    .into_error(&gov.scope)
+                });
+                self.fail(&error).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Ends the call with `error` raised by the caller after its loops (e.g. batches that
+    /// disagree on the dimension, 90 E-13): writes the terminal row inline unless one was
+    /// already written (G-121), and disarms the guard. Later `run_loop`s return `error`.
+    pub async fn fail(&mut self, error: &GatewayError) {
+        emit_terminal_failure(&self.ctx, self.inner.sink.as_ref(), error).await;
+        self.guard.disarm();
+        if self.ended.is_none() {
+            self.ended = Some(error.clone());
+        }
+    }
+
+    /// Ends a successful call: disarms the guard (no terminal row) and returns the call's
+    /// frozen statistics (30 G-120): one `logical_call_id`, the attempts of all loops, the
+    /// summed generation (90 E-15), `total_latency_ms` since [`Governor::begin_call`].
+    pub fn finish(mut self) -> CallStats {
+        self.guard.disarm();
+        self.ctx.snapshot()
     }
 }

@@ -40,7 +40,7 @@ use crate::classify::failure_reason_of;
 use crate::cleanup::{AttemptGuard, AttemptRowInfo};
 use crate::governor::GovernorInner;
 use crate::retry_after::hint_exceeds_cap;
-use crate::rows::{AttemptRowOutcome, CancelLabel};
+use crate::rows::{AttemptRowOutcome, CancelLabel, RowCall};
 use crate::stall::StallClock;
 use crate::stats::CallContext;
 
@@ -145,6 +145,10 @@ pub enum LegResult {
 pub(crate) struct LoopEnv<'a> {
     pub(crate) gov: &'a GovernorInner,
     pub(crate) ctx: &'a CallContext,
+    /// The call-level facts this loop's attempt rows carry: the context's own, or a per-loop
+    /// copy with the same `logical_call_id` and the loop's input (an embedding batch's texts,
+    /// 80 T-15) in a multi-loop call.
+    pub(crate) row_call: &'a Arc<RowCall>,
     pub(crate) policy: LoopPolicy,
     pub(crate) settle: SettleMode,
     pub(crate) deadline_at: Option<tokio::time::Instant>,
@@ -426,7 +430,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
     // Step 2: arm the guard's attempt phase.
     let info = AttemptRowInfo {
         sink: Arc::clone(&gov.sink),
-        call: Arc::clone(env.ctx.row_call()),
+        call: Arc::clone(env.row_call),
         call_id: call_id.clone(),
         source: Arc::clone(&source),
         attempt,

@@ -78,6 +78,7 @@ pub struct CallContext {
     generation: Mutex<Generation>,
     terminal_claimed: AtomicBool,
     row_call: Arc<RowCall>,
+    accumulate_generation: bool,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -101,7 +102,17 @@ impl CallContext {
             generation: Mutex::new(Generation::default()),
             terminal_claimed: AtomicBool::new(false),
             row_call: Arc::new(row_call),
+            accumulate_generation: false,
         }
+    }
+
+    /// This context with accumulating generation samples: each successful round **adds** its
+    /// `generation_ms` instead of overwriting it (90 E-12 step 5 `accumulate = true`, E-15: the
+    /// call's `generation_ms` is the sum over its embedding batches). Used by multi-loop calls
+    /// ([`crate::governor::CallHandle`]).
+    pub fn with_accumulated_generation(mut self) -> Self {
+        self.accumulate_generation = true;
+        self
     }
 
     /// The logical call id.
@@ -155,7 +166,8 @@ impl CallContext {
 
     /// Records the generation sample of a successful round (60; 10 §4.4): `generation_ms =
     /// max(0, wall − stall)`, with the stall truncated once here (60 H-61). The last successful
-    /// round overwrites.
+    /// round overwrites, except in an accumulating context
+    /// ([`CallContext::with_accumulated_generation`], 90 E-15), where `generation_ms` sums.
     pub fn record_generation(
         &self,
         wall: Duration,
@@ -167,11 +179,14 @@ impl CallContext {
         let stall = stall_ms
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(|s| s.floor() as u64);
-        let generation_ms = wall_ms.saturating_sub(stall.unwrap_or(0));
+        let mut generation_ms = wall_ms.saturating_sub(stall.unwrap_or(0));
         let mut g = self
             .generation
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        if self.accumulate_generation {
+            generation_ms = generation_ms.saturating_add(g.generation_ms);
+        }
         *g = Generation {
             generation_ms,
             stall_ms: stall,

@@ -7,16 +7,14 @@
 //! the summed `generation_ms` (E-15). Every batch runs through the core's one loop with
 //! `LoopPolicy::EMBED` (no 429 exemption, no stall refund, no hedging; `Governor::run_embed`).
 //!
-//! # One logical call over batches (deviation, stated)
+//! # One logical call over batches
 //!
-//! The core's `Governor` runs one loop per governed call; it has no multi-batch entry point
-//! yet. So each batch is one governed call, run serially, each with the **remaining** part of
-//! the call's single deadline as its per-call deadline (so the deadline covers all batches, and
-//! an expiry inside any batch is a `CallDeadlineExceeded` naming the whole deadline, with its
-//! terminal row). The returned `CallStats` merge the batches: `logical_call_id` of the first
-//! batch, `attempts` and `generation_ms` summed, `total_latency_ms` measured over the whole call
-//! on the injected clock. In telemetry each batch's rows carry that batch's `logical_call_id`
-//! (E-9 wants one id for the whole call): a `Governor::run_batches` seam would close the gap.
+//! The call opens one `CallHandle` (`Governor::begin_call`) and runs one loop per batch in
+//! it (`CallHandle::run_loop`), serially: one `logical_call_id` on every row and in
+//! `CallStats`, attempts accumulating over the batches, `generation_ms` summed, one deadline
+//! shared by all batches (E-7, E-9, E-10), and at most one terminal row (the failing batch's,
+//! or the merge's, E-13). Attempt rows carry their batch's texts (80 T-15); the terminal row
+//! the whole call's input (80 T-19).
 //!
 //! Cancel-safety is the chat client's (05 R-40): dropping `embed()` cancels the batch in flight
 //! with full settlement; later batches never start.
@@ -29,6 +27,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
+use gateway_core::attempt::SettleMode;
 use gateway_core::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
 };
@@ -39,6 +38,7 @@ use gateway_core::deadline::resolve_call_deadline;
 use gateway_core::governor::CallOptions;
 use gateway_core::redact::ScrubOptions;
 use gateway_core::request::build_embed_body;
+use gateway_core::retry_loop::LoopPolicy;
 use gateway_core::stats::new_uuid_v4;
 use gateway_core::telemetry::RowInput;
 use gateway_core::telemetry::shape::embed_response_placeholder;
@@ -315,7 +315,6 @@ struct BatchOutcome {
     latency_ms: u64,
     call_id: String,
     source: Arc<SourceConfig>,
-    stats: CallStats,
 }
 
 fn weakest(a: UsageSource, b: UsageSource) -> UsageSource {
@@ -342,10 +341,6 @@ fn normalize_l2(vector: &mut [f32]) {
             }
         }
     }
-}
-
-fn duration_ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl EmbeddingClient {
@@ -441,7 +436,9 @@ impl EmbeddingClient {
             return Err(GatewayError::ClientClosed);
         }
         check_dimensions(request.tenant_id.as_deref(), &request.meta, "EmbedRequest")?;
-        let deadline = resolve_call_deadline(
+        // A zero deadline is `InvalidArgument` even for an empty input (E-5 before E-6);
+        // `begin_call` resolves it again for the call.
+        resolve_call_deadline(
             runtime.plan.call_deadline,
             request.call_deadline,
             EMBED_DEADLINE_ORIGIN,
@@ -453,8 +450,14 @@ impl EmbeddingClient {
             response.call_stats = Some(CallStats::new(new_uuid_v4(), 0, 0));
             return Ok(response);
         }
-        let started = runtime.clock.monotonic();
-        let deadline_at = deadline.map(|d| tokio::time::Instant::now() + d);
+        let mut call = CallOptions::default()
+            .with_row_input(Arc::new(RowInput::embed(&request, inner.batch_size)))
+            .with_stream(false);
+        call.call_deadline = request.call_deadline;
+        call.deadline_origin = Some(EMBED_DEADLINE_ORIGIN.to_owned());
+        let mut handle = runtime
+            .governor
+            .begin_call(call, gateway_ports::CallOperation::Embed)?;
         let mut batches: Vec<BatchOutcome> = Vec::new();
         for chunk in request.texts.chunks(inner.batch_size) {
             let runner = EmbedRunner {
@@ -473,35 +476,27 @@ impl EmbeddingClient {
                 meta: request.meta.clone(),
                 call_deadline: None,
             };
-            let mut call = CallOptions::default()
-                .with_row_input(Arc::new(RowInput::embed(&batch_request, inner.batch_size)))
-                .with_stream(false);
-            call.deadline_origin = Some(EMBED_DEADLINE_ORIGIN.to_owned());
-            // E-7: the remaining part of the one deadline (at least 1 ns, so an exhausted
-            // deadline expires inside the governed call and writes its terminal row).
-            call.call_deadline = deadline_at.map(|at| {
-                at.saturating_duration_since(tokio::time::Instant::now())
-                    .max(Duration::from_nanos(1))
-            });
-            let governed = match runtime.governor.run_embed(&runner, call).await {
-                Ok(g) => g,
-                Err(GatewayError::CallDeadlineExceeded(mut d)) => {
-                    if let Some(full) = deadline {
-                        d.deadline_s = full.as_secs_f64();
-                    }
-                    return Err(GatewayError::CallDeadlineExceeded(d));
-                }
-                Err(e) => return Err(e),
-            };
-            let parsed = runner.take(&governed.call_id).ok_or_else(|| {
-                result_invalid(
+            let batch_input = Arc::new(RowInput::embed(&batch_request, inner.batch_size));
+            // E-10: a fresh loop per batch; E-11: its error (terminal row written) ends the call.
+            let governed = handle
+                .run_loop(
+                    &runner,
+                    LoopPolicy::EMBED,
+                    SettleMode::PromptOnly,
+                    Some(batch_input),
+                )
+                .await?;
+            let Some(parsed) = runner.take(&governed.call_id) else {
+                let error = result_invalid(
                     &governed.source.name,
                     format!(
                         "{}: the winning attempt left no embedding vectors",
                         governed.source.name
                     ),
-                )
-            })?;
+                );
+                handle.fail(&error).await;
+                return Err(error);
+            };
             let result = *governed.result;
             batches.push(BatchOutcome {
                 parsed,
@@ -510,19 +505,23 @@ impl EmbeddingClient {
                 latency_ms: governed.latency_ms,
                 call_id: governed.call_id,
                 source: governed.source,
-                stats: governed.stats,
             });
         }
-        let total_latency_ms = duration_ms(runtime.clock.monotonic().saturating_sub(started));
-        self.merge(batches, total_latency_ms)
+        match self.merge(batches) {
+            Ok(mut response) => {
+                response.call_stats = Some(handle.finish());
+                Ok(response)
+            }
+            Err(error) => {
+                handle.fail(&error).await;
+                Err(error)
+            }
+        }
     }
 
     /// The merge of E-13 (+ E-14, E-15).
-    fn merge(
-        &self,
-        batches: Vec<BatchOutcome>,
-        total_latency_ms: u64,
-    ) -> Result<EmbeddingResponse, GatewayError> {
+    /// `call_stats` is left for the caller (the call handle's snapshot).
+    fn merge(&self, batches: Vec<BatchOutcome>) -> Result<EmbeddingResponse, GatewayError> {
         let mut response = EmbeddingResponse::default();
         let Some(first) = batches.first() else {
             return Ok(response);
@@ -538,7 +537,6 @@ impl EmbeddingClient {
         response.provider = first.source.provider.clone();
         response.call_id = first.call_id.clone();
         response.dim = u32::try_from(dim).unwrap_or(u32::MAX);
-        let mut stats = CallStats::new(first.stats.logical_call_id.clone(), 0, total_latency_ms);
         let mut names: Vec<&str> = Vec::new();
         let mut usage_source = UsageSource::Measured;
         for b in &batches {
@@ -551,8 +549,6 @@ impl EmbeddingClient {
                 .prompt_tokens
                 .saturating_add(b.usage.prompt_tokens);
             response.latency_ms = response.latency_ms.saturating_add(b.latency_ms);
-            stats.attempts = stats.attempts.saturating_add(b.stats.attempts);
-            stats.generation_ms = stats.generation_ms.saturating_add(b.stats.generation_ms);
         }
         response.source_name = names.join(",");
         response.usage_source = usage_source;
@@ -562,7 +558,6 @@ impl EmbeddingClient {
                 normalize_l2(v);
             }
         }
-        response.call_stats = Some(stats);
         Ok(response)
     }
 

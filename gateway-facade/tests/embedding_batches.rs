@@ -24,6 +24,8 @@ enum Step {
     Status(u16),
     /// Never answers.
     Hang,
+    /// Answers like `Ok(dim, Some(1))` after this many ms of tokio (paused) time.
+    Slow(u64, usize),
 }
 
 /// Answers by script (the last step repeats), advancing the fake clock 250 ms per request.
@@ -76,6 +78,13 @@ impl EmbeddingTransport for FakeEmbed {
         if let Step::Hang = step {
             std::future::pending::<()>().await;
         }
+        let step = match step {
+            Step::Slow(ms, dim) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Step::Ok(dim, Some(1))
+            }
+            other => other,
+        };
         self.clock.advance(Duration::from_millis(250));
         match step {
             Step::Ok(dim, tokens) => {
@@ -96,7 +105,7 @@ impl EmbeddingTransport for FakeEmbed {
                 headers: Vec::new(),
                 body: "{\"error\":{\"message\":\"server error\"}}".into(),
             }),
-            Step::Hang => unreachable!(),
+            Step::Hang | Step::Slow(..) => unreachable!(),
         }
     }
 }
@@ -359,4 +368,157 @@ async fn cf_407_failing_embed_rows_have_error_and_no_effort_and_one_terminal() {
         .filter(|r| r.event_kind == gateway_ports::EventKind::TerminalFailure)
         .count();
     assert_eq!(terminal, 1);
+}
+
+/// An embedding client over `fake` recording rows into `rows`.
+fn client_with_rows(
+    fake: &Arc<FakeEmbed>,
+    clock: &Arc<FakeClock>,
+    rows: &Arc<Rows>,
+    batch_size: u32,
+) -> EmbeddingClient {
+    EmbeddingClient::builder()
+        .scope("EMBED")
+        .sources(vec![source("e_1")])
+        .batch_size(batch_size)
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            backoff_base_s: 0.01,
+            backoff_max_s: 0.02,
+            ..RetryPolicy::default()
+        })
+        .clock(Arc::clone(clock) as _)
+        .telemetry(Arc::clone(rows) as _)
+        .transport(Arc::clone(fake) as _)
+        .build()
+        .unwrap()
+}
+
+// covers: E-9
+#[tokio::test(start_paused = true)]
+async fn e_9_one_logical_call_id_across_batches() {
+    // 3 batches, the second retried once: 4 attempt rows, all with the call's one id.
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(
+        &clock,
+        &[
+            Step::Ok(2, Some(1)),
+            Step::Status(500),
+            Step::Ok(2, Some(1)),
+        ],
+    );
+    let rows = Arc::new(Rows::default());
+    let client = client_with_rows(&fake, &clock, &rows, 2);
+    let r = client.embed(texts(5)).await.unwrap();
+    let stats = r.call_stats.unwrap();
+    assert_eq!(
+        stats.attempts, 4,
+        "E-9: attempts accumulate over the batches"
+    );
+    assert_eq!(stats.generation_ms, 750, "E-15: summed over the batches");
+    client.quiesce().await;
+    let rows = rows.0.lock().unwrap().clone();
+    let attempts: Vec<_> = rows
+        .iter()
+        .filter(|r| r.event_kind == gateway_ports::EventKind::Attempt)
+        .collect();
+    assert_eq!(attempts.len(), 4);
+    assert!(
+        attempts
+            .iter()
+            .all(|row| row.logical_call_id.as_deref() == Some(stats.logical_call_id.as_str())),
+        "E-9: one logical_call_id on every batch's rows: {:?}",
+        attempts
+            .iter()
+            .map(|r| r.logical_call_id.clone())
+            .collect::<Vec<_>>()
+    );
+    // 80 T-15: each attempt row carries its own batch's texts.
+    assert!(attempts[0].messages.contains("t0") && !attempts[0].messages.contains("t2"));
+    assert!(attempts[3].messages.contains("t4") && !attempts[3].messages.contains("t0"));
+    assert!(
+        rows.iter()
+            .all(|r| r.event_kind != gateway_ports::EventKind::TerminalFailure),
+        "a successful call writes no terminal row"
+    );
+}
+
+// covers: E-9, E-11
+#[tokio::test(start_paused = true)]
+async fn e_11_failing_second_batch_one_terminal_row_with_the_call_id() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Ok(2, Some(1)), Step::Status(500)]);
+    let rows = Arc::new(Rows::default());
+    let client = client_with_rows(&fake, &clock, &rows, 2);
+    let error = client.embed(texts(4)).await.unwrap_err();
+    assert!(
+        matches!(error, GatewayError::AllSourcesExhausted(_)),
+        "{error:?}"
+    );
+    client.quiesce().await;
+    let rows = rows.0.lock().unwrap().clone();
+    assert_eq!(
+        rows.len(),
+        1 + 3 + 1,
+        "batch 1, three failed attempts, one terminal"
+    );
+    let id = rows[0].logical_call_id.clone();
+    assert!(id.is_some());
+    assert!(rows.iter().all(|r| r.logical_call_id == id));
+    let terminal: Vec<_> = rows
+        .iter()
+        .filter(|r| r.event_kind == gateway_ports::EventKind::TerminalFailure)
+        .collect();
+    assert_eq!(terminal.len(), 1);
+    assert!(
+        terminal[0].messages.contains("texts=4 batches=2"),
+        "80 T-19: the terminal row summarises the whole call: {}",
+        terminal[0].messages
+    );
+}
+
+// covers: E-7, E-10
+#[tokio::test(start_paused = true)]
+async fn e_10_one_deadline_shared_by_all_batches() {
+    // Each batch takes 400 ms; the call deadline is 1 s. Every batch alone fits, three do not:
+    // the third batch is cut at 1 s by the one shared deadline.
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeEmbed::new(&clock, &[Step::Slow(400, 2)]);
+    let rows = Arc::new(Rows::default());
+    let client = client_with_rows(&fake, &clock, &rows, 1);
+    let mut request = texts(3);
+    request.call_deadline = Some(Duration::from_secs(1));
+    let started = tokio::time::Instant::now();
+    let error = client.embed(request).await.unwrap_err();
+    let elapsed = started.elapsed();
+    match &error {
+        GatewayError::CallDeadlineExceeded(d) => {
+            assert_eq!(d.scope, "embed");
+            assert!((d.deadline_s - 1.0).abs() < 1e-9, "{d:?}");
+        }
+        other => panic!("expected CallDeadlineExceeded, got {other:?}"),
+    }
+    assert_eq!(elapsed, Duration::from_secs(1), "cut at the one deadline");
+    assert_eq!(
+        fake.inputs().len(),
+        3,
+        "the third batch started, then was cut"
+    );
+    client.quiesce().await;
+    let rows = rows.0.lock().unwrap().clone();
+    let id = rows[0].logical_call_id.clone();
+    assert!(rows.iter().all(|r| r.logical_call_id == id));
+    let terminal = rows
+        .iter()
+        .filter(|r| r.event_kind == gateway_ports::EventKind::TerminalFailure)
+        .count();
+    assert_eq!(terminal, 1, "one terminal row for the whole call");
+    let cancelled = rows
+        .iter()
+        .filter(|r| {
+            r.event_kind == gateway_ports::EventKind::Attempt
+                && r.error.as_deref() == Some("cancelled")
+        })
+        .count();
+    assert_eq!(cancelled, 1, "the cut batch's attempt row");
 }
