@@ -814,3 +814,14 @@ async fn governed_cache_hit_and_hedged_win_rows() {
         (SqlV::Integer(0), SqlV::Null)
     );
 }
+
+/// 80 T-49: the printed SQLite DDL runs as a whole on a new database (`pgw schema-sql sqlite |
+/// sqlite3 new.db`): the upgrade `ALTER`s are comments, since `CREATE TABLE` has every column.
+#[test]
+fn t_49_printed_sqlite_ddl_runs_on_a_new_database() {
+    let sql = gateway_core::telemetry::schema::telemetry_schema_sql(SqlBackend::Sqlite);
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(&sql).unwrap();
+    let columns = existing_columns(&conn).unwrap();
+    assert_eq!(columns.len(), BASE_COLUMNS.len() + BACKFILL_COLUMNS.len());
+}

@@ -70,6 +70,10 @@ fn read_prompt(prompt: Option<&str>) -> Result<String, String> {
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+            // An empty prompt is a usage mistake (e.g. `< /dev/null`), not a call to send.
+            if text.trim().is_empty() {
+                return Err("the prompt read from stdin is empty".to_owned());
+            }
             Ok(text)
         }
     }

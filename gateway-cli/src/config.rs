@@ -115,7 +115,10 @@ pub fn report_config_error(error: &ConfigError, as_json: bool) -> u8 {
 /// `pgw`'s strictness (issue 9; docs/decisions.md): the first `config.unknown_key` warning
 /// becomes a `ConfigError` naming the key, unless `--allow-unknown-keys` was given. The library
 /// keeps the specification's warning (20 §2.5, A7).
-pub fn refuse_unknown_keys(args: &ConfigArgs, warnings: &[ConfigWarning]) -> Result<(), ConfigError> {
+pub fn refuse_unknown_keys(
+    args: &ConfigArgs,
+    warnings: &[ConfigWarning],
+) -> Result<(), ConfigError> {
     if args.allow_unknown_keys {
         return Ok(());
     }

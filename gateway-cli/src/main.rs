@@ -57,7 +57,7 @@ enum Command {
     /// Validate the configuration and probe every source with `GET /models`.
     Doctor(doctor::DoctorArgs),
     // Spec: 80 T-49.
-    /// Print the telemetry table DDL (`CREATE TABLE`, then commented upgrade `ALTER`s).
+    /// Print the telemetry table DDL (`CREATE TABLE`, then upgrades for older tables).
     SchemaSql {
         /// The database.
         #[arg(value_enum)]

@@ -17,7 +17,9 @@ use gateway_ports::{ConfigError, ConfigWarning};
 
 /// Stage D (20 §11.4) lives beside the hedge orchestrator that owns its thresholds; re-exported
 /// here so `gateway_core::config` holds every assembly guard of the core (20 §9).
-pub use crate::hedge::{HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly, non_chat_hedge_warning};
+pub use crate::hedge::{
+    HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly, non_chat_hedge_warning,
+};
 
 /// Keys the library controls in a request body; an `extra_body` holding one is refused
 /// (20 §11.2 B6, chosen).

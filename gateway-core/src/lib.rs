@@ -29,7 +29,7 @@ pub mod select;
 pub mod stall;
 pub mod stats;
 pub mod telemetry;
-pub mod thinking;
-pub mod verdict;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod thinking;
+pub mod verdict;

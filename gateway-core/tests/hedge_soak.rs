@@ -226,13 +226,14 @@ async fn one_iteration(seed: u64, cov: &mut Coverage) {
             assert_eq!(terminals[0].stats.attempts as usize, rows.len(), "{ctx}");
             cov.deadlines += u32::from(matches!(e, GatewayError::CallDeadlineExceeded(_)));
             if let Some(u) = e.unavailable()
-                && u.reason == ScopeReason::RetryExhausted {
-                    cov.retry_exhausted += 1;
-                    assert_eq!(
-                        counted, max_attempts,
-                        "{ctx}: budget charged once per round"
-                    );
-                }
+                && u.reason == ScopeReason::RetryExhausted
+            {
+                cov.retry_exhausted += 1;
+                assert_eq!(
+                    counted, max_attempts,
+                    "{ctx}: budget charged once per round"
+                );
+            }
         }
         Err(_elapsed) => {
             cov.external_cancels += 1;

@@ -36,7 +36,7 @@ pub use gateway_core::telemetry::telemetry_schema_sql;
 pub use gateway_ports::{
     CachePolicy, CallStats, ChatRequest, EFFORT_ORDER, Effort, EmbedRequest, EmbeddingResponse,
     GatewayError, JsonObject, LlmResponse, Meta, MetaValue, OpenAiChatCompletion, ResponseMode,
-    StreamEnd, TelemetryStatus, Usage, UsageSource,
+    Secret, SourceConfig, StreamEnd, TelemetryStatus, Usage, UsageSource,
 };
 
 pub use assembly::{

@@ -601,14 +601,18 @@ impl fmt::Debug for WireFailure {
                 .field("status", status)
                 .field(
                     "header_names",
-                    &headers.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+                    &headers
+                        .iter()
+                        .map(|(name, _)| name.as_str())
+                        .collect::<Vec<_>>(),
                 )
                 .field("body_len", &body.len())
                 .finish(),
             Self::Network(fault) => f.debug_tuple("Network").field(fault).finish(),
-            Self::FrameTooLarge { limit } => {
-                f.debug_struct("FrameTooLarge").field("limit", limit).finish()
-            }
+            Self::FrameTooLarge { limit } => f
+                .debug_struct("FrameTooLarge")
+                .field("limit", limit)
+                .finish(),
             Self::ReadError(fault) => f.debug_tuple("ReadError").field(fault).finish(),
             Self::Unsupported { what } => {
                 f.debug_struct("Unsupported").field("what", what).finish()

@@ -4,7 +4,12 @@
 //!
 //! Run: `cargo bench -p upstream-sim --bench sim_throughput` (prints one line of figures).
 //! Environment: `SIM_BENCH_SECS` (default 3), `SIM_BENCH_CONNS` (default 32).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    missing_docs
+)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +21,8 @@ use tokio::net::TcpStream;
 use upstream_sim::Sim;
 use upstream_sim::script::{Completion, Response, Script};
 
-const BODY: &str = r#"{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"stream":false}"#;
+const BODY: &str =
+    r#"{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"stream":false}"#;
 
 async fn client(addr: SocketAddr, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -35,7 +41,9 @@ async fn client(addr: SocketAddr, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
             assert!(n > 0, "simulator closed the connection");
             filled += n;
             if let Some(pos) = buf[..filled].windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = std::str::from_utf8(&buf[..pos]).unwrap().to_ascii_lowercase();
+                let head = std::str::from_utf8(&buf[..pos])
+                    .unwrap()
+                    .to_ascii_lowercase();
                 let len = head
                     .lines()
                     .find_map(|l| l.strip_prefix("content-length:"))
@@ -55,8 +63,14 @@ async fn client(addr: SocketAddr, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
 }
 
 fn main() {
-    let secs: u64 = std::env::var("SIM_BENCH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
-    let conns: usize = std::env::var("SIM_BENCH_CONNS").ok().and_then(|v| v.parse().ok()).unwrap_or(32);
+    let secs: u64 = std::env::var("SIM_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let conns: usize = std::env::var("SIM_BENCH_CONNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32);
     let mut completion = Completion::text("Hello from the simulator, a small body.");
     completion.chunks = 1;
     let mut response = Response::completion(completion);
@@ -66,7 +80,10 @@ fn main() {
     sim.set_recording(false);
     let addr = sim.addr();
 
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let (total, elapsed) = rt.block_on(async move {
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicU64::new(0));

@@ -281,12 +281,14 @@ pub fn telemetry_schema_sql(backend: SqlBackend) -> String {
     sql.push_str("\n\n-- Upgrading a table created by an older version:\n");
     match backend {
         SqlBackend::Sqlite => {
+            // Commented out so that piping the output into `sqlite3` on a new database works:
+            // the CREATE TABLE above already has every column.
             sql.push_str(
-                "-- SQLite cannot add a column only when it is missing: run each line below only \
-                 for a column that PRAGMA table_info(llm_calls) does not list.\n",
+                "-- SQLite cannot add a column only when it is missing: uncomment and run each \
+                 line below only for a column that PRAGMA table_info(llm_calls) does not list.\n",
             );
             for col in &BACKFILL_COLUMNS {
-                let _ = writeln!(sql, "{};", backfill_statement(backend, col));
+                let _ = writeln!(sql, "-- {};", backfill_statement(backend, col));
             }
         }
         SqlBackend::Postgres => {
