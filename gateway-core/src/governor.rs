@@ -524,30 +524,13 @@ impl Governor {
         hook: &H,
     ) -> Result<Governed, GatewayError> {
         let gov = &*self.inner;
-        if gov.closed.load(Ordering::SeqCst) {
-            return Err(GatewayError::ClientClosed); // before the stats boundary
-        }
-        let origin = options
-            .deadline_origin
-            .as_deref()
-            .unwrap_or("ChatOptions::call_deadline");
-        let deadline = resolve_call_deadline(gov.call_deadline, options.call_deadline, origin)?;
-        let stream = options.stream;
-        // The statistics boundary (G-117).
-        let mut row_call = RowCall::new(new_uuid_v4(), operation, gov.scope.clone());
-        row_call.input = options.row_input;
-        let ctx = Arc::new(CallContext::new(Arc::clone(&gov.clock), row_call));
-        let mut guard = CallGuard::new(
-            Arc::clone(&ctx),
-            Arc::clone(&gov.sink),
-            Arc::clone(&gov.queue),
-        );
-        let span = tracing::info_span!(
-            "pgw.call",
-            logical_call_id = %ctx.logical_call_id(),
-            scope = %gov.scope,
-            operation = %operation,
-        );
+        let OpenedCall {
+            ctx,
+            mut guard,
+            deadline,
+            stream,
+            span,
+        } = self.open_call(options, operation, false)?;
         let outcome = async {
             let env = LoopEnv {
                 gov,
@@ -611,6 +594,36 @@ impl Governor {
         options: CallOptions,
         operation: CallOperation,
     ) -> Result<CallHandle, GatewayError> {
+        let OpenedCall {
+            ctx,
+            guard,
+            deadline,
+            stream,
+            span,
+        } = self.open_call(options, operation, true)?;
+        Ok(CallHandle {
+            inner: Arc::clone(&self.inner),
+            ctx,
+            guard,
+            deadline,
+            deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+            stream,
+            span,
+            ended: None,
+        })
+    }
+
+    /// The opening shared by [`run_with_hook`](Self::run_with_hook) and
+    /// [`begin_call`](Self::begin_call): the closed check (`ClientClosed`, R-17: before the
+    /// statistics boundary), the deadline resolution, then the statistics boundary (G-117) —
+    /// the call's [`CallContext`] (summing generation samples across loops when
+    /// `accumulated`, E-15), its armed [`CallGuard`] and the `pgw.call` span.
+    fn open_call(
+        &self,
+        options: CallOptions,
+        operation: CallOperation,
+        accumulated: bool,
+    ) -> Result<OpenedCall, GatewayError> {
         let gov = &*self.inner;
         if gov.closed.load(Ordering::SeqCst) {
             return Err(GatewayError::ClientClosed);
@@ -622,9 +635,11 @@ impl Governor {
         let deadline = resolve_call_deadline(gov.call_deadline, options.call_deadline, origin)?;
         let mut row_call = RowCall::new(new_uuid_v4(), operation, gov.scope.clone());
         row_call.input = options.row_input;
-        let ctx = Arc::new(
-            CallContext::new(Arc::clone(&gov.clock), row_call).with_accumulated_generation(),
-        );
+        let mut context = CallContext::new(Arc::clone(&gov.clock), row_call);
+        if accumulated {
+            context = context.with_accumulated_generation();
+        }
+        let ctx = Arc::new(context);
         let guard = CallGuard::new(
             Arc::clone(&ctx),
             Arc::clone(&gov.sink),
@@ -636,15 +651,12 @@ impl Governor {
             scope = %gov.scope,
             operation = %operation,
         );
-        Ok(CallHandle {
-            inner: Arc::clone(&self.inner),
+        Ok(OpenedCall {
             ctx,
             guard,
             deadline,
-            deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
             stream: options.stream,
             span,
-            ended: None,
         })
     }
 
@@ -682,6 +694,15 @@ impl Governor {
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::SeqCst)
     }
+}
+
+/// What [`Governor::open_call`] hands both call paths.
+struct OpenedCall {
+    ctx: Arc<CallContext>,
+    guard: CallGuard,
+    deadline: Option<Duration>,
+    stream: bool,
+    span: tracing::Span,
 }
 
 /// One open logical call over several serial loops (90 E-9, E-10; 30 G-117..G-121), made by

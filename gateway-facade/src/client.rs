@@ -43,7 +43,7 @@ use crate::assembly::{ClientPlan, GatewayClientBuilder, SettingsRef};
 use crate::report::ErrorReport;
 use crate::settings::{EnvMap, GatewaySettings, ValidatedSettings};
 use crate::status::SourceStatus;
-use crate::wiring::{Assembly, GovernanceComponents, RecorderSource, Runtime, builder_lease_ttl_s};
+use crate::wiring::{Assembly, GovernanceComponents, Runtime};
 
 /// Origin of an invalid per-call deadline (05 R-19).
 pub const CHAT_DEADLINE_ORIGIN: &str = "ChatOptions::call_deadline";
@@ -580,7 +580,6 @@ impl GatewayClientBuilder {
         governance: GovernanceComponents,
     ) -> Result<GatewayClient, ConfigError> {
         let (plan, transport, components) = self.plan()?;
-        let lease_ttl_s = builder_lease_ttl_s(&plan);
         if components.cache.is_some() {
             tracing::warn!(
                 target: "polygateway::config",
@@ -588,21 +587,13 @@ impl GatewayClientBuilder {
                 "an injected response cache is not used yet (the cache issue is open)"
             );
         }
-        let assembly = Assembly {
+        let assembly = Assembly::from_injected(
             plan,
-            limiter: components.limiter,
-            breaker: components.breaker,
-            recorder: components
-                .telemetry
-                .map_or(RecorderSource::None, RecorderSource::Injected),
-            pricing: components.pricing,
-            clock: components.clock,
+            components,
             governance,
-            lease_ttl_s,
-            redact_ips: true,
-            hedging: true,
-            origin: "GatewayClientBuilder::build",
-        };
+            true,
+            "GatewayClientBuilder::build",
+        );
         GatewayClient::start(assembly, transport)
     }
 }

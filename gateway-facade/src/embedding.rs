@@ -53,7 +53,7 @@ use crate::assembly::{ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, Embeddi
 use crate::client::{KeyStyle, check_dimensions};
 use crate::settings::{EmbeddingSettings, EnvMap, ValidatedEmbeddingSettings};
 use crate::status::SourceStatus;
-use crate::wiring::{Assembly, GovernanceComponents, RecorderSource, Runtime, builder_lease_ttl_s};
+use crate::wiring::{Assembly, GovernanceComponents, Runtime};
 
 /// Origin of an invalid per-call embedding deadline (05 R-19).
 pub const EMBED_DEADLINE_ORIGIN: &str = "EmbedRequest::call_deadline";
@@ -622,22 +622,13 @@ impl EmbeddingClientBuilder {
             normalize,
             expected_dim,
         } = plan;
-        let lease_ttl_s = builder_lease_ttl_s(&gateway);
-        let assembly = Assembly {
-            plan: gateway,
-            limiter: components.limiter,
-            breaker: components.breaker,
-            recorder: components
-                .telemetry
-                .map_or(RecorderSource::None, RecorderSource::Injected),
-            pricing: components.pricing,
-            clock: components.clock,
+        let assembly = Assembly::from_injected(
+            gateway,
+            components,
             governance,
-            lease_ttl_s,
-            redact_ips: true,
-            hedging: false,
-            origin: "EmbeddingClientBuilder::build",
-        };
+            false,
+            "EmbeddingClientBuilder::build",
+        );
         EmbeddingClient::start(assembly, transport, batch_size, normalize, expected_dim)
     }
 }

@@ -36,7 +36,7 @@ use gateway_ports::{
 };
 use tokio::task::JoinHandle;
 
-use crate::assembly::ClientPlan;
+use crate::assembly::{ClientPlan, InjectedComponents};
 use crate::settings::{LEASE_GRACE_S, TelemetryBackend, ValidatedSettings};
 use crate::status::{OpenCounter, SourceStatus};
 
@@ -153,6 +153,35 @@ impl Assembly {
     }
 }
 
+impl Assembly {
+    /// The assembly of the builder path (3): the injected components are used and never
+    /// closed (20 §9.2); the lease is max `timeout_s` + 30 s (D7); IPs are redacted.
+    pub(crate) fn from_injected(
+        plan: ClientPlan,
+        components: InjectedComponents,
+        governance: GovernanceComponents,
+        hedging: bool,
+        origin: &'static str,
+    ) -> Self {
+        let lease_ttl_s = builder_lease_ttl_s(&plan);
+        Self {
+            plan,
+            limiter: components.limiter,
+            breaker: components.breaker,
+            recorder: components
+                .telemetry
+                .map_or(RecorderSource::None, RecorderSource::Injected),
+            pricing: components.pricing,
+            clock: components.clock,
+            governance,
+            lease_ttl_s,
+            redact_ips: true,
+            hedging,
+            origin,
+        }
+    }
+}
+
 #[cfg(feature = "sqlite")]
 fn sqlite_recorder(
     settings: &ValidatedSettings,
@@ -184,7 +213,7 @@ fn sqlite_recorder(
 }
 
 /// The permit lease of the builder path (D7: max `timeout_s` + 30 s).
-pub(crate) fn builder_lease_ttl_s(plan: &ClientPlan) -> f64 {
+fn builder_lease_ttl_s(plan: &ClientPlan) -> f64 {
     plan.sources.iter().map(|s| s.timeout_s).fold(0.0, f64::max) + LEASE_GRACE_S
 }
 

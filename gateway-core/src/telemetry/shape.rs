@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use gateway_ports::{
     CallOperation, CauseKind, ChatRequest, ConfigError, Effort, EmbedRequest, EventKind,
@@ -555,14 +555,7 @@ impl RowShaper {
     pub fn attempt_row(&self, facts: &AttemptRowFacts) -> TelemetryRow {
         let call = &*facts.call;
         let operation = call.operation;
-        let default_input;
-        let input = match input_of(call) {
-            Some(input) => input,
-            None => {
-                default_input = RowInput::default();
-                &default_input
-            }
-        };
+        let input = input_or_default(call);
         let source = &*facts.source;
         let chat = operation == CallOperation::Chat;
         let sampling = if chat {
@@ -664,14 +657,7 @@ impl RowShaper {
     pub fn terminal_row(&self, facts: &TerminalRowFacts) -> TelemetryRow {
         let call = &*facts.call;
         let operation = call.operation;
-        let default_input;
-        let input = match input_of(call) {
-            Some(input) => input,
-            None => {
-                default_input = RowInput::default();
-                &default_input
-            }
-        };
+        let input = input_or_default(call);
         let total = to_i64(facts.stats.total_latency_ms);
         let errors = match &facts.outcome {
             TerminalOutcome::Error(error) => error_fields(ErrorInput::Terminal(error), operation),
@@ -743,14 +729,7 @@ impl RowShaper {
     /// `latency_ms 0`, `cost 0.0`, `stream_end`/stall NULL, call-level sampling and effort.
     pub fn cache_hit_row(&self, facts: &CacheHitRowFacts) -> TelemetryRow {
         let call = &*facts.call;
-        let default_input;
-        let input = match input_of(call) {
-            Some(input) => input,
-            None => {
-                default_input = RowInput::default();
-                &default_input
-            }
-        };
+        let input = input_or_default(call);
         let r = &*facts.response;
         TelemetryRow {
             call_id: facts.call_id.clone(),
@@ -796,10 +775,15 @@ impl RowShaper {
     }
 }
 
-fn input_of(call: &RowCall) -> Option<&RowInput> {
+/// The input of a call that carries none (or another type): every field empty.
+static EMPTY_INPUT: LazyLock<RowInput> = LazyLock::new(RowInput::default);
+
+/// The call's [`RowInput`], or [`EMPTY_INPUT`] when the call carries none.
+fn input_or_default(call: &RowCall) -> &RowInput {
     call.input
         .as_ref()
         .and_then(|input| (**input).downcast_ref::<RowInput>())
+        .unwrap_or(&EMPTY_INPUT)
 }
 
 fn apply_errors(row: &mut TelemetryRow, errors: ErrorFields) {
