@@ -156,11 +156,7 @@ impl ClientPlan {
 fn plan_from_validated(v: &ValidatedSettings, prefix: &str) -> Result<ClientPlan, ConfigError> {
     let at = |f: &str| format!("{prefix}{f}");
     let call_deadline =
-        gateway_core::deadline::ensure_call_deadline_s(v.call_deadline_s, &at("call_deadline_s"))
-            .map_err(|mut e| {
-            e.code = "deadline.domain";
-            e
-        })?;
+        gateway_core::deadline::ensure_call_deadline_s(v.call_deadline_s, &at("call_deadline_s"))?;
     let mut sources = v.sources.clone();
     for source in &mut sources {
         source.stall_threshold_ms = v.stall_threshold_ms;

@@ -45,8 +45,8 @@ pub use assembly::{
 };
 pub use gateway_ports::{ConfigError, ConfigWarning};
 pub use settings::{
-    CacheBackend, EmbeddingSettings, EnvMap, GatewaySettings, OcrSettings, SchemaMode,
-    StateBackend, TelemetryBackend, ValidatedEmbeddingSettings, ValidatedSettings,
+    CacheBackend, EmbeddingSettings, EnvMap, GatewaySettings, OcrSettings, SOURCE_FIELDS,
+    SchemaMode, StateBackend, TelemetryBackend, ValidatedEmbeddingSettings, ValidatedSettings,
 };
 
 /// The crate version (95 CF-024).

@@ -19,31 +19,6 @@ const REDIS_SECRET: &str = "pw-SECRET-0003";
 const PG_SECRET: &str = "pg-SECRET-0004";
 const SECRETS: [&str; 4] = [KEY_SECRET, HEADER_SECRET, REDIS_SECRET, PG_SECRET];
 
-const FIELDS: [&str; 22] = [
-    "BASE_URL",
-    "API_KEY",
-    "MODEL",
-    "TIMEOUT_S",
-    "TTFT_TIMEOUT_S",
-    "INTER_TOKEN_TIMEOUT_S",
-    "MAX_CONCURRENCY",
-    "RPM",
-    "TPM",
-    "EST_TOKENS",
-    "REASONING_EFFORT",
-    "ENABLE_THINKING",
-    "EFFORT_FALLBACK",
-    "MISSING_DONE",
-    "TRUST_ENV",
-    "EXTRA_BODY",
-    "HEADERS",
-    "QUERY",
-    "AUTH_STYLE",
-    "CA_FILE",
-    "API_KEY_FILE",
-    "MAX_RESPONSE_BYTES",
-];
-
 const SCOPE_KEYS: [&str; 26] = [
     "LLM__RETRY__MAX_ATTEMPTS",
     "LLM__RETRY__BACKOFF_BASE_S",
@@ -140,7 +115,7 @@ fn source_key() -> impl Strategy<Value = String> {
             Just("99999999999999999999999"),
             Just("x")
         ],
-        prop::sample::select(FIELDS.to_vec()),
+        prop::sample::select(polygateway::SOURCE_FIELDS.to_vec()),
     )
         .prop_map(|(p, n, f)| format!("LLM__{p}__{n}__{f}"))
 }

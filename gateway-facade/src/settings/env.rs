@@ -52,8 +52,9 @@ const RESERVED: [&str; 6] = [
     "STREAM",
 ];
 
-/// Per-source FIELD segments in the §4 order.
-const FIELDS: [&str; 22] = [
+/// Per-source FIELD segments of `{SCOPE}__{PROVIDER}__{N}__{FIELD}` in the 20 §4 order
+/// (05 R-33 request-shaping keys included). Public so tools and tests enumerate the same list.
+pub const SOURCE_FIELDS: [&str; 22] = [
     "BASE_URL",
     "API_KEY",
     "MODEL",
@@ -362,7 +363,7 @@ pub(crate) fn parse(scope: &str, kind: ScopeKind, map: &EnvMap) -> Result<Parsed
             4 => {
                 let (provider, n, field) = (parts[1], parts[2], parts[3]);
                 let reserved = RESERVED.iter().any(|r| r.eq_ignore_ascii_case(provider));
-                match FIELDS.iter().find(|f| **f == field) {
+                match SOURCE_FIELDS.iter().find(|f| **f == field) {
                     Some(field) if !reserved => {
                         if !is_provider(provider)
                             || n.is_empty()

@@ -26,7 +26,7 @@ use gateway_ports::config::{
 use gateway_ports::vocab::{ScopeKind, SelectorKind, WaitPolicy};
 use gateway_ports::{ConfigError, ConfigWarning};
 
-pub use env::EnvMap;
+pub use env::{EnvMap, SOURCE_FIELDS};
 
 use gateway_core::hedge::{HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly};
 
@@ -363,12 +363,7 @@ pub(crate) fn check_scope_name(scope: &str, origin: &str) -> Result<(), ConfigEr
 
 /// C10 / F1: the deadline domain of 30 G-96 with the code `deadline.domain` (20 §11.3).
 pub(crate) fn check_deadline_s(deadline_s: Option<f64>, origin: &str) -> Result<(), ConfigError> {
-    gateway_core::deadline::ensure_call_deadline_s(deadline_s, origin)
-        .map(|_| ())
-        .map_err(|mut e| {
-            e.code = "deadline.domain";
-            e
-        })
+    gateway_core::deadline::ensure_call_deadline_s(deadline_s, origin).map(|_| ())
 }
 
 /// C1 normalization of one source: lower-case provider, no trailing `/` on `base_url`.
