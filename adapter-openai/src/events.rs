@@ -17,8 +17,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use gateway_ports::ports::transport::{KeepAliveKind, WireEvent, WireNotice};
-use serde_json::Value;
+use gateway_ports::ports::transport::{ChunkJson, KeepAliveKind, WireEvent, WireNotice};
 
 use crate::fault::{Phase, network_fault};
 use crate::sse::{SseEvent, SseFramer, SseKeepAlive, SseNotice};
@@ -264,12 +263,16 @@ pub(crate) fn json_body_events(result: Result<Bytes, BodyReadError>) -> Vec<Wire
 /// The one data event of a JSON body (see [`json_body_events`]).
 pub(crate) fn json_body_event(bytes: &[u8]) -> WireEvent {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = String::from_utf8_lossy(bytes);
+    // Strict check first: much cheaper than the lossy scan on valid text (05 R-56).
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
     if text.trim().is_empty() {
         return WireEvent::KeepAlive(KeepAliveKind::EmptyData);
     }
-    match serde_json::from_str::<Value>(&text) {
-        Ok(value) => WireEvent::Chunk(value),
+    match ChunkJson::parse(&text) {
+        Ok(chunk) => WireEvent::Chunk(chunk),
         Err(_) => WireEvent::MalformedFrame { len: bytes.len() },
     }
 }
@@ -299,7 +302,7 @@ mod tests {
         let events = collect(SseEventStream::new(body(reads), 1024, u64::MAX)).await;
         assert_eq!(
             events,
-            vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::Done]
+            vec![WireEvent::Chunk(json!({"a": 1}).into()), WireEvent::Done]
         );
     }
 
@@ -309,7 +312,7 @@ mod tests {
         let events = collect(SseEventStream::new(body(reads), 1024, u64::MAX)).await;
         assert_eq!(
             events,
-            vec![WireEvent::Chunk(json!({"a": 1})), WireEvent::End]
+            vec![WireEvent::Chunk(json!({"a": 1}).into()), WireEvent::End]
         );
     }
 
@@ -357,7 +360,7 @@ mod tests {
     fn r_27_json_body_is_one_event() {
         assert_eq!(
             json_body_event(b"\xEF\xBB\xBF {\"id\":\"x\"}\n"),
-            WireEvent::Chunk(json!({"id": "x"}))
+            WireEvent::Chunk(json!({"id": "x"}).into())
         );
         assert_eq!(
             json_body_event(b" \r\n "),

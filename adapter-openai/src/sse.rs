@@ -21,6 +21,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use gateway_ports::ports::transport::ChunkJson;
 use serde_json::Value;
 
 /// Default cap on one SSE line and on one event's data, in bytes: 16 MiB = 16 777 216.
@@ -48,7 +49,7 @@ const RETAINED_BUFFER_BYTES: usize = 64 * 1024;
 pub enum SseEvent {
     /// The data of one dispatched event, parsed as one JSON text of any type (S-25). The framer
     /// never looks inside it (S-1, CT-CHAT-07).
-    Chunk(Value),
+    Chunk(ChunkJson),
     /// The `[DONE]` sentinel (S-24). Terminal: bytes after it are never parsed (S-9, R-28).
     Done,
     /// A comment line (S-19) or an event whose data is empty / whitespace only (S-23). Never
@@ -291,7 +292,7 @@ impl SseFramer {
             if input.is_empty() {
                 return;
             }
-            let Some(end) = input.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', input) else {
                 // A partial line: keep it, S-17 as soon as the cap is passed.
                 if self.line.len().saturating_add(input.len()) > self.max_frame_bytes {
                     self.frame_too_large(out);
@@ -345,7 +346,7 @@ impl SseFramer {
         }
         // S-20: name before the first `:`; value after it minus one leading U+0020; no `:` =
         // the whole line is the name and the value is empty.
-        let (name, value) = match line.iter().position(|&b| b == b':') {
+        let (name, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let value = line.get(colon + 1..).unwrap_or(&[]);
                 (
@@ -435,8 +436,12 @@ impl SseFramer {
 
     /// S-22…S-27: what a dispatched event means. `data` has no trailing LF.
     fn interpret(&mut self, data: &[u8], lines: usize, is_error: bool, out: &mut Vec<SseEvent>) {
-        // S-16: decode the complete lines; invalid bytes become U+FFFD, never an error.
-        let text = String::from_utf8_lossy(data);
+        // S-16: decode the complete lines; invalid bytes become U+FFFD, never an error. The
+        // strict check first: it is several times cheaper than the lossy scan on valid text.
+        let text = match std::str::from_utf8(data) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(data),
+        };
         // S-22: type `error` (or a D18 `error` field) whatever the data is.
         if is_error {
             out.push(SseEvent::ErrorEvent {
@@ -457,8 +462,8 @@ impl SseFramer {
             return;
         }
         // S-25: one JSON text, any type; S-27: the event type does not matter.
-        match serde_json::from_str::<Value>(&text) {
-            Ok(value) => out.push(SseEvent::Chunk(value)),
+        match ChunkJson::parse(&text) {
+            Ok(chunk) => out.push(SseEvent::Chunk(chunk)),
             Err(_) => {
                 let recovered = if lines >= 2 {
                     split_recovery(&text)
@@ -510,7 +515,7 @@ impl SseFramer {
 
 /// One line of a split-recovered event (S-26).
 enum Piece {
-    Chunk(Value),
+    Chunk(ChunkJson),
     Done,
 }
 
@@ -522,9 +527,7 @@ fn split_recovery(text: &str) -> Option<Vec<Piece>> {
             if trimmed == "[DONE]" {
                 Some(Piece::Done)
             } else {
-                serde_json::from_str::<Value>(trimmed)
-                    .ok()
-                    .map(Piece::Chunk)
+                ChunkJson::parse(trimmed).ok().map(Piece::Chunk)
             }
         })
         .collect()
@@ -577,7 +580,7 @@ mod tests {
     }
 
     fn chunk(json: &str) -> SseEvent {
-        SseEvent::Chunk(serde_json::from_str(json).unwrap())
+        SseEvent::Chunk(ChunkJson::parse(json).unwrap())
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod support;
 use gateway_ports::config::SourceConfig;
 use gateway_ports::error::{NetworkFaultKind, WireFailure};
 use gateway_ports::ports::transport::{
-    ChatTransport, EmbeddingTransport, Endpoint, KeepAliveKind, WireEvent, WireResponse,
+    ChatTransport, ChunkJson, EmbeddingTransport, Endpoint, KeepAliveKind, WireEvent, WireResponse,
 };
 use serde_json::{Value, json};
 use support::*;
@@ -101,8 +101,8 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 }
 
 fn chunk(text: &str) -> WireEvent {
-    match serde_json::from_str(text) {
-        Ok(value) => WireEvent::Chunk(value),
+    match ChunkJson::parse(text) {
+        Ok(chunk) => WireEvent::Chunk(chunk),
         Err(e) => panic!("case JSON does not parse: {e}"),
     }
 }
@@ -111,7 +111,9 @@ fn contents(events: &[WireEvent]) -> String {
     events
         .iter()
         .filter_map(|e| match e {
-            WireEvent::Chunk(v) => v["choices"][0]["delta"]["content"].as_str(),
+            WireEvent::Chunk(v) => v.to_value()["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned),
             _ => None,
         })
         .collect()

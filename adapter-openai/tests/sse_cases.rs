@@ -8,6 +8,7 @@
 )]
 
 use adapter_openai::sse::{DEFAULT_MAX_FRAME_BYTES, SseEvent, SseFramer, SseKeepAlive, SseNotice};
+use gateway_ports::ports::transport::ChunkJson;
 use serde_json::Value;
 
 /// Feeds each read in order, then the clean end of body.
@@ -22,15 +23,17 @@ fn frame_reads(reads: &[&[u8]]) -> Vec<SseEvent> {
 }
 
 fn chunk(json: &str) -> SseEvent {
-    SseEvent::Chunk(serde_json::from_str(json).unwrap())
+    SseEvent::Chunk(ChunkJson::parse(json).unwrap())
 }
 
 /// `choices[0].delta.content` of a `Chunk`.
-fn content(event: &SseEvent) -> Option<&str> {
+fn content(event: &SseEvent) -> Option<String> {
     match event {
         SseEvent::Chunk(value) => value
+            .to_value()
             .pointer("/choices/0/delta/content")
-            .and_then(Value::as_str),
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         _ => None,
     }
 }
@@ -171,7 +174,7 @@ fn case_021_openrouter_processing_comments() {
             SseEvent::Done,
         ]
     );
-    assert_eq!(content(&out[4]), Some("亚"));
+    assert_eq!(content(&out[4]).as_deref(), Some("亚"));
 }
 
 // ---- 022 -------------------------------------------------------------------------------------
@@ -228,14 +231,14 @@ fn case_025_crlf_split_across_reads_a() {
     let read2: &[u8] = b"\n\r\ndata: {\"id\":\"chatcmpl-XXXX\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\r\n\r\n";
     let out = frame_reads(&[read1, read2]);
     assert_eq!(out.len(), 3, "{out:?}");
-    assert_eq!(content(&out[0]), Some("Hi"));
+    assert_eq!(content(&out[0]).as_deref(), Some("Hi"));
     assert!(
-        matches!(&out[1], SseEvent::Chunk(v) if v.pointer("/choices/0/finish_reason") == Some(&Value::from("stop")))
+        matches!(&out[1], SseEvent::Chunk(v) if v.to_value().pointer("/choices/0/finish_reason") == Some(&Value::from("stop")))
     );
     assert_eq!(out[2], SseEvent::Done);
     for event in &out {
         if let SseEvent::Chunk(v) = event {
-            assert!(no_cr(v));
+            assert!(no_cr(&v.to_value()));
         }
     }
     // One read gives the same events.
@@ -281,7 +284,7 @@ fn case_027_utf8_split_across_reads_a_cjk() {
         b"\xbf\xae\xe5\xa4\x8d\xe6\x96\xb9\xe6\xb3\x95\"},\"finish_reason\":null}]}\n\n";
     let out = frame_reads(&[read1, read2, C027_STOP]);
     assert_eq!(out.len(), 3, "{out:?}");
-    assert_eq!(content(&out[0]), Some("修复方法"));
+    assert_eq!(content(&out[0]).as_deref(), Some("修复方法"));
     assert!(matches!(out[1], SseEvent::Chunk(_)));
     assert_eq!(out[2], SseEvent::Done);
 }
@@ -292,7 +295,7 @@ fn case_027_utf8_split_across_reads_b_emoji() {
     let read2: &[u8] = b"\x8c\x8d\"},\"finish_reason\":null}]}\n\n";
     let out = frame_reads(&[read1, read2, C027_STOP]);
     assert_eq!(out.len(), 3, "{out:?}");
-    assert_eq!(content(&out[0]), Some("ok 🌍"));
+    assert_eq!(content(&out[0]).as_deref(), Some("ok 🌍"));
     assert_eq!(out[2], SseEvent::Done);
 }
 

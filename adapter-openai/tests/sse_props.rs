@@ -188,7 +188,7 @@ fn render(items: &[Item], done: Option<bool>) -> (Vec<String>, Vec<SseEvent>) {
                     lines.push(format!("{prefix}{part}"));
                 }
                 lines.push(String::new());
-                expected.push(SseEvent::Chunk(value.clone()));
+                expected.push(SseEvent::Chunk(value.clone().into()));
             }
             Item::Comment(text) => {
                 lines.push(format!(":{text}"));
@@ -310,10 +310,10 @@ proptest! {
         let mut expected = Vec::new();
         if let Ok(value) = serde_json::from_str::<Value>(&joined) {
             // Rare: the lines happen to form one JSON text (e.g. a single value split oddly).
-            expected.push(SseEvent::Chunk(value));
+            expected.push(SseEvent::Chunk(value.into()));
         } else {
             expected.push(SseEvent::Notice(SseNotice::SplitDataLines));
-            expected.extend(values.iter().cloned().map(SseEvent::Chunk));
+            expected.extend(values.iter().map(|v| SseEvent::Chunk(v.into())));
         }
         expected.push(SseEvent::End);
         prop_assert_eq!(out, expected);

@@ -26,7 +26,7 @@ fn frame(input: &[u8]) -> Vec<SseEvent> {
 }
 
 fn chunk(value: serde_json::Value) -> SseEvent {
-    SseEvent::Chunk(value)
+    SseEvent::Chunk(value.into())
 }
 
 fn error_event(data: &str) -> SseEvent {

@@ -1,10 +1,14 @@
 //! PolyGateway `TelemetryRecorder` over SQLite (80 §10.2; 05 ).
 //!
-//! Owns the SQLite side of telemetry: one writer thread per recorder, fed by a bounded channel,
-//! so [`TelemetryRecorder::record`] never waits for disk (80 T-50). The writer opens the file
+//! Owns the SQLite side of telemetry: one writer thread per recorder, fed by a bounded queue,
+//! so [`TelemetryRecorder::record`] and its synchronous twin
+//! [`TelemetryRecorder::record_now`] never wait for disk (80 T-50). The writer opens the file
 //! (created with mode 0600, WAL, `busy_timeout` 5000 ms), prepares `llm_calls` lazily before
 //! its first write (80 T-47: `auto` backfills missing columns, `manual` trims the INSERT and
-//! names the missing ones), and writes rows in enqueue order in transactions of up to 256 rows.
+//! names the missing ones), and writes rows in enqueue order in transactions of up to 256 rows
+//! or one linger window (default 2 ms: after its first row the writer waits that long for more
+//! rows unless the batch fills or a `flush`/`close` arrives, so a trickle of rows shares one
+//! transaction and one wake; issue 9 follow-up).
 //!
 //! Failures never propagate (80 T-51, T-56): an open, preparation or availability failure makes
 //! the recorder *degraded* — rows are dropped and counted with no disk traffic until the cooldown
@@ -17,8 +21,10 @@
 //! with Postgres and the CLI (80 T-43, T-49).
 
 mod prepare;
+mod queue;
 mod writer;
 
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -29,9 +35,11 @@ use gateway_core::telemetry::schema::{RECOVERY_COOLDOWN, SchemaMode, SqlBackend}
 use gateway_ports::{
     RecordError, TelemetryRecorder, TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 pub use prepare::{Preparation, existing_columns, prepare_schema};
+
+use crate::queue::{Queue, Refused};
 
 /// Default queue capacity in rows (80 T-50, chosen).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
@@ -42,6 +50,13 @@ pub const DEFAULT_BATCH_ROWS: usize = 256;
 /// Default bound of [`TelemetryRecorder::close`] (80 T-51, chosen): 5 s.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Default linger of the writer (80 T-50 "256 rows or 50 ms"; chosen 2 ms, issue 9
+/// follow-up): how long the writer waits, after its first row, for more rows to share the
+/// transaction. A full batch, `flush()` or `close()` ends the wait at once. Longer lingers save
+/// a little more writer CPU per row but make the writer's bursts longer, which showed up as a
+/// higher end-to-end p99 on a 2-core machine (docs/benchmarks.md).
+pub const DEFAULT_LINGER: Duration = Duration::from_millis(2);
+
 /// Settings of one SQLite recorder (20 §8.3).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -51,10 +66,15 @@ pub struct SqliteRecorderConfig {
     pub path: PathBuf,
     /// `PGW_TELEMETRY_SCHEMA_MODE` (unset → `auto` on SQLite, 80 T-46).
     pub schema_mode: SchemaMode,
-    /// Rows the channel holds before `record` drops (≥ 1).
+    /// Rows the queue holds before `record`/`record_now` drop (≥ 1). Rows waiting out the
+    /// linger are still queued and count.
     pub queue_capacity: usize,
     /// Rows per transaction (≥ 1).
     pub batch_rows: usize,
+    /// How long the writer waits after its first row for more rows to share the transaction
+    /// (default [`DEFAULT_LINGER`], 2 ms; at most 50 ms per 80 T-50; zero = write at once).
+    /// A full batch, `flush()` or `close()` ends the wait at once.
+    pub linger: Duration,
     /// Degraded cooldown before preparation is retried (80 T-57: 60 s).
     pub cooldown: Duration,
     /// Bound of `close()`.
@@ -62,14 +82,15 @@ pub struct SqliteRecorderConfig {
 }
 
 impl SqliteRecorderConfig {
-    /// Defaults for `path`: `auto`, 10 000 queued rows, 256 rows per transaction, 60 s
-    /// cooldown, 5 s close bound.
+    /// Defaults for `path`: `auto`, 10 000 queued rows, 256 rows per transaction, 2 ms
+    /// linger, 60 s cooldown, 5 s close bound.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
             schema_mode: SchemaMode::resolve(None, SqlBackend::Sqlite),
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
             batch_rows: DEFAULT_BATCH_ROWS,
+            linger: DEFAULT_LINGER,
             cooldown: RECOVERY_COOLDOWN,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
         }
@@ -84,6 +105,19 @@ impl SqliteRecorderConfig {
     /// With this queue capacity (rows).
     pub fn with_queue_capacity(mut self, rows: usize) -> Self {
         self.queue_capacity = rows;
+        self
+    }
+
+    /// With this many rows per transaction (raised to 1).
+    pub fn with_batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = rows.max(1);
+        self
+    }
+
+    /// With this writer linger (zero = write at once; longer than 50 ms is allowed but leaves
+    /// 80 T-50's batching bound).
+    pub fn with_linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
         self
     }
 
@@ -120,6 +154,8 @@ pub(crate) struct Health {
 pub(crate) struct Shared {
     pub(crate) dropped: AtomicU64,
     pub(crate) written: AtomicU64,
+    /// Transactions committed (diagnostics, [`SqliteRecorder::committed_transactions`]).
+    pub(crate) transactions: AtomicU64,
     /// Set when `close()` timed out: the writer drops what is left instead of writing it.
     pub(crate) abort: AtomicBool,
     health: Mutex<Health>,
@@ -131,14 +167,24 @@ impl Shared {
     }
 }
 
-/// The SQLite telemetry recorder (80 §10.2). Cheap `record` (a channel send), background writer
-/// thread, never fails the caller.
-#[derive(Debug)]
+/// The SQLite telemetry recorder (80 §10.2). Cheap `record` and `record_now` (a push onto the
+/// writer's queue), background writer thread, never fails the caller.
 pub struct SqliteRecorder {
-    tx: mpsc::Sender<Msg>,
+    queue: Arc<Queue>,
     shared: Arc<Shared>,
     closed: AtomicBool,
     close_timeout: Duration,
+}
+
+impl fmt::Debug for SqliteRecorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteRecorder")
+            .field("queued", &self.queue.len())
+            .field("shared", &self.shared)
+            .field("closed", &self.closed)
+            .field("close_timeout", &self.close_timeout)
+            .finish()
+    }
 }
 
 impl SqliteRecorder {
@@ -147,25 +193,27 @@ impl SqliteRecorder {
     /// dropped and counted). Log lines of the writer go to the `tracing` dispatcher current
     /// here.
     pub fn new(config: SqliteRecorderConfig) -> Self {
-        let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
+        let queue = Arc::new(Queue::new(config.queue_capacity, config.batch_rows));
         let shared = Arc::new(Shared::default());
         let close_timeout = config.close_timeout;
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let thread_shared = Arc::clone(&shared);
+        let thread_queue = Arc::clone(&queue);
         let spawned = std::thread::Builder::new()
             .name("pgw-telemetry-sqlite".to_owned())
             .spawn(move || {
                 tracing::dispatcher::with_default(&dispatch, || {
-                    writer::run(config, thread_shared, rx);
+                    writer::run(config, thread_shared, &thread_queue);
                 });
             });
         if let Err(e) = spawned {
+            queue.stop();
             let mut health = shared.health();
             health.fatal = true;
             health.reason = Some(format!("cannot start the SQLite writer thread: {e}"));
         }
         Self {
-            tx,
+            queue,
             shared,
             closed: AtomicBool::new(false),
             close_timeout,
@@ -175,6 +223,31 @@ impl SqliteRecorder {
     /// A recorder for `path` with the default settings.
     pub fn open(path: impl Into<PathBuf>) -> Self {
         Self::new(SqliteRecorderConfig::new(path))
+    }
+
+    /// Transactions the writer has committed so far (diagnostics: rows per transaction =
+    /// `written_rows / committed_transactions`).
+    pub fn committed_transactions(&self) -> u64 {
+        self.shared.transactions.load(Ordering::Relaxed)
+    }
+
+    /// Rows queued for the writer now (diagnostics).
+    pub fn queued_rows(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The one hand-off of `record` and `record_now`: queue the row, or drop and count it
+    /// (closed recorder, full queue, stopped writer).
+    fn enqueue(&self, row: Box<TelemetryRow>) {
+        if self.closed.load(Ordering::Relaxed) {
+            self.count_drop("recorder closed");
+            return;
+        }
+        match self.queue.push_row(row) {
+            Ok(()) => {}
+            Err(Refused::Full) => self.count_drop("queue full"),
+            Err(Refused::Stopped) => self.count_drop("writer stopped"),
+        }
     }
 
     fn count_drop(&self, why: &str) {
@@ -195,23 +268,30 @@ impl TelemetryRecorder for SqliteRecorder {
     /// stopped writer drops the row and counts it in `dropped_rows`; the recorder absorbs it
     /// (returns `Ok`), so the emitter does not count it twice.
     async fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
-        if self.closed.load(Ordering::Relaxed) {
-            self.count_drop("recorder closed");
-            return Ok(());
-        }
-        match self.tx.try_send(Msg::Row(Box::new(row))) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => self.count_drop("queue full"),
-            Err(mpsc::error::TrySendError::Closed(_)) => self.count_drop("writer stopped"),
-        }
+        self.enqueue(Box::new(row));
         Ok(())
     }
 
+    /// `true`: [`record_now`](TelemetryRecorder::record_now) is `record` without the future.
+    fn supports_record_now(&self) -> bool {
+        true
+    }
+
+    /// Exactly `record`, synchronously: enqueues or drops and counts; always `Ok(Ok(()))`.
+    fn record_now(
+        &self,
+        row: Box<TelemetryRow>,
+    ) -> Result<Result<(), RecordError>, Box<TelemetryRow>> {
+        self.enqueue(row);
+        Ok(Ok(()))
+    }
+
     /// Resolves when every row enqueued before it has been written or dropped (05 R-24,
-    /// 80 T-51). Also runs the lazy preparation on a fresh recorder; it never ends a cooldown.
+    /// 80 T-51); it ends the writer's linger at once and never waits for queue room. Also runs
+    /// the lazy preparation on a fresh recorder; it never ends a cooldown.
     async fn flush(&self) {
         let (ack, done) = oneshot::channel();
-        if self.tx.send(Msg::Flush(ack)).await.is_ok() {
+        if self.queue.push_control(Msg::Flush(ack)) {
             let _ = done.await;
         }
     }
@@ -224,7 +304,7 @@ impl TelemetryRecorder for SqliteRecorder {
         }
         let (ack, done) = oneshot::channel();
         let closing = async {
-            if self.tx.send(Msg::Close(ack)).await.is_ok() {
+            if self.queue.push_control(Msg::Close(ack)) {
                 let _ = done.await;
             }
         };
@@ -256,5 +336,13 @@ impl TelemetryStatusProvider for SqliteRecorder {
         status.dropped_rows = self.shared.dropped.load(Ordering::Relaxed);
         status.written_rows = self.shared.written.load(Ordering::Relaxed);
         status
+    }
+}
+
+impl Drop for SqliteRecorder {
+    /// Lets the writer drain what is queued and exit (what dropping the last sender of a
+    /// channel did).
+    fn drop(&mut self) {
+        self.queue.disconnect();
     }
 }

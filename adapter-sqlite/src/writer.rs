@@ -1,8 +1,10 @@
 //! The writer thread (80 T-50, T-51, T-56, T-57; 05 R-47): owns the connection, prepares the
-//! table lazily, writes rows in enqueue order in batched transactions, and runs the
-//! healthy → degraded → (cooldown) → healthy state machine.
+//! table lazily, writes rows in enqueue order in batched transactions (up to `batch_rows` rows
+//! or one linger window, see `queue`), and runs the healthy → degraded → (cooldown) → healthy
+//! state machine.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
@@ -10,9 +12,9 @@ use gateway_core::telemetry::schema::{SchemaMode, SqlBackend, insert_sql};
 use gateway_ports::{SqlValue, TelemetryRow};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode};
-use tokio::sync::mpsc;
 
 use crate::prepare::prepare_schema;
+use crate::queue::Queue;
 use crate::{Msg, Shared, SqliteRecorderConfig};
 
 /// SQLite `busy_timeout` in ms (80 T-50).
@@ -27,46 +29,66 @@ struct Ready {
 
 pub(crate) struct Writer {
     config: SqliteRecorderConfig,
-    shared: std::sync::Arc<Shared>,
+    shared: Arc<Shared>,
     ready: Option<Ready>,
 }
 
-pub(crate) fn run(
-    config: SqliteRecorderConfig,
-    shared: std::sync::Arc<Shared>,
-    mut rx: mpsc::Receiver<Msg>,
-) {
+/// Drops what is left in the queue when the writer exits for any reason (a `Close`, the
+/// recorder dropped, or a panic): later pushes are refused, queued rows are counted as dropped,
+/// and queued `Flush`/`Close` acknowledgements are released.
+struct StopOnExit<'a> {
+    queue: &'a Queue,
+    shared: &'a Shared,
+}
+
+impl Drop for StopOnExit<'_> {
+    fn drop(&mut self) {
+        for msg in self.queue.stop() {
+            match msg {
+                Msg::Row(_) => {
+                    self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                Msg::Flush(ack) | Msg::Close(ack) => {
+                    let _ = ack.send(());
+                }
+            }
+        }
+    }
+}
+
+/// The writer loop: takes batches (lingering per `config.linger`), writes their rows in one
+/// transaction each, then acknowledges the batch's flushes; a `Close` ends it.
+pub(crate) fn run(config: SqliteRecorderConfig, shared: Arc<Shared>, queue: &Queue) {
     let batch_rows = config.batch_rows.max(1);
+    let linger = config.linger;
+    let _stop = StopOnExit {
+        queue,
+        shared: &shared,
+    };
     let mut writer = Writer {
         config,
-        shared,
+        shared: Arc::clone(&shared),
         ready: None,
     };
-    while let Some(first) = rx.blocking_recv() {
-        let mut rows = Vec::new();
-        let mut acks = Vec::new();
+    let mut msgs = Vec::with_capacity(batch_rows + 1);
+    let mut rows = Vec::with_capacity(batch_rows);
+    let mut acks = Vec::new();
+    while queue.next_batch(linger, &mut msgs) {
         let mut close = None;
-        let mut next = Some(first);
-        while let Some(msg) = next.take() {
+        for msg in msgs.drain(..) {
             match msg {
                 Msg::Row(row) => rows.push(row),
                 Msg::Flush(ack) => acks.push(ack),
-                Msg::Close(ack) => {
-                    close = Some(ack);
-                    break;
-                }
-            }
-            if rows.len() < batch_rows {
-                next = rx.try_recv().ok();
+                Msg::Close(ack) => close = Some(ack),
             }
         }
         writer.write(&rows);
-        for ack in acks {
+        rows.clear();
+        for ack in acks.drain(..) {
             let _ = ack.send(());
         }
         if let Some(ack) = close {
-            rx.close();
-            while let Ok(msg) = rx.try_recv() {
+            for msg in queue.stop() {
                 match msg {
                     Msg::Row(_) => writer.drop_rows(1),
                     Msg::Flush(a) | Msg::Close(a) => {
@@ -108,6 +130,7 @@ impl Writer {
         };
         match insert_batch(ready, rows) {
             Ok(Batch { written, rejected }) => {
+                self.shared.transactions.fetch_add(1, Ordering::Relaxed);
                 self.shared
                     .written
                     .fetch_add(written as u64, Ordering::Relaxed);

@@ -541,6 +541,215 @@ async fn t_56_table_dropped_under_the_writer_degrades() {
     assert_eq!((s.written_rows, s.dropped_rows), (2, 1));
 }
 
+// ---- linger and the synchronous hand-off (80 T-50, T-51; 05 R-24; issue 9 follow-up) ------
+
+/// Guards a wait on the writer thread so a regression fails instead of hanging (no window is
+/// timed: every wait here ends on a flush, a close, a full batch or the written rows).
+const GUARD: Duration = Duration::from_secs(30);
+
+/// A linger no test outlives: only a flush, a close or a full batch ends it.
+const FOREVER: Duration = Duration::from_secs(3600);
+
+fn lingering(db: &Db) -> SqliteRecorderConfig {
+    SqliteRecorderConfig::new(db.path()).with_linger(FOREVER)
+}
+
+/// Waits until `done` holds, polling the recorder's status (guarded).
+async fn until(rec: &SqliteRecorder, done: impl Fn(&gateway_ports::TelemetryStatus) -> bool) {
+    tokio::time::timeout(GUARD, async {
+        while !done(&rec.status()) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the writer never got there");
+}
+
+// covers: T-50, T-51
+#[tokio::test]
+async fn t_50_t_51_flush_ends_the_linger_and_rows_share_one_transaction() {
+    let db = Db::new();
+    let rec = SqliteRecorder::new(lingering(&db));
+    for i in 0..3 {
+        rec.record(row(&format!("c-{i}"))).await.unwrap();
+    }
+    tokio::time::timeout(GUARD, rec.flush())
+        .await
+        .expect("flush() must end the linger at once");
+    let s = rec.status();
+    assert_eq!((s.written_rows, s.dropped_rows), (3, 0));
+    assert_eq!(
+        rec.committed_transactions(),
+        1,
+        "one transaction for the trickle"
+    );
+    assert_eq!(query(&db.path(), "SELECT call_id FROM llm_calls").len(), 3);
+    // A second trickle: a second transaction.
+    rec.record(row("c-3")).await.unwrap();
+    tokio::time::timeout(GUARD, rec.flush()).await.unwrap();
+    assert_eq!(rec.committed_transactions(), 2);
+}
+
+// covers: T-50
+#[tokio::test]
+async fn t_50_a_full_batch_ends_the_linger_without_a_flush() {
+    let db = Db::new();
+    let rec = SqliteRecorder::new(lingering(&db).with_batch_rows(4));
+    for i in 0..4 {
+        rec.record(row(&format!("c-{i}"))).await.unwrap();
+    }
+    until(&rec, |s| s.written_rows == 4).await;
+    assert_eq!(rec.committed_transactions(), 1);
+    // Fewer rows than a batch wait for the linger (here: for the flush).
+    rec.record(row("c-4")).await.unwrap();
+    rec.flush().await;
+    assert_eq!(
+        (rec.status().written_rows, rec.committed_transactions()),
+        (5, 2)
+    );
+}
+
+// covers: T-51
+#[tokio::test]
+async fn t_51_close_ends_the_linger_and_writes_what_is_queued() {
+    let db = Db::new();
+    let rec = SqliteRecorder::new(lingering(&db));
+    rec.record(row("a")).await.unwrap();
+    rec.record(row("b")).await.unwrap();
+    tokio::time::timeout(GUARD, rec.close())
+        .await
+        .expect("close() must end the linger at once");
+    let _ = rec.record(row("late")).await;
+    let s = rec.status();
+    assert_eq!((s.written_rows, s.dropped_rows), (2, 1));
+    assert_eq!(query(&db.path(), "SELECT call_id FROM llm_calls").len(), 2);
+}
+
+// covers: T-50
+#[tokio::test]
+async fn t_50_lingering_rows_count_against_the_queue() {
+    let db = Db::new();
+    // The writer holds nothing while it lingers: queued rows stay in the queue, so a 2-row
+    // queue refuses the third row deterministically.
+    let rec = SqliteRecorder::new(lingering(&db).with_queue_capacity(2));
+    for i in 0..3 {
+        rec.record(row(&format!("c-{i}"))).await.unwrap();
+    }
+    assert_eq!(rec.status().dropped_rows, 1);
+    assert_eq!(rec.queued_rows(), 2);
+    rec.flush().await;
+    let s = rec.status();
+    assert_eq!((s.written_rows, s.dropped_rows), (2, 1));
+}
+
+// covers: T-50, T-51, R-24, R-47
+#[tokio::test]
+async fn r_24_record_now_is_record_and_flush_covers_it() {
+    let db = Db::new();
+    let rec = SqliteRecorder::new(lingering(&db).with_queue_capacity(3));
+    assert!(rec.supports_record_now());
+    // Interleaved with `record`: one enqueue order.
+    for i in 0..3 {
+        let id = format!("c-{i}");
+        if i % 2 == 0 {
+            assert!(matches!(rec.record_now(Box::new(row(&id))), Ok(Ok(()))));
+        } else {
+            rec.record(row(&id)).await.unwrap();
+        }
+    }
+    // Full queue: dropped and counted by the recorder, still `Ok` (never counted twice).
+    assert!(matches!(rec.record_now(Box::new(row("full"))), Ok(Ok(()))));
+    assert_eq!(rec.status().dropped_rows, 1);
+    rec.flush().await;
+    let ids: Vec<String> = query(&db.path(), "SELECT call_id FROM llm_calls ORDER BY rowid")
+        .iter()
+        .map(|r| text(&r[0]).to_owned())
+        .collect();
+    assert_eq!(ids, ["c-0", "c-1", "c-2"]);
+    rec.close().await;
+    assert!(matches!(rec.record_now(Box::new(row("late"))), Ok(Ok(()))));
+    let s = rec.status();
+    assert_eq!((s.written_rows, s.dropped_rows), (3, 2));
+}
+
+// covers: T-51, CT-TEL-08
+#[tokio::test]
+async fn t_51_dropping_the_recorder_lets_the_writer_drain_and_exit() {
+    let db = Db::new();
+    let rec = SqliteRecorder::new(lingering(&db));
+    rec.record(row("a")).await.unwrap();
+    rec.record(row("b")).await.unwrap();
+    drop(rec);
+    let path = db.path();
+    tokio::time::timeout(GUARD, async {
+        loop {
+            // The table may not exist yet: a failed read counts as no row.
+            let written = Connection::open(&path)
+                .and_then(|c| c.query_row("SELECT count(*) FROM llm_calls", [], |r| r.get(0)))
+                .unwrap_or(0_i64);
+            if written == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the writer must drain the queue when the recorder is dropped");
+}
+
+// covers: T-1, T-39, T-51, R-24
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t_1_emitter_hands_rows_straight_to_the_recorder_in_emit_order() {
+    let db = Db::new();
+    let recorder = Arc::new(SqliteRecorder::new(lingering(&db)));
+    let (emitter, worker) =
+        TelemetryEmitter::new(recorder.clone(), EmitterConfig::default()).unwrap();
+    assert!(emitter.direct_handoff());
+    let worker = tokio::spawn(worker.run());
+    for i in 0..5 {
+        emitter.emit(row(&format!("c-{i}")));
+    }
+    // Nothing crossed the emitter's queue: the rows already wait in the recorder's.
+    assert_eq!(recorder.queued_rows(), 5);
+    tokio::time::timeout(GUARD, emitter.flush()).await.unwrap();
+    let ids: Vec<String> = query(&db.path(), "SELECT call_id FROM llm_calls ORDER BY rowid")
+        .iter()
+        .map(|r| text(&r[0]).to_owned())
+        .collect();
+    assert_eq!(ids, ["c-0", "c-1", "c-2", "c-3", "c-4"]);
+    assert_eq!(recorder.committed_transactions(), 1);
+    emitter.close().await;
+    worker.await.unwrap();
+    emitter.emit(row("late"));
+    assert_eq!(
+        emitter.dropped_rows(),
+        1,
+        "after close: the emitter counts it"
+    );
+    let s = emitter.status();
+    assert_eq!((s.written_rows, s.dropped_rows), (5, 1), "counted once");
+}
+
+// covers: T-1
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t_1_emitter_queue_path_when_direct_handoff_is_off() {
+    let db = Db::new();
+    let recorder = Arc::new(SqliteRecorder::new(lingering(&db)));
+    let (emitter, worker) = TelemetryEmitter::new(
+        recorder.clone(),
+        EmitterConfig::default().with_direct_handoff(false),
+    )
+    .unwrap();
+    assert!(!emitter.direct_handoff());
+    tokio::spawn(worker.run());
+    for i in 0..3 {
+        emitter.emit(row(&format!("c-{i}")));
+    }
+    tokio::time::timeout(GUARD, emitter.flush()).await.unwrap();
+    assert_eq!(recorder.status().written_rows, 3);
+    emitter.close().await;
+}
+
 // ---- governed calls: exactly the rows 80 says, read back after flush -----------------------
 
 struct Governed {

@@ -1,4 +1,5 @@
-//! Telemetry recorder contract rows CT-TEL-01..04, 06..08 (10 §8.7; 80 T-45, T-51, T-56),
+//! Telemetry recorder contract rows CT-TEL-01..04, 06..08 (10 §8.7; 80 T-45, T-51, T-56), plus
+//! the `record_now` row (05 R-9's fast-path rule applied to the recorder; issue 9 follow-up),
 //! generic over a [`RecorderHarness`]. CT-TEL-05 (Postgres write budget and pool) lives with the
 //! Postgres adapter. None sleeps: every read-back follows `flush()`.
 //!
@@ -286,6 +287,42 @@ pub async fn ct_tel_08_dropped_record_never_corrupts(h: &impl RecorderHarness) {
     }
 }
 
+// covers, T-51
+/// The synchronous hand-off (issue 9 follow-up; 05 R-9's contract rule for fast paths): a
+/// recorder that offers `record_now` has taken the row when it returns — interleaved with
+/// `record` the rows keep one order and the next `flush()` covers them; one that does not
+/// hands the row back untouched.
+pub async fn ct_tel_r9_record_now_is_record_and_flush_covers_it(h: &impl RecorderHarness) {
+    let rec = h.recorder().await;
+    if !rec.supports_record_now() {
+        let row = full_row("c-back");
+        match rec.record_now(Box::new(row.clone())) {
+            Err(back) => assert_eq!(*back, row),
+            Ok(_) => panic!("record_now without supports_record_now must hand the row back"),
+        }
+        return;
+    }
+    let rows: Vec<TelemetryRow> = (0..4).map(|i| full_row(&format!("c-{i}"))).collect();
+    for (i, row) in rows.iter().enumerate() {
+        if i % 2 == 0 {
+            match rec.record_now(Box::new(row.clone())) {
+                Ok(result) => result.expect("record_now"),
+                Err(_) => panic!("supports_record_now() is true: record_now must take the row"),
+            }
+        } else {
+            rec.record(row.clone()).await.expect("record");
+        }
+    }
+    rec.flush().await;
+    let stored = h.rows().await;
+    assert_eq!(stored.len(), rows.len());
+    for (stored, row) in stored.iter().zip(&rows) {
+        assert_row_equals(stored, row);
+    }
+    assert_eq!(rec.status().written_rows, 4);
+    rec.close().await;
+}
+
 /// Generates one `#[tokio::test]` per telemetry recorder contract row for the harness built by
 /// `$make` (an expression, may use `.await`).
 #[macro_export]
@@ -299,6 +336,7 @@ macro_rules! telemetry_contract {
             ct_tel_06_status_never_blocks,
             ct_tel_07_close_bounded_and_idempotent,
             ct_tel_08_dropped_record_never_corrupts,
+            ct_tel_r9_record_now_is_record_and_flush_covers_it,
         );
     };
     (@rows $make:expr; $($row:ident),+ $(,)?) => {

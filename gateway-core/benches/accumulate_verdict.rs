@@ -179,7 +179,10 @@ fn bench_executor(c: &mut Criterion) {
         ("text_content", ResponseMode::Text, content_stream()),
         ("openai_tool_args", ResponseMode::OpenAi, tool_stream()),
     ] {
-        let mut events: Vec<WireEvent> = chunks.into_iter().map(WireEvent::Chunk).collect();
+        let mut events: Vec<WireEvent> = chunks
+            .into_iter()
+            .map(|c| WireEvent::Chunk(c.into()))
+            .collect();
         events.push(WireEvent::Done);
         let mut request = ChatRequest::new(vec![]);
         request.response_mode = mode;

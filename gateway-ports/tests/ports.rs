@@ -263,7 +263,7 @@ fn ct_chat_06_terminal_events() {
     ];
     assert!(terminal.iter().all(WireEvent::is_terminal));
     let non_terminal = [
-        WireEvent::Chunk(serde_json::json!({})),
+        WireEvent::Chunk(serde_json::json!({}).into()),
         WireEvent::KeepAlive(KeepAliveKind::Comment),
         WireEvent::KeepAlive(KeepAliveKind::EmptyData),
         WireEvent::ErrorEvent { data: "{}".into() },

@@ -7,13 +7,16 @@
 //! (D16, key = body id else call_id, D17); projection and `finalize_text`; warnings. The message
 //! is otherwise kept verbatim (S-112).
 
+use std::borrow::Cow;
+
 use gateway_ports::{FinishReason, ResponseMode};
 use serde_json::{Map, Value};
 
+use super::fast::TextBody;
 use super::tools::{synthesized_tool_id, with_id_first};
 use super::{
     AccumulateError, AccumulateOptions, Accumulated, DialectWarning, ProtocolViolation,
-    finalize_text, model_of, push_finish_warning, summarize_tools,
+    finalize_text, model_of, model_text, push_finish_warning, summarize_tools,
 };
 
 fn violation<T>(v: ProtocolViolation) -> Result<T, AccumulateError> {
@@ -36,9 +39,46 @@ pub fn parse_non_stream_body(
         });
     }
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = String::from_utf8_lossy(bytes);
+    // Strict check first: much cheaper than the lossy scan on valid text (05 R-56).
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
     if text.trim().is_empty() {
         return Err(AccumulateError::EmptyResponse);
+    }
+    if mode == ResponseMode::Text
+        && let Some(body) = TextBody::read(&text)
+    {
+        // The common text-mode shapes without building a `Value` (05 R-56); same results.
+        let message = body.message;
+        let thinking = match &message.reasoning_content {
+            Some(r) if !r.is_empty() => r,
+            _ => message.reasoning.as_deref().unwrap_or_default(),
+        };
+        let content = message.content.as_deref().unwrap_or_default();
+        let finish = body
+            .finish_reason
+            .filter(|f| !f.is_empty())
+            .map(Cow::into_owned);
+        return Ok(assemble(
+            Parts {
+                mode,
+                response_id: body
+                    .envelope
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .map(Cow::into_owned),
+                model_reported: body.envelope.model.as_deref().and_then(model_text),
+                usage_raw: body.envelope.usage,
+                message: None,
+                synthesized: Vec::new(),
+            },
+            content,
+            thinking,
+            finish,
+            options,
+        ));
     }
     let body: Value = serde_json::from_str(&text).map_err(|_| AccumulateError::InvalidJson)?;
     parse_non_stream_value(&body, mode, options)
@@ -95,37 +135,70 @@ pub fn parse_non_stream_value(
             .and_then(Value::as_str)
             .unwrap_or_default(),
     };
-    let (content, thinking) = finalize_text(content, thinking, options.inline_think_tags);
+    let (content, thinking) = (content.to_owned(), thinking.to_owned());
+    Ok(assemble(
+        Parts {
+            mode,
+            response_id,
+            model_reported: model_of(body),
+            usage_raw,
+            message: (mode == ResponseMode::OpenAi).then_some(message),
+            synthesized,
+        },
+        &content,
+        &thinking,
+        finish,
+        options,
+    ))
+}
 
+/// What both readings of a body hand to [`assemble`].
+struct Parts {
+    mode: ResponseMode,
+    response_id: Option<String>,
+    model_reported: Option<String>,
+    usage_raw: Option<Map<String, Value>>,
+    /// The message (openai mode only).
+    message: Option<Map<String, Value>>,
+    /// Per tool element, whether its id was synthesized (openai mode only).
+    synthesized: Vec<bool>,
+}
+
+/// S-111 steps 5–6: projection, `finalize_text` (S-100), warnings, the tool summary.
+fn assemble(
+    parts: Parts,
+    content: &str,
+    thinking: &str,
+    finish: Option<String>,
+    options: &AccumulateOptions,
+) -> Accumulated {
+    let (content, thinking) = finalize_text(content, thinking, options.inline_think_tags);
     let mut warnings = Vec::new();
-    if synthesized.iter().any(|s| *s) {
+    if parts.synthesized.iter().any(|s| *s) {
         warnings.push(DialectWarning::SynthesizedToolId);
     }
     let finish_reason = finish.and_then(FinishReason::new);
     push_finish_warning(&mut warnings, finish_reason.as_ref());
-
-    let (message, tool_calls) = match mode {
-        ResponseMode::OpenAi => {
-            let tools = summarize_tools(&message, &synthesized);
-            (Some(message), tools)
-        }
-        ResponseMode::Text => (None, Vec::new()),
-    };
-    Ok(Accumulated {
-        mode,
+    let tool_calls = parts
+        .message
+        .as_ref()
+        .map(|message| summarize_tools(message, &parts.synthesized))
+        .unwrap_or_default();
+    Accumulated {
+        mode: parts.mode,
         content,
         thinking,
         finish_seen: finish_reason.is_some(),
         finish_reason,
-        response_id,
-        model_reported: model_of(body),
-        usage_raw,
+        response_id: parts.response_id,
+        model_reported: parts.model_reported,
+        usage_raw: parts.usage_raw,
         usage_after_finish: false,
-        message,
+        message: parts.message,
         tool_calls,
         conflicts: Default::default(),
         warnings,
-    })
+    }
 }
 
 /// Text mode (S-111 step 4): `choices[0]` only, its index unchecked.

@@ -22,6 +22,7 @@
 //! [`AccumulateError::classify`]. It never panics on any JSON value.
 
 mod body;
+mod fast;
 mod merge;
 mod tools;
 mod warnings;
@@ -29,7 +30,7 @@ mod warnings;
 use std::collections::BTreeSet;
 
 use gateway_ports::{
-    AttemptFailure, Category, CompletionShapeError, FinishClass, FinishReason,
+    AttemptFailure, Category, ChunkJson, CompletionShapeError, FinishClass, FinishReason,
     OpenAiChatCompletion, ReasonCode, ResponseMode, Usage, UsageSource, WireNotice,
 };
 use serde_json::{Map, Value};
@@ -362,6 +363,60 @@ impl Accumulator {
         result
     }
 
+    /// Admits one chunk as the transport delivered it ([`ChunkJson`], 40 S-25): the same rules
+    /// and results as [`Accumulator::push_chunk`] on its parsed value. In text mode the common
+    /// chunk shapes are read straight from the text without building a `Value` (05 R-56); any
+    /// other shape, and every chunk in openai mode, goes through [`Accumulator::push_chunk`].
+    pub fn push_json(&mut self, chunk: &ChunkJson) -> Result<FrameFacts, AccumulateError> {
+        if self.mode == ResponseMode::Text
+            && self.failed.is_none()
+            && let Some(frame) = fast::TextFrame::read(chunk.as_str())
+        {
+            let result = self.admit_text_frame(frame);
+            if let Err(error) = &result {
+                self.failed = Some(error.clone());
+            }
+            return result;
+        }
+        self.push_chunk(&chunk.to_value())
+    }
+
+    /// Text-mode admission of a frame read by [`fast::TextFrame::read`]: `admit` restricted to
+    /// the shapes that reader accepts (no `error` key; `usage` null or an object; string or
+    /// absent `id`, `model`, `finish_reason`; deltas of `role`, `content`, `reasoning_content`
+    /// and `reasoning` only).
+    fn admit_text_frame(
+        &mut self,
+        mut frame: fast::TextFrame<'_>,
+    ) -> Result<FrameFacts, AccumulateError> {
+        if self.model.is_none() {
+            self.model = frame.model.as_deref().and_then(model_text);
+        }
+        if let Some(id) = &frame.id {
+            self.string_id(id)?;
+        }
+        let mut facts = FrameFacts::default();
+        if let Some(choice) = frame.choice() {
+            facts.choice_selected = true;
+            let mut progress = false;
+            for (key, fragment) in [
+                ("content", &choice.delta.content),
+                ("reasoning_content", &choice.delta.reasoning_content),
+                ("reasoning", &choice.delta.reasoning),
+            ] {
+                if let Some(fragment) = fragment {
+                    self.take_fragment(key, fragment, &mut facts.delta);
+                    progress |= !fragment.is_empty();
+                }
+            }
+            facts.delta.progress = progress;
+            if let Some(reason) = &choice.finish_reason {
+                self.string_finish(reason, &mut facts)?;
+            }
+        }
+        self.end_frame(frame.usage.take(), facts)
+    }
+
     /// Records a framing notice (S-33): `SplitDataLines` raises the `sse:split_data_lines`
     /// dialect warning (S-115). Never progress.
     pub fn push_notice(&mut self, notice: WireNotice) {
@@ -508,9 +563,19 @@ impl Accumulator {
                 ));
             }
         }
+        self.end_frame(usage.cloned(), facts)
+    }
+
+    /// The tail of frame admission shared by both readings: finish state, the usage sink
+    /// (S-37, S-74) and the memory bound (05 R-29).
+    fn end_frame(
+        &mut self,
+        usage: Option<Map<String, Value>>,
+        mut facts: FrameFacts,
+    ) -> Result<FrameFacts, AccumulateError> {
         facts.finish_seen = self.finish_reason.is_some();
         if let Some(usage) = usage {
-            self.usage = Some(usage.clone());
+            self.usage = Some(usage);
             facts.usage_recorded = true;
             if facts.finish_seen {
                 self.usage_after_finish = true;
@@ -528,23 +593,51 @@ impl Accumulator {
     fn chunk_id(&mut self, id: Option<&Value>) -> Result<(), AccumulateError> {
         match id {
             None | Some(Value::Null) => Ok(()),
-            Some(Value::String(id)) if id.is_empty() => Ok(()),
-            Some(Value::String(id)) => match &self.response_id {
-                None => {
-                    self.response_id = Some(id.clone());
-                    Ok(())
-                }
-                Some(fixed) if fixed == id => Ok(()),
-                Some(_) if self.mode == ResponseMode::OpenAi => {
-                    Err(AccumulateError::Protocol(ProtocolViolation::IdConflict))
-                }
-                Some(_) => Ok(()),
-            },
+            Some(Value::String(id)) => self.string_id(id),
             Some(_) if self.mode == ResponseMode::OpenAi => {
                 Err(AccumulateError::Protocol(ProtocolViolation::IdNotString))
             }
             Some(_) => Ok(()),
         }
+    }
+
+    /// S-42 for a string id; `""` is absent (D12).
+    fn string_id(&mut self, id: &str) -> Result<(), AccumulateError> {
+        match &self.response_id {
+            _ if id.is_empty() => Ok(()),
+            None => {
+                self.response_id = Some(id.to_owned());
+                Ok(())
+            }
+            Some(fixed) if fixed == id => Ok(()),
+            Some(_) if self.mode == ResponseMode::OpenAi => {
+                Err(AccumulateError::Protocol(ProtocolViolation::IdConflict))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// S-49, S-50 for a string finish_reason; `""` is absent (D12).
+    fn string_finish(
+        &mut self,
+        reason: &str,
+        facts: &mut FrameFacts,
+    ) -> Result<(), AccumulateError> {
+        match &self.finish_reason {
+            _ if reason.is_empty() => {}
+            None => {
+                self.finish_reason = Some(reason.to_owned());
+                facts.finish_recorded = true;
+            }
+            Some(fixed) if fixed == reason => {}
+            Some(_) if self.mode == ResponseMode::OpenAi => {
+                return Err(AccumulateError::Protocol(
+                    ProtocolViolation::FinishReasonConflict,
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
     }
 
     /// S-44, S-46, S-47.
@@ -605,20 +698,7 @@ impl Accumulator {
 
         match choice.get("finish_reason") {
             None | Some(Value::Null) => {}
-            Some(Value::String(reason)) if reason.is_empty() => {}
-            Some(Value::String(reason)) => match &self.finish_reason {
-                None => {
-                    self.finish_reason = Some(reason.clone());
-                    facts.finish_recorded = true;
-                }
-                Some(fixed) if fixed == reason => {}
-                Some(_) if self.mode == ResponseMode::OpenAi => {
-                    return Err(AccumulateError::Protocol(
-                        ProtocolViolation::FinishReasonConflict,
-                    ));
-                }
-                Some(_) => {}
-            },
+            Some(Value::String(reason)) => self.string_finish(reason, facts)?,
             Some(_) if self.mode == ResponseMode::OpenAi => {
                 return Err(AccumulateError::Protocol(
                     ProtocolViolation::FinishReasonNotString,
@@ -753,9 +833,14 @@ impl Accumulator {
 }
 
 /// The model sink (S-38): a string with at least one non-whitespace character.
+/// The model sink's test for one string (S-38).
+fn model_text(model: &str) -> Option<String> {
+    (!model.trim().is_empty()).then(|| model.to_owned())
+}
+
 fn model_of(object: &Map<String, Value>) -> Option<String> {
     match object.get("model") {
-        Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
+        Some(Value::String(model)) => model_text(model),
         _ => None,
     }
 }

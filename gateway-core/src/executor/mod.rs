@@ -29,8 +29,9 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use gateway_ports::{
-    AttemptFailure, Category, ChatRequest, ChatTransport, Clock, Endpoint, ErrorOperation,
-    ReasonCode, ResponseMode, StreamEnd, WireEvent, WireEventStream, WireRequest, WireResponse,
+    AttemptFailure, Category, ChatRequest, ChatTransport, ChunkJson, Clock, Endpoint,
+    ErrorOperation, ReasonCode, ResponseMode, StreamEnd, WireEvent, WireEventStream, WireRequest,
+    WireResponse,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -362,7 +363,7 @@ impl<'a> Judge<'a> {
                 break Stop::Ended(StreamTerminal::End);
             };
             match event {
-                WireEvent::Chunk(value) => match acc.push_chunk(&value) {
+                WireEvent::Chunk(chunk) => match acc.push_json(&chunk) {
                     Ok(facts) => {
                         let delta = &facts.delta;
                         if !(delta.content.is_empty()
@@ -456,7 +457,7 @@ impl<'a> Judge<'a> {
         watchdogs: Watchdogs,
         control: &LegControl,
     ) -> AttemptOutcome {
-        let mut body: Result<Option<Value>, Classification> = Ok(None);
+        let mut body: Result<Option<ChunkJson>, Classification> = Ok(None);
         loop {
             let event = tokio::select! {
                 biased;
@@ -494,9 +495,11 @@ impl<'a> Judge<'a> {
         match body {
             Err(classification) => self.fail(classification),
             Ok(None) => self.body(Err(AccumulateError::EmptyResponse)),
-            Ok(Some(value)) => {
-                self.body(parse_non_stream_value(&value, self.mode, &self.acc_options))
-            }
+            Ok(Some(value)) => self.body(parse_non_stream_value(
+                &value.to_value(),
+                self.mode,
+                &self.acc_options,
+            )),
         }
     }
 

@@ -4,13 +4,17 @@
 //! Owns the one exit of telemetry (80 T-1): [`TelemetryEmitter`] implements the core's
 //! [`RowSink`] — the retry loop, the hedge orchestrator and the cleanup worker hand it row
 //! *facts*, it shapes them into the 39-field `TelemetryRow` ([`shape`]) and hands each row to
-//! the configured `TelemetryRecorder` through a bounded queue drained by an [`EmitterWorker`].
+//! the configured `TelemetryRecorder`: straight through the recorder's synchronous
+//! `record_now` when it offers one (the SQLite recorder does: its `record` is only a push onto
+//! its writer's queue anyway), otherwise through a bounded queue drained by an [`EmitterWorker`].
 //!
 //! Why a queue: telemetry never changes a call's outcome or latency beyond shaping the row
 //! (80 T-39; issue "telemetry": "never blocks the call path"). Building a row is synchronous
-//! and infallible; handing it off is a `try_send`. A full queue drops the row and counts it in
-//! `dropped_rows`; a recorder error is logged once per row as a warning and counted; neither is
-//! ever returned to the caller. The recorder's own degradation (open, preparation, availability
+//! and infallible; handing it off is a `try_send` (or the recorder's `record_now`, which never
+//! waits either; issue 9 follow-up: it saves the wake of the worker task on every row). Which
+//! path an emitter uses is decided once, at construction, so emit order is one order. A full
+//! queue drops the row and counts it in `dropped_rows`; a recorder error is logged once per row
+//! as a warning and counted; neither is ever returned to the caller. The recorder's own degradation (open, preparation, availability
 //! failures, cooldown and recovery, 80 T-56/T-57) shows through [`TelemetryEmitter::status`],
 //! which adds the emitter's own drops to the recorder's snapshot.
 //!
@@ -19,17 +23,18 @@
 
 #[cfg(feature = "testing")]
 mod facts;
+mod json;
 pub mod pricing;
 pub mod schema;
 pub mod shape;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use gateway_ports::{
-    ConfigError, PricingTable, TelemetryRecorder, TelemetryRow, TelemetryStatus,
+    ConfigError, PricingTable, RecordError, TelemetryRecorder, TelemetryRow, TelemetryStatus,
     TelemetryStatusProvider,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -59,6 +64,9 @@ pub struct EmitterConfig {
     pub redact_ips: bool,
     /// Rows the hand-off queue holds before it drops (≥ 1; default 10 000).
     pub queue_capacity: usize,
+    /// Hand rows straight to the recorder's `record_now` when it offers one (default `true`,
+    /// chosen; issue 9 follow-up). `false` always uses the queue and the worker.
+    pub direct_handoff: bool,
 }
 
 impl Default for EmitterConfig {
@@ -68,6 +76,7 @@ impl Default for EmitterConfig {
             text_cap: None,
             redact_ips: true,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            direct_handoff: true,
         }
     }
 }
@@ -96,6 +105,13 @@ impl EmitterConfig {
         self.redact_ips = redact_ips;
         self
     }
+
+    /// The config with the direct hand-off to `record_now` allowed (`true`, the default) or
+    /// not.
+    pub fn with_direct_handoff(mut self, direct_handoff: bool) -> Self {
+        self.direct_handoff = direct_handoff;
+        self
+    }
 }
 
 enum Job {
@@ -108,6 +124,9 @@ enum Job {
 struct Counters {
     /// Rows the emitter accepted but never got written: queue full, worker gone, recorder `Err`.
     dropped: AtomicU64,
+    /// Set by [`TelemetryEmitter::close`]: direct hand-offs stop (the queue path stops when
+    /// the worker closes its queue).
+    closed: AtomicBool,
 }
 
 /// The telemetry emitter (80 T-1..T-6; 05 R-3): the core's [`RowSink`] that shapes row facts
@@ -121,12 +140,15 @@ pub struct TelemetryEmitter {
     tx: mpsc::Sender<Job>,
     recorder: Arc<dyn TelemetryRecorder>,
     counters: Arc<Counters>,
+    /// Rows go to `recorder.record_now` (decided once, in `new`).
+    direct: bool,
 }
 
 impl fmt::Debug for TelemetryEmitter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TelemetryEmitter")
             .field("shaper", &self.shaper)
+            .field("direct", &self.direct)
             .field("queued", &(self.tx.max_capacity() - self.tx.capacity()))
             .field("dropped", &self.counters.dropped.load(Ordering::Relaxed))
             .finish_non_exhaustive()
@@ -149,7 +171,10 @@ impl fmt::Debug for EmitterWorker {
 }
 
 impl TelemetryEmitter {
-    /// An emitter over `recorder` and the worker that feeds it (spawn `worker.run()`).
+    /// An emitter over `recorder` and the worker that feeds it (spawn `worker.run()`; it is
+    /// needed for `flush`/`close` even when rows go straight to the recorder). Rows use the
+    /// recorder's `record_now` when `config.direct_handoff` and
+    /// `recorder.supports_record_now()` (asked once, here), the queue otherwise.
     ///
     /// Errors: `ConfigError telemetry.text_cap` when `config.text_cap == Some(0)` (80 T-4).
     /// A `queue_capacity` of 0 is raised to 1.
@@ -160,12 +185,14 @@ impl TelemetryEmitter {
         let shaper = RowShaper::new(config.pricing, config.text_cap, config.redact_ips)?;
         let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
         let counters = Arc::new(Counters::default());
+        let direct = config.direct_handoff && recorder.supports_record_now();
         Ok((
             Self {
                 shaper,
                 tx,
                 recorder: Arc::clone(&recorder),
                 counters: Arc::clone(&counters),
+                direct,
             },
             EmitterWorker {
                 rx,
@@ -185,27 +212,56 @@ impl TelemetryEmitter {
         &self.recorder
     }
 
-    /// Hands one row to the worker without waiting (80 T-39, T-50): a full queue or a stopped
-    /// worker drops the row, counts it and logs a warning (the 1st, 2nd, 4th, 8th… drop).
+    /// Whether rows go straight to the recorder's `record_now` (fixed at construction).
+    pub fn direct_handoff(&self) -> bool {
+        self.direct
+    }
+
+    /// Hands one row on without waiting (80 T-39, T-50): to the recorder's `record_now`
+    /// (direct hand-off) or to the worker's queue. A full queue, a stopped worker or a closed
+    /// emitter drops the row, counts it and logs a warning (the 1st, 2nd, 4th, 8th… drop); a
+    /// recorder `Err` is one warning and one dropped row, as on the worker.
     pub fn emit(&self, row: TelemetryRow) {
-        if let Err(e) = self.tx.try_send(Job::Row(Box::new(row))) {
-            let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-            if n.is_power_of_two() {
-                let why = match e {
-                    mpsc::error::TrySendError::Full(_) => "queue full",
-                    mpsc::error::TrySendError::Closed(_) => "emitter closed",
-                };
-                tracing::warn!(
-                    code = "telemetry.row_dropped",
-                    dropped_rows = n,
-                    "telemetry row dropped ({why}; degraded, not propagated)"
-                );
+        let row = Box::new(row);
+        if self.direct {
+            if self.counters.closed.load(Ordering::Acquire) {
+                self.count_drop("emitter closed");
+                return;
             }
+            match self.recorder.record_now(row) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => record_failed(&self.counters, &e),
+                // A recorder breaking its `supports_record_now` promise: keep the row.
+                Err(row) => self.enqueue(row),
+            }
+        } else {
+            self.enqueue(row);
+        }
+    }
+
+    fn enqueue(&self, row: Box<TelemetryRow>) {
+        if let Err(e) = self.tx.try_send(Job::Row(row)) {
+            self.count_drop(match e {
+                mpsc::error::TrySendError::Full(_) => "queue full",
+                mpsc::error::TrySendError::Closed(_) => "emitter closed",
+            });
+        }
+    }
+
+    fn count_drop(&self, why: &str) {
+        let n = self.counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::warn!(
+                code = "telemetry.row_dropped",
+                dropped_rows = n,
+                "telemetry row dropped ({why}; degraded, not propagated)"
+            );
         }
     }
 
     /// Resolves when every row emitted before it has been handed to the recorder and the
-    /// recorder's own `flush` has resolved (05 R-24; 80 T-51). Returns at once if the worker
+    /// recorder's own `flush` has resolved (05 R-24; 80 T-51); rows handed over directly are
+    /// already with the recorder, so its `flush` covers them. Returns at once if the worker
     /// has stopped. Requires the worker to be running.
     pub async fn flush(&self) {
         let (ack, done) = oneshot::channel();
@@ -217,6 +273,7 @@ impl TelemetryEmitter {
     /// Drains the queue, closes the recorder (bounded by the recorder, CT-TEL-07) and stops the
     /// worker. Idempotent; rows emitted afterwards are dropped and counted.
     pub async fn close(&self) {
+        self.counters.closed.store(true, Ordering::Release);
         let (ack, done) = oneshot::channel();
         if self.tx.send(Job::Close(ack)).await.is_ok() {
             let _ = done.await;
@@ -241,7 +298,7 @@ impl TelemetryStatusProvider for TelemetryEmitter {
 #[async_trait]
 impl RowSink for TelemetryEmitter {
     async fn attempt(&self, facts: AttemptRowFacts) {
-        self.emit(self.shaper.attempt_row(&facts));
+        self.emit(self.shaper.attempt_row_owned(facts));
     }
 
     async fn terminal(&self, facts: TerminalRowFacts) {
@@ -266,12 +323,7 @@ impl EmitterWorker {
             match job {
                 Job::Row(row) => {
                     if let Err(e) = self.recorder.record(*row).await {
-                        self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(
-                            code = "telemetry.record_failed",
-                            kind = %e.kind,
-                            "telemetry record failed (degraded, not propagated): {e}"
-                        );
+                        record_failed(&self.counters, &e);
                     }
                 }
                 Job::Flush(ack) => {
@@ -297,6 +349,16 @@ impl EmitterWorker {
             }
         }
     }
+}
+
+/// A recorder `Err`: one dropped row and one warning (80 T-39).
+fn record_failed(counters: &Counters, e: &RecordError) {
+    counters.dropped.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(
+        code = "telemetry.record_failed",
+        kind = %e.kind,
+        "telemetry record failed (degraded, not propagated): {e}"
+    );
 }
 
 #[cfg(test)]

@@ -15,11 +15,13 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use gateway_ports::{
     CallOperation, CauseKind, ChatRequest, ConfigError, Effort, EmbedRequest, EventKind,
-    GatewayError, JsonObject, Meta, OcrRequest, PricingTable, TelemetryRow, ThinkingObservation,
-    Usage, UsageSource,
+    GatewayError, JsonObject, Meta, MetaValue, OcrRequest, PricingTable, TelemetryRow,
+    ThinkingObservation, Usage, UsageSource,
 };
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+
+use super::json;
 
 use crate::redact::{ScrubOptions, scrubbed_summary};
 use crate::rows::{
@@ -78,25 +80,12 @@ pub fn cap_text(text: &str, cap: Option<usize>) -> Cow<'_, str> {
 }
 
 /// Canonical JSON (70 C-46): object keys sorted by code point at every depth, no whitespace,
-/// numbers as `serde_json` prints them. Equal values give byte-identical text.
+/// numbers as `serde_json` prints them. Equal values give byte-identical text. Written straight
+/// from the borrowed value (no sorted copy is built).
 pub fn canonical_json(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                Value::Object(
-                    entries
-                        .into_iter()
-                        .map(|(k, v)| (k.clone(), sorted(v)))
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
+    let mut out = String::new();
+    json::write_canonical(&mut out, value);
+    out
 }
 
 /// `digest_messages` (70 C-47): a new value, the input untouched. Every message keeps all
@@ -277,6 +266,12 @@ pub enum RowSubject {
         /// The request messages.
         messages: Vec<JsonObject>,
     },
+    /// Chat over the call's shared request: its `messages`, without a copy (what
+    /// [`RowInput::chat`] builds from an `&Arc<ChatRequest>`; issue 9 follow-up).
+    SharedChat {
+        /// The call's request (immutable once shared).
+        request: Arc<ChatRequest>,
+    },
     /// Embedding: the texts and the batch size (attempt rows: the texts; terminal rows:
     /// `<embed texts=N batches=M>` and the first batch).
     Embed {
@@ -290,6 +285,36 @@ pub enum RowSubject {
         /// Image size in bytes.
         image_bytes: usize,
     },
+}
+
+/// A chat request [`RowInput::chat`] accepts: `&ChatRequest` (the messages are copied into
+/// [`RowSubject::Chat`]) or `&Arc<ChatRequest>` (the `Arc` is kept in
+/// [`RowSubject::SharedChat`], no copy). Sealed in spirit: only these two shapes are meant.
+pub trait ChatRowRequest<'a> {
+    /// The request to read the call-level columns from, and the row subject.
+    fn chat_subject(self) -> (&'a ChatRequest, RowSubject);
+}
+
+impl<'a> ChatRowRequest<'a> for &'a ChatRequest {
+    fn chat_subject(self) -> (&'a ChatRequest, RowSubject) {
+        (
+            self,
+            RowSubject::Chat {
+                messages: self.messages.clone(),
+            },
+        )
+    }
+}
+
+impl<'a> ChatRowRequest<'a> for &'a Arc<ChatRequest> {
+    fn chat_subject(self) -> (&'a ChatRequest, RowSubject) {
+        (
+            self,
+            RowSubject::SharedChat {
+                request: Arc::clone(self),
+            },
+        )
+    }
 }
 
 /// Call-level row inputs (80 T-12 "the call's" columns): what the facade puts in
@@ -319,11 +344,12 @@ pub struct RowInput {
 
 impl RowInput {
     /// Inputs of a chat call: messages, overlay as the sampling intent, effort and dimensions.
-    pub fn chat(request: &ChatRequest) -> Self {
+    /// From an `&ChatRequest` the messages are copied; from the call's `&Arc<ChatRequest>` the
+    /// input keeps the `Arc` instead ([`RowSubject::SharedChat`]; same rows, no copy).
+    pub fn chat<'a>(request: impl ChatRowRequest<'a>) -> Self {
+        let (request, subject) = request.chat_subject();
         Self {
-            subject: RowSubject::Chat {
-                messages: request.messages.clone(),
-            },
+            subject,
             sampling: request.overlay.clone(),
             reasoning_effort: request.reasoning_effort,
             session_id: request.session_id.clone(),
@@ -404,12 +430,92 @@ fn embed_text(text: &str, cap: Option<usize>) -> String {
 }
 
 fn messages_json(items: Vec<Value>) -> String {
-    Value::Array(items).to_string()
+    let mut out = String::new();
+    json::write_value(&mut out, &Value::Array(items));
+    out
 }
 
+/// The `messages` JSON of a chat call (80 T-12, T-35, T-36; 70 C-47): byte for byte
+/// `cap_messages(&digest_messages(messages), cap)` printed compactly, written in one pass over
+/// the borrowed messages (no copy of the messages is built).
 fn chat_messages_json(messages: &[JsonObject], cap: Option<usize>) -> String {
-    let capped = cap_messages(&digest_messages(messages), cap);
-    messages_json(capped.into_iter().map(Value::Object).collect())
+    let estimate: usize = messages
+        .iter()
+        .map(|m| match m.get("content") {
+            Some(Value::String(s)) => s.len() + 32,
+            _ => 64,
+        })
+        .sum();
+    let mut out = String::with_capacity(estimate + 2);
+    out.push('[');
+    for (i, message) in messages.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('{');
+        for (j, (key, value)) in message.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            json::write_str(&mut out, key);
+            out.push(':');
+            if key == "content" {
+                write_chat_content(&mut out, value, cap);
+            } else {
+                json::write_value(&mut out, value);
+            }
+        }
+        out.push('}');
+    }
+    out.push(']');
+    out
+}
+
+/// One message's `content`: a string is capped (T-35); in an array, `text` parts keep their
+/// (capped, T-36) text and every other part becomes its C-47 digest.
+fn write_chat_content(out: &mut String, content: &Value, cap: Option<usize>) {
+    match content {
+        Value::String(text) => json::write_str(out, &cap_text(text, cap)),
+        Value::Array(parts) => {
+            out.push('[');
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let is_text = part.get("type").and_then(Value::as_str) == Some("text");
+                match part {
+                    Value::Object(fields) if is_text && cap.is_some() => {
+                        out.push('{');
+                        for (j, (key, value)) in fields.iter().enumerate() {
+                            if j > 0 {
+                                out.push(',');
+                            }
+                            json::write_str(out, key);
+                            out.push(':');
+                            match value {
+                                Value::String(text) if key == "text" => {
+                                    json::write_str(out, &cap_text(text, cap));
+                                }
+                                other => json::write_value(out, other),
+                            }
+                        }
+                        out.push('}');
+                    }
+                    _ if is_text => json::write_value(out, part),
+                    _ => {
+                        let hash = hex::encode(Sha256::digest(canonical_json(part).as_bytes()));
+                        out.push_str("{\"type\":");
+                        json::write_value(out, part.get("type").unwrap_or(&Value::Null));
+                        out.push_str(",\"sha256\":");
+                        json::write_str(out, &hash);
+                        out.push('}');
+                    }
+                }
+            }
+            out.push(']');
+        }
+        other => json::write_value(out, other),
+    }
 }
 
 /// Process-wide set of models already warned about as unpriced (80 T-30: one warning per
@@ -434,13 +540,65 @@ fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
+/// The `meta` column (80 T-34): canonical JSON of the caller's meta, `'{}'` when empty. `Meta`
+/// is a `BTreeMap`, so its keys are already in canonical order.
 fn canonical_meta(meta: &Meta) -> String {
-    let object: Map<String, Value> = meta.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
-    canonical_json(&Value::Object(object))
+    if meta.is_empty() {
+        return "{}".to_owned();
+    }
+    let mut out = String::with_capacity(16 * meta.len() + 2);
+    out.push('{');
+    for (i, (key, value)) in meta.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json::write_str(&mut out, key);
+        out.push(':');
+        match value {
+            MetaValue::Str(text) => json::write_str(&mut out, text),
+            other => json::write_canonical(&mut out, &other.to_json()),
+        }
+    }
+    out.push('}');
+    out
 }
 
+/// Canonical JSON of `object`, `None` when empty (the `sampling` column, T-13).
 fn canonical_object(object: &JsonObject) -> Option<String> {
-    (!object.is_empty()).then(|| canonical_json(&Value::Object(object.clone())))
+    canonical_merged(&JsonObject::new(), object)
+}
+
+/// Canonical JSON of `base` overlaid by `over` (a key of `over` replaces the same key of
+/// `base`), `None` when both are empty: the attempt row's `sampling` (T-13), without building
+/// the merged map.
+fn canonical_merged(base: &JsonObject, over: &JsonObject) -> Option<String> {
+    if base.is_empty() && over.is_empty() {
+        return None;
+    }
+    let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(base.len() + over.len());
+    entries.extend(base.iter().map(|(k, v)| (k.as_str(), v)));
+    entries.extend(over.iter().map(|(k, v)| (k.as_str(), v)));
+    // Stable: for a key in both maps the overlay entry sorts after the base entry.
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let mut unique: Vec<(&str, &Value)> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        match unique.last_mut() {
+            Some(last) if last.0 == entry.0 => *last = entry,
+            _ => unique.push(entry),
+        }
+    }
+    let mut out = String::with_capacity(16 * unique.len() + 2);
+    json::write_canonical_entries(&mut out, &unique);
+    Some(out)
+}
+
+/// Strings of owned attempt facts moved into the row instead of copied (`None` = copy).
+#[derive(Default)]
+struct OwnedTexts {
+    call_id: Option<String>,
+    content: Option<String>,
+    thinking: Option<String>,
+    model_reported: Option<Option<String>>,
 }
 
 /// Turns row facts into `TelemetryRow`s (80 T-12): holds the price table, the text cap and the
@@ -516,6 +674,9 @@ impl RowShaper {
         let json = match &input.subject {
             RowSubject::Unknown => "[]".to_owned(),
             RowSubject::Chat { messages } => chat_messages_json(messages, self.text_cap),
+            RowSubject::SharedChat { request } => {
+                chat_messages_json(&request.messages, self.text_cap)
+            }
             RowSubject::Embed { texts, .. } => messages_json(
                 texts
                     .iter()
@@ -553,17 +714,44 @@ impl RowShaper {
 
     /// One attempt row (80 T-12 columns "attempt ✓ / ✗ / ⊘"; T-13..T-16, T-28..T-31).
     pub fn attempt_row(&self, facts: &AttemptRowFacts) -> TelemetryRow {
+        self.build_attempt_row(facts, OwnedTexts::default())
+    }
+
+    /// [`attempt_row`](Self::attempt_row) from owned facts: the same row, but the attempt's
+    /// `call_id`, response text, thinking and reported model are moved into it instead of
+    /// copied (the emitter's path, issue 9 follow-up).
+    pub fn attempt_row_owned(&self, mut facts: AttemptRowFacts) -> TelemetryRow {
+        let mut owned = OwnedTexts {
+            call_id: Some(std::mem::take(&mut facts.call_id)),
+            ..OwnedTexts::default()
+        };
+        if let AttemptRowOutcome::Success(result) = &mut facts.outcome {
+            owned.content = Some(std::mem::take(&mut result.content));
+            owned.thinking = Some(std::mem::take(&mut result.thinking));
+            owned.model_reported = Some(result.model_reported.take());
+        }
+        self.build_attempt_row(&facts, owned)
+    }
+
+    /// `text` capped (T-35): the owned string itself when the cap keeps it whole.
+    fn capped(&self, owned: Option<String>, borrowed: &str) -> String {
+        match owned {
+            Some(text) => match cap_text(&text, self.text_cap) {
+                Cow::Borrowed(_) => text,
+                Cow::Owned(capped) => capped,
+            },
+            None => cap_text(borrowed, self.text_cap).into_owned(),
+        }
+    }
+
+    fn build_attempt_row(&self, facts: &AttemptRowFacts, owned: OwnedTexts) -> TelemetryRow {
         let call = &*facts.call;
         let operation = call.operation;
         let input = input_or_default(call);
         let source = &*facts.source;
         let chat = operation == CallOperation::Chat;
         let sampling = if chat {
-            let mut merged = source.extra_body.clone();
-            for (k, v) in &input.sampling {
-                merged.insert(k.clone(), v.clone());
-            }
-            canonical_object(&merged)
+            canonical_merged(&source.extra_body, &input.sampling)
         } else {
             None
         };
@@ -577,8 +765,14 @@ impl RowShaper {
             source_key: key,
             redact_ips: self.redact_ips,
         };
+        let OwnedTexts {
+            call_id,
+            content,
+            thinking,
+            model_reported,
+        } = owned;
         let mut row = TelemetryRow {
-            call_id: facts.call_id.clone(),
+            call_id: call_id.unwrap_or_else(|| facts.call_id.clone()),
             parent_call_id: input.parent_call_id.clone(),
             session_id: input.session_id.clone(),
             model: source.model.clone(),
@@ -620,8 +814,8 @@ impl RowShaper {
         };
         let errors = match &facts.outcome {
             AttemptRowOutcome::Success(result) => {
-                row.response = cap_text(&result.content, self.text_cap).into_owned();
-                row.thinking = cap_text(&result.thinking, self.text_cap).into_owned();
+                row.response = self.capped(content, &result.content);
+                row.thinking = self.capped(thinking, &result.thinking);
                 row.prompt_tokens = to_i64(result.usage.prompt_tokens);
                 row.completion_tokens = to_i64(result.usage.completion_tokens);
                 row.usage_source = result.usage_source;
@@ -629,7 +823,8 @@ impl RowShaper {
                 row.max_inter_token_ms = result.max_inter_token_ms;
                 row.cost = self.cost(operation, &source.model, &result.usage, result.usage_source);
                 row.cached_prompt_tokens = result.usage.cached_prompt_tokens.map(to_i64);
-                row.model_reported = result.model_reported.clone();
+                row.model_reported =
+                    model_reported.unwrap_or_else(|| result.model_reported.clone());
                 row.reasoning_tokens = result.usage.reasoning_tokens.map(to_i64);
                 row.thinking_observation = Some(result.thinking_observation);
                 row.reasoning_effort = if chat { result.applied_effort } else { None };
@@ -799,4 +994,133 @@ fn apply_errors(row: &mut TelemetryRow, errors: ErrorFields) {
     row.cause_type = cause_type;
     row.http_status_code = http_status_code;
     row.error_body = error_body;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn obj(v: Value) -> JsonObject {
+        match v {
+            Value::Object(map) => map,
+            _ => JsonObject::new(),
+        }
+    }
+
+    /// The one-pass writer gives exactly the bytes of the composed form (digest, cap, print)
+    /// for strings, text parts, image parts, odd parts, escapes and every cap.
+    // covers: T-35, T-36, C-47
+    #[test]
+    fn t_35_c_47_one_pass_messages_equal_composed_form() {
+        let messages = vec![
+            obj(json!({"role": "system", "content": "short"})),
+            obj(
+                json!({"role": "user", "name": "n\"q", "content": "a longer text with \"quotes\", a \\ and a\nnewline 漢字 🚀"}),
+            ),
+            obj(json!({"role": "user", "content": [
+                {"type": "text", "text": "first part of the text", "extra": 1},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA", "detail": "low"}},
+                {"type": "text", "text": 7},
+                {"type": "text"},
+                {"kind": "untyped"},
+                "bare string part",
+                42,
+                {"type": 3, "x": null}
+            ]})),
+            obj(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "t1", "function": {"name": "f", "arguments": "{\"a\": \"a very long argument string\"}"}}]}),
+            ),
+            obj(
+                json!({"role": "tool", "tool_call_id": "t1", "content": {"odd": "object content"}}),
+            ),
+            obj(json!({"role": "user"})),
+        ];
+        for cap in [None, Some(1), Some(4), Some(10), Some(1000)] {
+            let composed = messages_json(
+                cap_messages(&digest_messages(&messages), cap)
+                    .into_iter()
+                    .map(Value::Object)
+                    .collect(),
+            );
+            assert_eq!(chat_messages_json(&messages, cap), composed, "cap {cap:?}");
+        }
+        assert_eq!(chat_messages_json(&[], None), "[]");
+    }
+
+    /// A row input over the shared request gives the same rows as one over a copy.
+    // covers: T-12
+    #[test]
+    fn t_12_shared_chat_request_gives_the_same_rows() {
+        let mut request = ChatRequest::new(vec![
+            obj(json!({"role": "user", "content": "hello there"})),
+            obj(
+                json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}),
+            ),
+        ]);
+        request.overlay = obj(json!({"temperature": 0.2}));
+        request.tenant_id = Some("t".into());
+        let shared = Arc::new(request.clone());
+        let copied = RowInput::chat(&request);
+        let kept = RowInput::chat(&shared);
+        assert!(matches!(kept.subject, RowSubject::SharedChat { .. }));
+        assert!(matches!(copied.subject, RowSubject::Chat { .. }));
+        for cap in [None, Some(3)] {
+            let shaper = RowShaper::new(None, cap, true).unwrap_or_default();
+            assert_eq!(
+                shaper.attempt_messages(&kept, CallOperation::Chat),
+                shaper.attempt_messages(&copied, CallOperation::Chat)
+            );
+            assert_eq!(
+                shaper.terminal_messages(&kept, CallOperation::Chat),
+                shaper.terminal_messages(&copied, CallOperation::Chat)
+            );
+        }
+        assert_eq!(kept.sampling, copied.sampling);
+        assert_eq!(kept.tenant_id, copied.tenant_id);
+    }
+
+    /// `sampling` (T-13): caller keys override `extra_body` keys, keys sorted, `None` when
+    /// both are empty; equal to canonical JSON of the merged map.
+    // covers: T-13
+    #[test]
+    fn t_13_merged_sampling_equals_canonical_of_merged_map() {
+        let base = obj(json!({"top_p": 0.5, "temperature": 0.9, "z": {"b": 1, "a": [2]}}));
+        let over = obj(json!({"temperature": 0.2, "max_tokens": 512, "a": "x"}));
+        let mut merged = base.clone();
+        for (k, v) in &over {
+            merged.insert(k.clone(), v.clone());
+        }
+        assert_eq!(
+            canonical_merged(&base, &over),
+            Some(canonical_json(&Value::Object(merged)))
+        );
+        assert_eq!(
+            canonical_merged(&JsonObject::new(), &JsonObject::new()),
+            None
+        );
+        assert_eq!(
+            canonical_object(&over).as_deref(),
+            Some(r#"{"a":"x","max_tokens":512,"temperature":0.2}"#)
+        );
+    }
+
+    /// `meta` (T-34): canonical JSON of every value kind, `'{}'` when empty.
+    // covers: T-34
+    #[test]
+    fn t_34_meta_written_canonically() {
+        let mut meta = Meta::new();
+        assert_eq!(canonical_meta(&meta), "{}");
+        meta.insert("b".into(), 1i64.into());
+        meta.insert("a".into(), "x\"y".into());
+        meta.insert("c".into(), MetaValue::Bool(true));
+        meta.insert("d".into(), MetaValue::Null);
+        let object: Map<String, Value> =
+            meta.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
+        assert_eq!(
+            canonical_meta(&meta),
+            canonical_json(&Value::Object(object))
+        );
+    }
 }

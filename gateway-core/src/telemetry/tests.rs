@@ -1084,3 +1084,168 @@ fn ct_tel_02_shaped_none_stays_null_zero_stays_zero() {
     assert_eq!(get("reasoning_tokens"), SqlValue::Null);
     assert_eq!(get("cost"), SqlValue::Null);
 }
+
+// ---- direct hand-off (issue 9 follow-up) ---------------------------------------------------
+
+/// A recorder with a synchronous hand-off that, like the SQLite one, only queues: rows become
+/// visible in `written` at its `flush`. Counts the async `record` calls.
+#[derive(Debug, Default)]
+struct DirectRecorder {
+    pending: Mutex<Vec<TelemetryRow>>,
+    written: Mutex<Vec<TelemetryRow>>,
+    async_records: Mutex<u32>,
+    fail: bool,
+}
+
+impl TelemetryStatusProvider for DirectRecorder {
+    fn status(&self) -> TelemetryStatus {
+        TelemetryStatus::for_backend("sqlite")
+    }
+}
+
+#[async_trait]
+impl TelemetryRecorder for DirectRecorder {
+    async fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
+        *self.async_records.lock().unwrap() += 1;
+        self.pending.lock().unwrap().push(row);
+        Ok(())
+    }
+    fn supports_record_now(&self) -> bool {
+        true
+    }
+    fn record_now(
+        &self,
+        row: Box<TelemetryRow>,
+    ) -> Result<Result<(), RecordError>, Box<TelemetryRow>> {
+        if self.fail {
+            return Ok(Err(RecordError::new(RecordErrorKind::Unavailable, "down")));
+        }
+        self.pending.lock().unwrap().push(*row);
+        Ok(Ok(()))
+    }
+    async fn flush(&self) {
+        let rows: Vec<_> = self.pending.lock().unwrap().drain(..).collect();
+        self.written.lock().unwrap().extend(rows);
+    }
+    async fn close(&self) {
+        self.flush().await;
+    }
+}
+
+fn kinds(rows: &Mutex<Vec<TelemetryRow>>) -> Vec<EventKind> {
+    rows.lock().unwrap().iter().map(|r| r.event_kind).collect()
+}
+
+// covers: T-1, T-51, R-24
+#[tokio::test]
+async fn r_24_direct_handoff_keeps_emit_order_and_flush_covers_it() {
+    let rec = Arc::new(DirectRecorder::default());
+    let (emitter, worker) = TelemetryEmitter::new(rec.clone(), EmitterConfig::default()).unwrap();
+    assert!(emitter.direct_handoff());
+    // No worker yet: rows still reach the recorder (the call path never needs the worker).
+    emitter
+        .attempt(success(chat_call(), "m", ok_result(1, 1)))
+        .await;
+    emitter.cache_hit(cache_hit(chat_call(), historic())).await;
+    emitter
+        .terminal(terminal(chat_call(), TerminalOutcome::Cancelled))
+        .await;
+    assert_eq!(rec.pending.lock().unwrap().len(), 3, "handed over at emit");
+    assert!(rec.written.lock().unwrap().is_empty());
+    let worker = tokio::spawn(worker.run());
+    RowSink::flush(&emitter).await;
+    assert_eq!(
+        kinds(&rec.written),
+        [
+            EventKind::Attempt,
+            EventKind::CacheHit,
+            EventKind::TerminalFailure
+        ],
+        "flush covers the rows handed over directly, in emit order"
+    );
+    assert_eq!(
+        *rec.async_records.lock().unwrap(),
+        0,
+        "one path per emitter"
+    );
+    emitter.close().await;
+    worker.await.unwrap();
+    emitter.emit(priced().terminal_row(&terminal(chat_call(), TerminalOutcome::Cancelled)));
+    assert_eq!(
+        emitter.dropped_rows(),
+        1,
+        "after close: dropped and counted"
+    );
+    assert_eq!(rec.written.lock().unwrap().len(), 3);
+}
+
+// covers: T-39
+#[tokio::test]
+async fn t_39_direct_handoff_recorder_error_is_counted_never_propagated() {
+    let rec = Arc::new(DirectRecorder {
+        fail: true,
+        ..DirectRecorder::default()
+    });
+    let (emitter, worker) = TelemetryEmitter::new(rec, EmitterConfig::default()).unwrap();
+    tokio::spawn(worker.run());
+    emitter
+        .attempt(success(chat_call(), "m", ok_result(1, 1)))
+        .await;
+    emitter.flush().await;
+    assert_eq!(emitter.dropped_rows(), 1);
+}
+
+// covers: T-1
+#[tokio::test]
+async fn t_1_direct_handoff_off_or_unsupported_uses_the_queue() {
+    // Opted out: the recorder's async `record` gets the rows.
+    let rec = Arc::new(DirectRecorder::default());
+    let config = EmitterConfig::default().with_direct_handoff(false);
+    let (emitter, worker) = TelemetryEmitter::new(rec.clone(), config).unwrap();
+    assert!(!emitter.direct_handoff());
+    tokio::spawn(worker.run());
+    emitter
+        .attempt(success(chat_call(), "m", ok_result(1, 1)))
+        .await;
+    emitter.flush().await;
+    assert_eq!(*rec.async_records.lock().unwrap(), 1);
+    assert_eq!(rec.written.lock().unwrap().len(), 1);
+    // A recorder without the fast path: the port's default hands the row back untouched.
+    let plain = FakeRecorder::default();
+    assert!(!plain.supports_record_now());
+    let row = priced().terminal_row(&terminal(chat_call(), TerminalOutcome::Cancelled));
+    match plain.record_now(Box::new(row.clone())) {
+        Err(back) => assert_eq!(*back, row),
+        Ok(_) => panic!("the default must hand the row back"),
+    }
+    let (emitter, _worker) =
+        TelemetryEmitter::new(Arc::new(plain), EmitterConfig::default()).unwrap();
+    assert!(!emitter.direct_handoff());
+}
+
+/// The owned path moves the texts but builds exactly the borrowed path's row.
+// covers: T-12, T-35
+#[test]
+fn t_12_owned_attempt_row_equals_borrowed_row() {
+    let mut r = ok_result(3, 4);
+    r.content = "a fairly long answer".into();
+    r.thinking = "some thinking".into();
+    r.model_reported = Some("m-0919".into());
+    for cap in [None, Some(5)] {
+        let shaper = RowShaper::new(None, cap, true).unwrap();
+        let facts = success(chat_call(), "qwen-max", r.clone());
+        assert_eq!(
+            shaper.attempt_row_owned(facts.clone()),
+            shaper.attempt_row(&facts)
+        );
+        let failed = attempt(
+            chat_call(),
+            src("m"),
+            AttemptRowOutcome::Failed(transient("boom from 10.0.0.1")),
+        );
+        assert_eq!(
+            shaper.attempt_row_owned(failed.clone()),
+            shaper.attempt_row(&failed)
+        );
+    }
+}

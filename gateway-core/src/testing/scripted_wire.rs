@@ -39,8 +39,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use gateway_ports::{
-    ChatTransport, KeepAliveKind, NetworkFault, NetworkFaultKind, WireBody, WireEvent, WireFailure,
-    WireRequest, WireResponse,
+    ChatTransport, ChunkJson, KeepAliveKind, NetworkFault, NetworkFaultKind, WireBody, WireEvent,
+    WireFailure, WireRequest, WireResponse,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -306,8 +306,8 @@ fn json_body_event(body: &[u8]) -> WireEvent {
     if text.trim().is_empty() {
         return WireEvent::KeepAlive(KeepAliveKind::EmptyData);
     }
-    match serde_json::from_str::<Value>(&text) {
-        Ok(value) => WireEvent::Chunk(value),
+    match ChunkJson::parse(&text) {
+        Ok(chunk) => WireEvent::Chunk(chunk),
         Err(_) => WireEvent::MalformedFrame { len: body.len() },
     }
 }
@@ -393,8 +393,8 @@ impl MiniSse {
         } else if trimmed == "[DONE]" {
             WireEvent::Done
         } else {
-            match serde_json::from_str::<Value>(&data) {
-                Ok(value) => WireEvent::Chunk(value),
+            match ChunkJson::parse(&data) {
+                Ok(chunk) => WireEvent::Chunk(chunk),
                 Err(_) => WireEvent::MalformedFrame { len: data.len() },
             }
         };

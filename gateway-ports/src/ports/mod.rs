@@ -22,7 +22,7 @@ pub use limiter::{Acquire, LimitGate, Permit, RateLimiter, SourceStats};
 pub use recorder::{TelemetryRecorder, TelemetryStatusProvider};
 pub use structured::{StructuredFailure, StructuredOutputStrategy};
 pub use transport::{
-    ArchiveEntry, ChatTransport, EmbeddingTransport, Endpoint, KeepAliveKind, OcrLayoutWire,
-    OcrStage, OcrTransport, OcrWireFailure, OcrWireRequest, WireBody, WireEvent, WireEventStream,
-    WireNotice, WireRequest, WireResponse,
+    ArchiveEntry, ChatTransport, ChunkJson, EmbeddingTransport, Endpoint, KeepAliveKind,
+    OcrLayoutWire, OcrStage, OcrTransport, OcrWireFailure, OcrWireRequest, WireBody, WireEvent,
+    WireEventStream, WireNotice, WireRequest, WireResponse,
 };

@@ -115,11 +115,77 @@ pub enum WireNotice {
     SplitDataLines,
 }
 
+/// The data of one dispatched SSE event (or a whole JSON body, 05 R-27): one complete JSON text of
+/// any type, checked when built and kept as text (40 S-25).
+///
+/// The adapter only checks that the data is JSON (a wire fact); the core decides how to read it.
+/// Keeping the text rather than a parsed `Value` lets the core read the common chunk shapes
+/// without building a map per object (05 R-56: parsing every frame into a `Value` was a third of
+/// the stream overhead) and fall back to [`ChunkJson::to_value`] for everything else.
+///
+/// Equality is JSON equality (`to_value() == to_value()`), so whitespace and key order of the
+/// text do not matter; `Debug` prints the text (chunk data is payload, never a secret).
+#[derive(Clone)]
+pub struct ChunkJson {
+    text: Box<str>,
+}
+
+impl ChunkJson {
+    /// Checks that `text` is exactly one JSON text (surrounding whitespace allowed) and keeps it.
+    /// Errors: the `serde_json` syntax error (the caller reports only the length, 40 S-26).
+    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str::<serde::de::IgnoredAny>(text)?;
+        Ok(Self { text: text.into() })
+    }
+
+    /// The JSON text of `value` (for scripted transports and tests).
+    pub fn from_value(value: &Value) -> Self {
+        Self {
+            text: value.to_string().into(),
+        }
+    }
+
+    /// The JSON text as received.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The text parsed into a `Value`. The text was checked when built, so this cannot fail in
+    /// practice; an impossible parse error yields `Value::Null` rather than a panic.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+impl From<Value> for ChunkJson {
+    fn from(value: Value) -> Self {
+        Self::from_value(&value)
+    }
+}
+
+impl From<&Value> for ChunkJson {
+    fn from(value: &Value) -> Self {
+        Self::from_value(value)
+    }
+}
+
+impl PartialEq for ChunkJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text || self.to_value() == other.to_value()
+    }
+}
+
+impl fmt::Debug for ChunkJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ChunkJson").field(&&*self.text).finish()
+    }
+}
+
 /// One SSE fact (10 §8.1, 40 §2). Terminal: `Done`, `FrameTooLarge`, `End`, `ReadError`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WireEvent {
-    /// Data of one dispatched event, parsed as JSON (any JSON type).
-    Chunk(Value),
+    /// Data of one dispatched event: one JSON text of any type (40 S-25).
+    Chunk(ChunkJson),
     /// `[DONE]`; terminal.
     Done,
     /// A keep-alive; never progress.
