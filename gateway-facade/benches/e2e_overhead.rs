@@ -19,7 +19,7 @@
 //! Environment: `E2E_WARMUP` (governed warm-up calls per source, default 5000), `E2E_CALLS`
 //! (measured calls per cell at concurrency 1, default 10000), `E2E_BLOCK` (calls per alternating
 //! block, default 1000), `E2E_CONC` (default 64), `E2E_TPUT_SECS` (seconds per throughput slice,
-//! default 2), `E2E_ROUNDS` (alternating throughput slices per path, default 2).
+//! default 2), `E2E_ROUNDS` (alternating throughput slices per path, default 2), `E2E_TELEMETRY` (`sqlite` default; `none` for diagnosis).
 //!
 //! Instruction counts: `E2E_CALLGRIND=<bare|governed>-<stream|json>` with `E2E_CALLGRIND_CALLS=N`
 //! (and a small `E2E_WARMUP`) runs only warm-up + N sequential calls of that kind and exits, so
@@ -95,7 +95,12 @@ fn start_sim(kind: Kind) -> SimHandle {
 fn governed_env(sim: &SimHandle, telemetry: &Path) -> EnvMap {
     let p = "LLM__SIM__1__";
     [
-        ("PGW_TELEMETRY_BACKEND".to_owned(), "sqlite".to_owned()),
+        // `E2E_TELEMETRY=none` turns telemetry off, to tell its share apart (diagnosis only;
+        // R-56 figures are taken with SQLite telemetry on).
+        (
+            "PGW_TELEMETRY_BACKEND".to_owned(),
+            std::env::var("E2E_TELEMETRY").unwrap_or_else(|_| "sqlite".to_owned()),
+        ),
         (
             "PGW_TELEMETRY_SQLITE_PATH".to_owned(),
             telemetry.to_string_lossy().into_owned(),
