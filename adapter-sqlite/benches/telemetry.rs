@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use adapter_sqlite::SqliteRecorder;
 use async_trait::async_trait;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gateway_core::attempt::TransportResult;
-use gateway_core::rows::{AttemptRowFacts, AttemptRowOutcome, RowCall};
-use gateway_core::telemetry::{EmitterConfig, RowInput, TelemetryEmitter};
+use gateway_core::telemetry::{EmitterConfig, TelemetryEmitter};
 use gateway_ports::{
-    CallOperation, ChatRequest, ModelPrice, PricingTable, RecordError, SourceConfig,
-    TelemetryRecorder, TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
+    RecordError, TelemetryRecorder, TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
 };
-use serde_json::json;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::{facts, pricing};
 
 const ROWS_PER_ITER: u64 = 5_000;
 
@@ -65,53 +65,15 @@ impl TelemetryRecorder for Discard {
     }
 }
 
-fn facts() -> AttemptRowFacts {
-    let messages = (0..4)
-        .map(|i| {
-            json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
-                   "content": "lorem ipsum dolor sit amet ".repeat(20)})
-            .as_object()
-            .cloned()
-            .unwrap()
-        })
-        .collect();
-    let mut req = ChatRequest::new(messages);
-    req.overlay = json!({"temperature": 0.2, "max_tokens": 512})
-        .as_object()
-        .cloned()
-        .unwrap();
-    req.tenant_id = Some("tenant-a".into());
-    let mut call = RowCall::new("lcid", CallOperation::Chat, "llm");
-    call.input = Some(Arc::new(RowInput::chat(&req)));
-    let source = SourceConfig::new("openai_1", "openai", "http://127.0.0.1:9", None, "qwen-max");
-    let mut result = TransportResult::ok(1200, 300);
-    result.content = "answer ".repeat(100);
-    AttemptRowFacts::new(
-        Arc::new(call),
-        "att-1",
-        Arc::new(source),
-        250,
-        AttemptRowOutcome::Success(Box::new(result)),
-    )
-}
-
 fn emit_cost(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let mut pricing = PricingTable::default();
-    pricing.prices.insert(
-        "qwen-max".into(),
-        ModelPrice {
-            input_per_1m: 1.0,
-            output_per_1m: 8.0,
-            cached_input_per_1m: None,
-        },
-    );
+    let pricing = pricing();
     let config = EmitterConfig::default()
         .with_pricing(Some(pricing))
         .with_queue_capacity(1 << 20);
     let (emitter, worker) = TelemetryEmitter::new(Arc::new(Discard), config).unwrap();
     rt.spawn(worker.run());
-    let facts = facts();
+    let facts = facts(0);
     let mut group = c.benchmark_group("emitter_call_path");
     group.bench_function("shape_attempt_row", |b| {
         b.iter(|| emitter.shaper().attempt_row(&facts));

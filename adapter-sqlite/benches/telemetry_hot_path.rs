@@ -25,15 +25,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapter_sqlite::{SqliteRecorder, SqliteRecorderConfig};
-use gateway_core::attempt::TransportResult;
-use gateway_core::rows::{AttemptRowFacts, AttemptRowOutcome, RowCall, RowSink};
-use gateway_core::telemetry::{EmitterConfig, RowInput, TelemetryEmitter};
-use gateway_ports::{
-    CallOperation, ChatRequest, ModelPrice, PricingTable, SourceConfig, TelemetryRecorder,
-    TelemetryStatusProvider,
-};
-use serde_json::json;
+use gateway_core::rows::RowSink;
+use gateway_core::telemetry::{EmitterConfig, TelemetryEmitter};
+use gateway_ports::{TelemetryRecorder, TelemetryStatusProvider};
 use tokio::time::Instant;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::{facts, pricing};
 
 fn env_u64(key: &str, default: u64) -> u64 {
     std::env::var(key)
@@ -70,53 +69,6 @@ fn own_cpu_ns() -> u64 {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
-}
-
-fn pricing() -> PricingTable {
-    let mut pricing = PricingTable::default();
-    pricing.prices.insert(
-        "qwen-max".into(),
-        ModelPrice {
-            input_per_1m: 1.0,
-            output_per_1m: 8.0,
-            cached_input_per_1m: None,
-        },
-    );
-    pricing
-}
-
-/// One call's attempt facts: a 4-message chat (≈ 560 characters each), overlay, tenant, a
-/// 700-character answer. `i` makes the ids unique; each call gets a fresh `RowInput`.
-fn facts(i: u64) -> AttemptRowFacts {
-    let messages = (0..4)
-        .map(|m| {
-            json!({"role": if m % 2 == 0 { "user" } else { "assistant" },
-                   "content": "lorem ipsum dolor sit amet ".repeat(20)})
-            .as_object()
-            .cloned()
-            .unwrap()
-        })
-        .collect();
-    let mut req = ChatRequest::new(messages);
-    req.overlay = json!({"temperature": 0.2, "max_tokens": 512})
-        .as_object()
-        .cloned()
-        .unwrap();
-    req.tenant_id = Some("tenant-a".into());
-    // Shared like the facade's request (`RowInput::chat(&Arc<ChatRequest>)`).
-    let req = Arc::new(req);
-    let mut call = RowCall::new(format!("lcid-{i}"), CallOperation::Chat, "llm");
-    call.input = Some(Arc::new(RowInput::chat(&req)));
-    let source = SourceConfig::new("openai_1", "openai", "http://127.0.0.1:9", None, "qwen-max");
-    let mut result = TransportResult::ok(1200, 300);
-    result.content = "answer ".repeat(100);
-    AttemptRowFacts::new(
-        Arc::new(call),
-        format!("att-{i}"),
-        Arc::new(source),
-        250,
-        AttemptRowOutcome::Success(Box::new(result)),
-    )
 }
 
 fn recorder_config(path: std::path::PathBuf) -> SqliteRecorderConfig {

@@ -2,119 +2,48 @@
 //!
 //! Writes exactly the bytes `serde_json`'s compact serializer writes (`Value::to_string`), but
 //! straight into one `String` from borrowed values: no intermediate `Value` trees, no map
-//! clones (with `preserve_order` every cloned map re-hashes its keys), and runs of a string
-//! without any byte to escape are copied in one piece instead of going through an escape table
-//! byte by byte. Numbers are printed by `serde_json::Number`'s own `Display`. The unit tests
-//! pin the output to `serde_json`'s byte for byte.
+//! clones (with `preserve_order` every cloned map re-hashes its keys). Strings and leaf values
+//! go through `serde_json` itself, so escaping and number printing are its own; only the
+//! assembly (and the canonical key order of 70 C-46) is ours. The unit tests pin the output to
+//! `serde_json`'s byte for byte.
 
-use serde_json::{Map, Value};
+use std::io;
 
-/// `true` when `b` is a byte JSON escapes (`"`, `\\`, or a control byte below 0x20).
-const fn escaped(b: u8) -> bool {
-    (b < 0x20) | (b == b'"') | (b == b'\\')
-}
+use serde_json::Value;
 
-/// The position of the first byte JSON escapes in `bytes` at or after `from`. Scans 16-byte
-/// blocks branch-free, so the compiler vectorises the scan (a handful of SIMD instructions per
-/// block instead of a table lookup per byte).
-fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    let tail = bytes.get(from..)?;
-    let mut blocks = tail.chunks_exact(16);
-    let mut base = from;
-    for block in blocks.by_ref() {
-        if let Ok(block) = <&[u8; 16]>::try_from(block)
-            && block.iter().fold(false, |acc, &b| acc | escaped(b))
-        {
-            return block.iter().position(|&b| escaped(b)).map(|at| base + at);
-        }
-        base += 16;
+/// An `io::Write` that appends to a `String`. `serde_json` writes whole UTF-8 pieces (it cuts a
+/// string only at the ASCII bytes it escapes), so each piece passes the strict check; a piece
+/// that did not would be an error, never a panic.
+struct StringWriter<'a>(&'a mut String);
+
+impl io::Write for StringWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let piece =
+            std::str::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        self.0.push_str(piece);
+        Ok(buf.len())
     }
-    blocks
-        .remainder()
-        .iter()
-        .position(|&b| escaped(b))
-        .map(|at| base + at)
-}
 
-/// The escape sequence of an escaped byte, as `serde_json` writes it: the two-character forms
-/// for `"`, `\\`, backspace, form feed, newline, carriage return and tab, `\\u00XX` (lower-case
-/// hex) for the other control bytes.
-fn push_escape(out: &mut String, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    match b {
-        b'"' => out.push_str("\\\""),
-        b'\\' => out.push_str("\\\\"),
-        0x08 => out.push_str("\\b"),
-        0x0c => out.push_str("\\f"),
-        b'\n' => out.push_str("\\n"),
-        b'\r' => out.push_str("\\r"),
-        b'\t' => out.push_str("\\t"),
-        _ => {
-            out.push_str("\\u00");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0x0f)]));
-        }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
-/// Appends `s` as a JSON string literal, byte for byte what `serde_json` writes: runs without
-/// an escaped byte are copied whole.
+/// Appends `value` as compact JSON through `serde_json`'s own serializer (its escaping and
+/// number printing), straight into `out`: no intermediate `String` or `Value`.
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut String, value: &T) {
+    // Serializing a `str` or a `Value` into memory cannot fail.
+    let _ = serde_json::to_writer(StringWriter(out), value);
+}
+
+/// Appends `s` as a JSON string literal, exactly as `serde_json` writes it.
 pub(crate) fn write_str(out: &mut String, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push('"');
-    let mut run_start = 0;
-    while let Some(at) = next_escape(bytes, run_start) {
-        // `at` is an ASCII byte, so both cuts are on character boundaries.
-        out.push_str(s.get(run_start..at).unwrap_or_default());
-        push_escape(out, bytes.get(at).copied().unwrap_or(0));
-        run_start = at + 1;
-    }
-    out.push_str(s.get(run_start..).unwrap_or_default());
-    out.push('"');
-}
-
-/// Appends a number as `serde_json` prints it (its `Display` is its serialization: `itoa` for
-/// integers, the shortest round-trip form for floats).
-fn write_number(out: &mut String, n: &serde_json::Number) {
-    use std::fmt::Write as _;
-    let _ = write!(out, "{n}");
+    write_json(out, s);
 }
 
 /// Appends `value` as compact JSON, object keys in map order (what `value.to_string()` gives).
 pub(crate) fn write_value(out: &mut String, value: &Value) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => write_object(out, map),
-    }
-}
-
-/// Appends `map` as a compact JSON object, keys in map order.
-pub(crate) fn write_object(out: &mut String, map: &Map<String, Value>) {
-    out.push('{');
-    for (i, (k, v)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_str(out, k);
-        out.push(':');
-        write_value(out, v);
-    }
-    out.push('}');
+    write_json(out, value);
 }
 
 /// Appends `value` as canonical JSON (70 C-46): object keys sorted by code point at every

@@ -1055,19 +1055,26 @@ async fn t_39_full_queue_drops_counts_and_never_blocks() {
     assert_eq!(rec.rows.lock().unwrap().len(), 2);
 }
 
+/// T-39 through the queued path (`FakeRecorder`) and the direct hand-off (`DirectRecorder`).
 #[tokio::test]
 async fn t_39_recorder_error_is_counted_never_propagated() {
-    let rec = Arc::new(FakeRecorder {
+    let queued: Arc<dyn TelemetryRecorder> = Arc::new(FakeRecorder {
         fail: true,
         ..FakeRecorder::default()
     });
-    let (emitter, worker) = TelemetryEmitter::new(rec, EmitterConfig::default()).unwrap();
-    tokio::spawn(worker.run());
-    emitter
-        .attempt(success(chat_call(), "m", ok_result(1, 1)))
-        .await;
-    emitter.flush().await;
-    assert_eq!(emitter.dropped_rows(), 1);
+    let direct: Arc<dyn TelemetryRecorder> = Arc::new(DirectRecorder {
+        fail: true,
+        ..DirectRecorder::default()
+    });
+    for rec in [queued, direct] {
+        let (emitter, worker) = TelemetryEmitter::new(rec, EmitterConfig::default()).unwrap();
+        tokio::spawn(worker.run());
+        emitter
+            .attempt(success(chat_call(), "m", ok_result(1, 1)))
+            .await;
+        emitter.flush().await;
+        assert_eq!(emitter.dropped_rows(), 1);
+    }
 }
 
 #[test]
@@ -1177,22 +1184,6 @@ async fn r_24_direct_handoff_keeps_emit_order_and_flush_covers_it() {
         "after close: dropped and counted"
     );
     assert_eq!(rec.written.lock().unwrap().len(), 3);
-}
-
-// covers: T-39
-#[tokio::test]
-async fn t_39_direct_handoff_recorder_error_is_counted_never_propagated() {
-    let rec = Arc::new(DirectRecorder {
-        fail: true,
-        ..DirectRecorder::default()
-    });
-    let (emitter, worker) = TelemetryEmitter::new(rec, EmitterConfig::default()).unwrap();
-    tokio::spawn(worker.run());
-    emitter
-        .attempt(success(chat_call(), "m", ok_result(1, 1)))
-        .await;
-    emitter.flush().await;
-    assert_eq!(emitter.dropped_rows(), 1);
 }
 
 // covers: T-1
