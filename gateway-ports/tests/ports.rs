@@ -332,3 +332,49 @@ fn c_4_structured_strategy_is_object_safe() {
             .is_some()
     );
 }
+
+/// 40 S-25, S-26 (05 R-56): a chunk is exactly one JSON text of any type, kept as received;
+/// equality is JSON equality; anything else is refused (the adapter then reports
+/// `MalformedFrame`, never the payload).
+// covers: S-25, S-26
+#[test]
+fn s_25_chunk_json_is_one_checked_json_text() {
+    for ok in [
+        " {\"a\": [1, 2]} ",
+        "1",
+        "\"x\"",
+        "null",
+        "[]",
+        "{\"\\u0041\":\"é\"}",
+    ] {
+        let chunk = ChunkJson::parse(ok).expect(ok);
+        assert_eq!(chunk.as_str(), ok, "kept as received");
+        assert_eq!(
+            chunk.to_value(),
+            serde_json::from_str::<serde_json::Value>(ok).unwrap()
+        );
+    }
+    for bad in [
+        "",
+        " ",
+        "{",
+        "{} {}",
+        "[DONE]",
+        "{\"a\":1,}",
+        "nul",
+        "\"\u{1}\"",
+    ] {
+        assert!(ChunkJson::parse(bad).is_err(), "{bad:?}");
+    }
+    let spaced = ChunkJson::parse("{ \"a\" : 1 , \"b\" : [true] }").unwrap();
+    let compact: ChunkJson = serde_json::json!({"b": [true], "a": 1}).into();
+    assert_eq!(spaced, compact, "JSON equality, not text equality");
+    assert_ne!(
+        spaced,
+        ChunkJson::parse("{\"a\":1.0,\"b\":[true]}").unwrap()
+    );
+    assert_eq!(
+        format!("{compact:?}"),
+        "ChunkJson(\"{\\\"b\\\":[true],\\\"a\\\":1}\")"
+    );
+}
