@@ -11,6 +11,8 @@
 //! segments of 20 §4). Callers prefix it with their path (`GatewaySettings.`,
 //! `GatewayClientBuilder::`) or rewrite it to the environment key that set the value (20 §2.4).
 
+use std::time::Duration;
+
 use gateway_ports::config::SourceConfig;
 use gateway_ports::vocab::{AuthStyle, ScopeKind};
 use gateway_ports::{ConfigError, ConfigWarning};
@@ -80,7 +82,9 @@ pub fn is_reserved_header(name: &str) -> bool {
 }
 
 fn positive_finite(v: f64) -> bool {
-    v.is_finite() && v > 0.0
+    // Also fits a `Duration` (≤ ≈ 1.8e19 s), so the transport and the executor can arm it: a
+    // larger value is refused here, naming its key, instead of failing later (chosen).
+    v.is_finite() && v > 0.0 && Duration::try_from_secs_f64(v).is_ok()
 }
 
 /// Validates one source (20 §11.2 stage B, in the original's order B1 → B6; 05 R-15).
@@ -195,7 +199,9 @@ pub fn validate_source(
         return Err(err(
             "source.watchdog",
             "timeout_s",
-            format!("source {name}: timeout_s must be a finite number of seconds > 0"),
+            format!(
+                "source {name}: timeout_s must be a finite number of seconds > 0 and at most 1.8e19"
+            ),
         ));
     }
     match (source.ttft_timeout_s, source.inter_token_timeout_s) {

@@ -233,6 +233,8 @@ fn a1_non_finite_and_huge_durations_name_their_key() {
         ("LLM__QWEN__1__TIMEOUT_S", "-inf"),
         ("LLM__QWEN__1__TIMEOUT_S", "1e309"),
         ("LLM__QWEN__1__TIMEOUT_S", "-3"),
+        // Finite but beyond a `Duration`: refused by validation, not later by the transport.
+        ("LLM__QWEN__1__TIMEOUT_S", "1e30"),
         ("LLM__CALL_DEADLINE_S", "inf"),
         (
             "LLM__RETRY__MAX_ATTEMPTS",
@@ -245,6 +247,9 @@ fn a1_non_finite_and_huge_durations_name_their_key() {
         let e = env_err(&env_with(&[(key, value)]));
         assert_eq!(e.origin, key, "{key}={value}: {e:?}");
     }
+    let e = env_err(&env_with(&[("LLM__QWEN__1__TIMEOUT_S", "1e30")]));
+    assert_eq!(e.code, "source.watchdog", "{e:?}");
+    assert!(e.to_string().contains("at most 1.8e19"), "{e}");
 }
 
 #[test]

@@ -49,7 +49,16 @@ fn process_wide_values_parse() {
     assert!(!v.redact_ips);
     assert_eq!(v.structured_max_retries, 0);
     assert_eq!(v.cache_namespace.as_deref(), Some("team-a"));
-    assert_eq!(v.cache_salt.as_deref(), Some("v2"));
+    assert_eq!(
+        v.cache_salt
+            .as_ref()
+            .map(|salt| salt.expose_secret().as_str()),
+        Some("v2")
+    );
+    assert!(
+        !format!("{v:?}").contains("v2\""),
+        "the salt never prints in Debug"
+    );
     assert_eq!(v.cache_ttl_s, 60.0);
     assert_eq!(v.lease_ttl_s, Some(200.0));
     let e = env_err(&env_with(&[("PGW_REDACT_IPS", "maybe")]));

@@ -543,7 +543,7 @@ fn parse_process_wide(r: &mut Reader<'_>, s: &mut GatewaySettings) -> Result<(),
         }
         Some(v.to_owned())
     } => s.cache_namespace);
-    set_pgw!(r, "cache_salt", |_k, v| Some(v.to_owned()) => s.cache_salt);
+    set_pgw!(r, "cache_salt", |_k, v| Some(Secret::from(v)) => s.cache_salt);
     set_pgw!(r, "cache_ttl_s", |k, v| positive_float(k, v)? => s.cache_ttl_s);
     set_pgw!(r, "cache_memory_max_entries", |k, v| int(k, v, 1)? => s.cache_memory_max_entries);
     match r.process("telemetry_backend") {

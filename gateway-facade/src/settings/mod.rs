@@ -161,7 +161,7 @@ fn availability(backend: &str) -> Result<(), &'static str> {
 /// Path 2 of 20 §9.2: build it with a struct literal or struct-update syntax from
 /// [`GatewaySettings::default`]; every consumer validates it ([`GatewaySettings::validate`]).
 /// Durations are `f64` seconds at this edge (05 R-18). `Debug` never shows a secret (keys, header
-/// values, `redis_url` and `telemetry_pg_dsn` are [`Secret`]s).
+/// values, `redis_url`, `telemetry_pg_dsn` and `cache_salt` are [`Secret`]s).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewaySettings {
     /// Scope name (20 §3.1); validation normalizes it to the lower-case runtime label.
@@ -204,8 +204,9 @@ pub struct GatewaySettings {
     pub redis_url: Option<Secret<String>>,
     /// `PGW_CACHE_NAMESPACE`; `None` = the scope label (resolved by validation).
     pub cache_namespace: Option<String>,
-    /// `PGW_CACHE_SALT`; `None` = no salt.
-    pub cache_salt: Option<String>,
+    /// `PGW_CACHE_SALT`; `None` = no salt. A [`Secret`]: a salt known to others lets them
+    /// predict cache keys, so `Debug` never prints it.
+    pub cache_salt: Option<Secret<String>>,
     /// `PGW_CACHE_TTL_S` in seconds (default 86 400).
     pub cache_ttl_s: f64,
     /// `PGW_CACHE_MEMORY_MAX_ENTRIES` (default 10 000).
@@ -721,7 +722,10 @@ fn check_process_wide(
         Some(_) => {}
         None => s.cache_namespace = Some(s.scope.clone()),
     }
-    if s.cache_salt.as_deref() == Some("") {
+    if s.cache_salt
+        .as_ref()
+        .is_some_and(|salt| salt.expose_secret().is_empty())
+    {
         return Err(ConfigError::new(
             "settings.backend",
             at("cache_salt"),
