@@ -15,6 +15,15 @@ use tokio::time::Instant;
 use crate::attempt::LegSignals;
 use crate::classify::LivenessKind;
 
+/// `d` in milliseconds, from whole seconds and nanoseconds, so a round number of µs prints as
+/// such (`31.6`, not the `31.599999999999998` of `as_secs_f64() * 1000.0`).
+fn duration_ms(d: Duration) -> f64 {
+    // u64 seconds → f64 is exact up to 2^53 s, far beyond any watchdog.
+    #[allow(clippy::cast_precision_loss, reason = "exact below 2^53 s")]
+    let secs = d.as_secs() as f64;
+    secs * 1000.0 + f64::from(d.subsec_nanos()) / 1_000_000.0
+}
+
 /// `stall_from_times(times, threshold_ms)` of 60 H-51 over the progress timestamps of one
 /// attempt (any common origin):
 /// 1. fewer than 2 timestamps → `(None, None)` ("cannot observe");
@@ -33,7 +42,7 @@ pub fn stall_from_times(times: &[Duration], threshold_ms: u32) -> (Option<f64>, 
     let mut total_ms = 0.0_f64;
     let mut count = 0_u32;
     for pair in times.windows(2) {
-        let gap_ms = pair[1].saturating_sub(pair[0]).as_secs_f64() * 1000.0;
+        let gap_ms = duration_ms(pair[1].saturating_sub(pair[0]));
         if gap_ms > threshold {
             total_ms += gap_ms;
             count = count.saturating_add(1);
@@ -168,12 +177,12 @@ impl ProgressClock {
         }
         match (self.ttft_ms, self.times.last()) {
             (Some(_), Some(last)) => {
-                let gap = t.saturating_sub(*last).as_secs_f64() * 1000.0;
+                let gap = duration_ms(t.saturating_sub(*last));
                 if gap > self.max_gap_ms {
                     self.max_gap_ms = gap;
                 }
             }
-            _ => self.ttft_ms = Some(t.saturating_sub(self.started).as_secs_f64() * 1000.0),
+            _ => self.ttft_ms = Some(duration_ms(t.saturating_sub(self.started))),
         }
         self.times.push(t);
         self.last_runtime = Some(Instant::now());
