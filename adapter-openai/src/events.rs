@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use gateway_ports::ports::transport::{ChunkJson, KeepAliveKind, WireEvent, WireNotice};
+use gateway_ports::ports::transport::{KeepAliveKind, WireEvent, WireNotice};
 
 use crate::fault::{Phase, network_fault};
 use crate::sse::{SseEvent, SseFramer, SseKeepAlive, SseNotice};
@@ -229,19 +229,6 @@ pub(crate) async fn read_capped(
     Ok(first.unwrap_or_else(|| Bytes::from(buf)))
 }
 
-/// `true` for a JSON media type: `application/json` or any `+json` suffix (05 R-27), whatever
-/// the top-level type — the same test as the core's executor, so a body the core judges as JSON
-/// is never SSE-framed here. Parameters (`; charset=utf-8`) and case are ignored.
-pub(crate) fn is_json_content_type(content_type: &str) -> bool {
-    let media = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    media == "application/json" || media.ends_with("+json")
-}
-
 /// The events of a streamed request answered by a 200 JSON body (05 R-27; 40 S-111 step 2): the
 /// body is not SSE-framed; it is read whole (capped) and delivered as the data of ONE event,
 /// interpreted as S-23/S-25/S-26 would: one leading UTF-8 BOM removed, UTF-8 decoded with
@@ -256,24 +243,7 @@ pub(crate) fn json_body_events(result: Result<Bytes, BodyReadError>) -> Vec<Wire
         Err(BodyReadError::Broken(err)) => {
             vec![WireEvent::ReadError(network_fault(&err, Phase::Body))]
         }
-        Ok(bytes) => vec![json_body_event(&bytes), WireEvent::End],
-    }
-}
-
-/// The one data event of a JSON body (see [`json_body_events`]).
-pub(crate) fn json_body_event(bytes: &[u8]) -> WireEvent {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    // Strict check first: much cheaper than the lossy scan on valid text (05 R-56).
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
-    };
-    if text.trim().is_empty() {
-        return WireEvent::KeepAlive(KeepAliveKind::EmptyData);
-    }
-    match ChunkJson::parse(&text) {
-        Ok(chunk) => WireEvent::Chunk(chunk),
-        Err(_) => WireEvent::MalformedFrame { len: bytes.len() },
+        Ok(bytes) => vec![WireEvent::from_json_body(&bytes), WireEvent::End],
     }
 }
 
@@ -281,6 +251,7 @@ pub(crate) fn json_body_event(bytes: &[u8]) -> WireEvent {
 mod tests {
     use super::*;
     use futures_util::StreamExt as _;
+    use gateway_ports::is_json_content_type;
     use serde_json::json;
 
     fn body(reads: Vec<reqwest::Result<Bytes>>) -> BodyStream {
@@ -359,19 +330,19 @@ mod tests {
     #[test]
     fn r_27_json_body_is_one_event() {
         assert_eq!(
-            json_body_event(b"\xEF\xBB\xBF {\"id\":\"x\"}\n"),
+            WireEvent::from_json_body(b"\xEF\xBB\xBF {\"id\":\"x\"}\n"),
             WireEvent::Chunk(json!({"id": "x"}).into())
         );
         assert_eq!(
-            json_body_event(b" \r\n "),
+            WireEvent::from_json_body(b" \r\n "),
             WireEvent::KeepAlive(KeepAliveKind::EmptyData)
         );
         assert_eq!(
-            json_body_event(b""),
+            WireEvent::from_json_body(b""),
             WireEvent::KeepAlive(KeepAliveKind::EmptyData)
         );
         assert_eq!(
-            json_body_event(b"{\"id\":"),
+            WireEvent::from_json_body(b"{\"id\":"),
             WireEvent::MalformedFrame { len: 6 }
         );
     }

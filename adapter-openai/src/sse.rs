@@ -21,7 +21,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use gateway_ports::ports::transport::ChunkJson;
+use gateway_ports::ports::transport::{ChunkJson, lossy_utf8};
 use serde_json::Value;
 
 /// Default cap on one SSE line and on one event's data, in bytes: 16 MiB = 16 777 216.
@@ -436,12 +436,8 @@ impl SseFramer {
 
     /// S-22…S-27: what a dispatched event means. `data` has no trailing LF.
     fn interpret(&mut self, data: &[u8], lines: usize, is_error: bool, out: &mut Vec<SseEvent>) {
-        // S-16: decode the complete lines; invalid bytes become U+FFFD, never an error. The
-        // strict check first: it is several times cheaper than the lossy scan on valid text.
-        let text = match std::str::from_utf8(data) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(data),
-        };
+        // S-16: decode the complete lines; invalid bytes become U+FFFD, never an error.
+        let text = lossy_utf8(data);
         // S-22: type `error` (or a D18 `error` field) whatever the data is.
         if is_error {
             out.push(SseEvent::ErrorEvent {

@@ -21,13 +21,12 @@ use gateway_ports::config::SourceConfig;
 use gateway_ports::error::WireFailure;
 use gateway_ports::ports::transport::{
     ChatTransport, EmbeddingTransport, WireBody, WireEventStream, WireRequest, WireResponse,
+    is_json_content_type,
 };
 use reqwest::header::{self, HeaderMap, HeaderValue};
 
 use crate::client::{REQUEST_ID_HEADER, SourceClient, TransportBuildError, TransportOptions};
-use crate::events::{
-    BodyReadError, BodyStream, SseEventStream, is_json_content_type, json_body_events, read_capped,
-};
+use crate::events::{BodyReadError, BodyStream, SseEventStream, json_body_events, read_capped};
 use crate::fault::{Phase, network_fault};
 
 /// Upper bound of the doctor probe, in seconds (05 R-53: `min(timeout_s, 10 s)`).

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use gateway_ports::{FinishReason, ResponseMode};
+use gateway_ports::{FinishReason, ResponseMode, body_text};
 use serde_json::{Map, Value};
 
 use super::fast::TextBody;
@@ -38,12 +38,7 @@ pub fn parse_non_stream_body(
             limit_bytes: options.max_response_bytes,
         });
     }
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    // Strict check first: much cheaper than the lossy scan on valid text (05 R-56).
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
-    };
+    let text = body_text(bytes);
     if text.trim().is_empty() {
         return Err(AccumulateError::EmptyResponse);
     }

@@ -31,7 +31,7 @@ use futures_util::StreamExt as _;
 use gateway_ports::{
     AttemptFailure, Category, ChatRequest, ChatTransport, ChunkJson, Clock, Endpoint,
     ErrorOperation, ReasonCode, ResponseMode, StreamEnd, WireEvent, WireEventStream, WireRequest,
-    WireResponse,
+    WireResponse, is_json_content_type,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -218,17 +218,6 @@ impl AttemptRunner for ChatExecutor {
     ) -> impl Future<Output = AttemptOutcome> + Send {
         self.attempt(ctx, signals, control)
     }
-}
-
-/// `application/json` or any `+json` media type, parameters ignored (05 R-27).
-fn is_json_content_type(value: &str) -> bool {
-    let media = value
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    media == "application/json" || media.ends_with("+json")
 }
 
 /// How one stream stopped being read.

@@ -772,45 +772,19 @@ impl RowShaper {
             model_reported,
         } = owned;
         let mut row = TelemetryRow {
-            call_id: call_id.unwrap_or_else(|| facts.call_id.clone()),
-            parent_call_id: input.parent_call_id.clone(),
-            session_id: input.session_id.clone(),
             model: source.model.clone(),
             provider: source.provider.clone(),
             source_name: source.name.clone(),
-            messages: self.attempt_messages(input, operation),
-            response: String::new(),
-            thinking: String::new(),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            usage_source: UsageSource::Unavailable,
             latency_ms: to_i64(facts.latency_ms),
-            ttft_ms: None,
-            max_inter_token_ms: None,
-            cache_hit: false,
-            error: None,
-            cost: None,
-            cached_prompt_tokens: None,
-            model_reported: None,
             sampling,
-            reasoning_tokens: None,
-            tenant_id: input.tenant_id.clone().unwrap_or_default(),
-            meta: canonical_meta(&input.meta),
-            thinking_observation: Some(ThinkingObservation::Unknown),
             reasoning_effort: fallback_effort,
-            scope: call.scope.clone(),
-            operation,
-            logical_call_id: Some(call.logical_call_id.clone()),
-            event_kind: EventKind::Attempt,
-            http_status_code: None,
-            error_type: None,
-            cause_type: None,
-            error_body: None,
-            attempts: None,
-            total_latency_ms: None,
-            stall_ms: None,
-            stall_count: None,
-            stream_end: None,
+            ..call_row(
+                call_id.unwrap_or_else(|| facts.call_id.clone()),
+                call,
+                input,
+                self.attempt_messages(input, operation),
+                EventKind::Attempt,
+            )
         };
         let errors = match &facts.outcome {
             AttemptRowOutcome::Success(result) => {
@@ -858,54 +832,24 @@ impl RowShaper {
             TerminalOutcome::Error(error) => error_fields(ErrorInput::Terminal(error), operation),
             TerminalOutcome::Cancelled => error_fields(ErrorInput::Label("cancelled"), operation),
         };
+        let chat = operation == CallOperation::Chat;
         let mut row = TelemetryRow {
-            call_id: facts.call_id.clone(),
-            parent_call_id: input.parent_call_id.clone(),
-            session_id: input.session_id.clone(),
-            model: String::new(),
-            provider: String::new(),
-            source_name: String::new(),
-            messages: self.terminal_messages(input, operation),
-            response: String::new(),
-            thinking: String::new(),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            usage_source: UsageSource::Unavailable,
             latency_ms: total,
-            ttft_ms: None,
-            max_inter_token_ms: None,
-            cache_hit: false,
-            error: None,
-            cost: None,
-            cached_prompt_tokens: None,
-            model_reported: None,
-            sampling: if operation == CallOperation::Chat {
+            sampling: if chat {
                 canonical_object(&input.sampling)
             } else {
                 None
             },
-            reasoning_tokens: None,
-            tenant_id: input.tenant_id.clone().unwrap_or_default(),
-            meta: canonical_meta(&input.meta),
-            thinking_observation: Some(ThinkingObservation::Unknown),
-            reasoning_effort: if operation == CallOperation::Chat {
-                input.reasoning_effort
-            } else {
-                None
-            },
-            scope: call.scope.clone(),
-            operation,
-            logical_call_id: Some(call.logical_call_id.clone()),
-            event_kind: EventKind::TerminalFailure,
-            http_status_code: None,
-            error_type: None,
-            cause_type: None,
-            error_body: None,
+            reasoning_effort: if chat { input.reasoning_effort } else { None },
             attempts: Some(i64::from(facts.stats.attempts)),
             total_latency_ms: Some(total),
-            stall_ms: None,
-            stall_count: None,
-            stream_end: None,
+            ..call_row(
+                facts.call_id.clone(),
+                call,
+                input,
+                self.terminal_messages(input, operation),
+                EventKind::TerminalFailure,
+            )
         };
         // T-20: a terminal row never carries status, cause or body.
         apply_errors(
@@ -927,51 +871,90 @@ impl RowShaper {
         let input = input_or_default(call);
         let r = &*facts.response;
         TelemetryRow {
-            call_id: facts.call_id.clone(),
-            parent_call_id: input.parent_call_id.clone(),
-            session_id: input.session_id.clone(),
             model: r.model.clone(),
             provider: r.provider.clone(),
             source_name: r.source_name.clone(),
-            messages: self.attempt_messages(input, CallOperation::Chat),
             response: cap_text(&r.content, self.text_cap).into_owned(),
             thinking: cap_text(&r.thinking, self.text_cap).into_owned(),
             prompt_tokens: to_i64(r.usage.prompt_tokens),
             completion_tokens: to_i64(r.usage.completion_tokens),
             usage_source: r.usage_source,
-            latency_ms: 0,
-            ttft_ms: None,
-            max_inter_token_ms: None,
             cache_hit: true,
-            error: None,
             cost: Some(0.0),
             cached_prompt_tokens: r.usage.cached_prompt_tokens.map(to_i64),
             model_reported: r.model_reported.clone(),
             sampling: canonical_object(&input.sampling),
             reasoning_tokens: r.usage.reasoning_tokens.map(to_i64),
-            tenant_id: input.tenant_id.clone().unwrap_or_default(),
-            meta: canonical_meta(&input.meta),
             thinking_observation: Some(r.thinking_observation),
             reasoning_effort: input.reasoning_effort,
-            scope: call.scope.clone(),
             operation: CallOperation::Chat,
-            logical_call_id: Some(call.logical_call_id.clone()),
-            event_kind: EventKind::CacheHit,
-            http_status_code: None,
-            error_type: None,
-            cause_type: None,
-            error_body: None,
-            attempts: None,
-            total_latency_ms: None,
-            stall_ms: None,
-            stall_count: None,
-            stream_end: None,
+            ..call_row(
+                facts.call_id.clone(),
+                call,
+                input,
+                self.attempt_messages(input, CallOperation::Chat),
+                EventKind::CacheHit,
+            )
         }
     }
 }
 
 /// The input of a call that carries none (or another type): every field empty.
 static EMPTY_INPUT: LazyLock<RowInput> = LazyLock::new(RowInput::default);
+
+/// The call-level part every row shares (80 T-12): ids, tenant, `meta`, scope, operation,
+/// `logical_call_id`, `messages` and the row kind; everything measured is empty (no source,
+/// usage `unavailable`, latency 0, thinking `unknown`, every nullable column NULL). Each row
+/// builder overrides what its kind carries.
+fn call_row(
+    call_id: String,
+    call: &RowCall,
+    input: &RowInput,
+    messages: String,
+    event_kind: EventKind,
+) -> TelemetryRow {
+    TelemetryRow {
+        call_id,
+        parent_call_id: input.parent_call_id.clone(),
+        session_id: input.session_id.clone(),
+        model: String::new(),
+        provider: String::new(),
+        source_name: String::new(),
+        messages,
+        response: String::new(),
+        thinking: String::new(),
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        usage_source: UsageSource::Unavailable,
+        latency_ms: 0,
+        ttft_ms: None,
+        max_inter_token_ms: None,
+        cache_hit: false,
+        error: None,
+        cost: None,
+        cached_prompt_tokens: None,
+        model_reported: None,
+        sampling: None,
+        reasoning_tokens: None,
+        tenant_id: input.tenant_id.clone().unwrap_or_default(),
+        meta: canonical_meta(&input.meta),
+        thinking_observation: Some(ThinkingObservation::Unknown),
+        reasoning_effort: None,
+        scope: call.scope.clone(),
+        operation: call.operation,
+        logical_call_id: Some(call.logical_call_id.clone()),
+        event_kind,
+        http_status_code: None,
+        error_type: None,
+        cause_type: None,
+        error_body: None,
+        attempts: None,
+        total_latency_ms: None,
+        stall_ms: None,
+        stall_count: None,
+        stream_end: None,
+    }
+}
 
 /// The call's [`RowInput`], or [`EMPTY_INPUT`] when the call carries none.
 fn input_or_default(call: &RowCall) -> &RowInput {

@@ -40,7 +40,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use gateway_ports::{
     ChatTransport, ChunkJson, KeepAliveKind, NetworkFault, NetworkFaultKind, WireBody, WireEvent,
-    WireFailure, WireRequest, WireResponse,
+    WireFailure, WireRequest, WireResponse, is_json_content_type,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -201,17 +201,6 @@ impl ChatTransport for ScriptedWire {
     }
 }
 
-/// `application/json` or any `+json` media type (05 R-27), parameters ignored.
-fn is_json_content_type(value: &str) -> bool {
-    let media = value
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    media == "application/json" || media.ends_with("+json")
-}
-
 async fn sleep_ms(ms: u64) {
     if ms > 0 {
         tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -276,7 +265,7 @@ async fn next_event(mut state: StreamState) -> Option<(WireEvent, StreamState)> 
             let body = read_all(&Vec::from(std::mem::take(&mut state.writes))).await;
             match state.end {
                 End::Eof => {
-                    state.pending.push_back(json_body_event(&body));
+                    state.pending.push_back(WireEvent::from_json_body(&body));
                     state.pending.push_back(WireEvent::End);
                 }
                 End::Reset => state.pending.push_back(WireEvent::ReadError(reset_fault())),
@@ -297,18 +286,6 @@ async fn next_event(mut state: StreamState) -> Option<(WireEvent, StreamState)> 
             End::Reset => state.pending.push_back(WireEvent::ReadError(reset_fault())),
             End::Hang => return pending().await,
         }
-    }
-}
-
-/// The one event of a JSON body answering a streamed request (05 R-27, as `adapter-openai`).
-fn json_body_event(body: &[u8]) -> WireEvent {
-    let text = String::from_utf8_lossy(body);
-    if text.trim().is_empty() {
-        return WireEvent::KeepAlive(KeepAliveKind::EmptyData);
-    }
-    match ChunkJson::parse(&text) {
-        Ok(chunk) => WireEvent::Chunk(chunk),
-        Err(_) => WireEvent::MalformedFrame { len: body.len() },
     }
 }
 

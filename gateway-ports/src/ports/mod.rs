@@ -24,5 +24,6 @@ pub use structured::{StructuredFailure, StructuredOutputStrategy};
 pub use transport::{
     ArchiveEntry, ChatTransport, ChunkJson, EmbeddingTransport, Endpoint, KeepAliveKind,
     OcrLayoutWire, OcrStage, OcrTransport, OcrWireFailure, OcrWireRequest, WireBody, WireEvent,
-    WireEventStream, WireNotice, WireRequest, WireResponse,
+    WireEventStream, WireNotice, WireRequest, WireResponse, body_text, is_json_content_type,
+    lossy_utf8,
 };

@@ -115,6 +115,39 @@ pub enum WireNotice {
     SplitDataLines,
 }
 
+/// `true` for a JSON media type: `application/json` or any `+json` suffix, whatever the
+/// top-level type; parameters (`; charset=utf-8`) and ASCII case are ignored (05 R-27). The one
+/// test both the transport (whether to SSE-frame a body) and the core (whether to judge it as a
+/// non-stream body) use, so they never disagree.
+pub fn is_json_content_type(content_type: &str) -> bool {
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .as_bytes();
+    media.eq_ignore_ascii_case(b"application/json")
+        || media
+            .len()
+            .checked_sub(5)
+            .and_then(|at| media.get(at..))
+            .is_some_and(|suffix| suffix.eq_ignore_ascii_case(b"+json"))
+}
+
+/// `bytes` as text, invalid UTF-8 replaced by U+FFFD, never an error (40 S-16). The strict
+/// check runs first: on valid text it is several times cheaper than the lossy scan and borrows.
+pub fn lossy_utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// The text of a whole body: one leading UTF-8 BOM removed (40 S-14), then [`lossy_utf8`].
+pub fn body_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    lossy_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes))
+}
+
 /// The data of one dispatched SSE event (or a whole JSON body, 05 R-27): one complete JSON text of
 /// any type, checked when built and kept as text (40 S-25).
 ///
@@ -220,6 +253,21 @@ pub enum WireEvent {
 }
 
 impl WireEvent {
+    /// The one data event of a 200 JSON body answering a streamed request (05 R-27; 40 S-111
+    /// step 2), interpreted as S-23/S-25/S-26 would: [`body_text`]; empty or whitespace only →
+    /// `KeepAlive(EmptyData)`; one JSON text → `Chunk`; anything else → `MalformedFrame { len }`
+    /// (the length of `bytes`, never the payload).
+    pub fn from_json_body(bytes: &[u8]) -> Self {
+        let text = body_text(bytes);
+        if text.trim().is_empty() {
+            return Self::KeepAlive(KeepAliveKind::EmptyData);
+        }
+        match ChunkJson::parse(&text) {
+            Ok(chunk) => Self::Chunk(chunk),
+            Err(_) => Self::MalformedFrame { len: bytes.len() },
+        }
+    }
+
     /// `true` for the four terminal events (CT-CHAT-06).
     pub fn is_terminal(&self) -> bool {
         matches!(
