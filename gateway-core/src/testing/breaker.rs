@@ -4,11 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use crate::testing::Latch;
 use async_trait::async_trait;
 use gateway_ports::{
     BackendError, BreakerSnapshot, CircuitBreaker, FailureReason, GateDecision, ProbeLease,
 };
-use tokio::sync::Notify;
 
 /// Which write-back a [`HangingBreaker`] parks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,8 +26,7 @@ pub struct HangingBreaker {
     inner: Arc<dyn CircuitBreaker>,
     hang_on: HangOn,
     hanging: AtomicBool,
-    entered: Arc<Notify>,
-    entered_flag: AtomicBool,
+    entered: Latch,
     probe_releases: AtomicU32,
 }
 
@@ -46,8 +45,7 @@ impl HangingBreaker {
             inner,
             hang_on,
             hanging: AtomicBool::new(true),
-            entered: Arc::new(Notify::new()),
-            entered_flag: AtomicBool::new(false),
+            entered: Latch::new(),
             probe_releases: AtomicU32::new(0),
         }
     }
@@ -59,15 +57,7 @@ impl HangingBreaker {
 
     /// Waits until the parked write-back was entered.
     pub async fn entered(&self) {
-        loop {
-            let n = self.entered.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.entered_flag.load(Ordering::SeqCst) {
-                return;
-            }
-            n.await;
-        }
+        self.entered.wait().await;
     }
 
     /// `release_probe` / `release_probe_now` calls seen.
@@ -77,8 +67,7 @@ impl HangingBreaker {
 
     async fn maybe_hang(&self, which: HangOn) {
         if which == self.hang_on && self.hanging.load(Ordering::SeqCst) {
-            self.entered_flag.store(true, Ordering::SeqCst);
-            self.entered.notify_waiters();
+            self.entered.open();
             std::future::pending::<()>().await;
         }
     }

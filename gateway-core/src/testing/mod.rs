@@ -8,11 +8,13 @@
 //! Compiled only with the `testing` feature; never part of a production build.
 
 mod breaker;
+mod latch;
 mod rows;
 mod runner;
 mod scripted_wire;
 
 pub use breaker::{HangOn, HangingBreaker};
+pub use latch::Latch;
 pub use rows::{RecordedRow, RecordingRowSink};
 pub use runner::{Script, ScriptedRunner, Step, StepHandle};
 pub use scripted_wire::ScriptedWire;

@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use crate::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
 };
 use crate::clock::FakeClock;
+use crate::testing::Latch;
 
 /// One action of a scripted attempt, executed in order (05 R-2).
 #[derive(Debug, Clone)]
@@ -126,10 +126,8 @@ impl Script {
 
 #[derive(Debug, Default)]
 struct HandleState {
-    entered: AtomicBool,
-    entered_notify: Notify,
-    released: AtomicBool,
-    release_notify: Notify,
+    entered: Latch,
+    released: Latch,
 }
 
 /// The entered/release handle of one scripted attempt (05 R-2).
@@ -141,43 +139,25 @@ pub struct StepHandle {
 impl StepHandle {
     /// `true` once the runner started this attempt.
     pub fn is_entered(&self) -> bool {
-        self.state.entered.load(Ordering::SeqCst)
+        self.state.entered.is_open()
     }
 
     /// Waits until the runner started this attempt.
     pub async fn entered(&self) {
-        loop {
-            let n = self.state.entered_notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.is_entered() {
-                return;
-            }
-            n.await;
-        }
+        self.state.entered.wait().await;
     }
 
     /// Opens this attempt's [`Step::Gate`]s.
     pub fn release(&self) {
-        self.state.released.store(true, Ordering::SeqCst);
-        self.state.release_notify.notify_waiters();
+        self.state.released.open();
     }
 
     async fn wait_release(&self) {
-        loop {
-            let n = self.state.release_notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.state.released.load(Ordering::SeqCst) {
-                return;
-            }
-            n.await;
-        }
+        self.state.released.wait().await;
     }
 
     fn enter(&self) {
-        self.state.entered.store(true, Ordering::SeqCst);
-        self.state.entered_notify.notify_waiters();
+        self.state.entered.open();
     }
 }
 

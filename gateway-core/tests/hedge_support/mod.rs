@@ -13,7 +13,6 @@
 )]
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,12 +28,11 @@ use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
 use gateway_core::pacer::NoopPacer;
 use gateway_core::rows::{AttemptRowFacts, AttemptRowOutcome, CancelLabel};
 use gateway_core::select::{Selector, SourceId, StatsView};
-use gateway_core::testing::{RecordingRowSink, ScriptedRunner};
+use gateway_core::testing::{Latch, RecordingRowSink, ScriptedRunner};
 use gateway_ports::{
     Acquire, BackendError, BackpressurePolicy, BreakerConfig, CircuitBreaker, Clock, GatewayError,
     GlobalLimits, RateLimiter, RetryPolicy, SourceConfig, SourceStats, WaitPolicy,
 };
-use tokio::sync::Notify;
 
 use crate::support::{retry, source};
 
@@ -114,10 +112,8 @@ impl Selector for RecordingSelector {
 pub struct GatedLimiter {
     inner: Arc<MemoryRateLimiter>,
     gated: String,
-    entered: AtomicBool,
-    entered_notify: Notify,
-    opened: AtomicBool,
-    open_notify: Notify,
+    entered: Latch,
+    opened: Latch,
 }
 
 impl GatedLimiter {
@@ -125,42 +121,19 @@ impl GatedLimiter {
         Self {
             inner,
             gated: gated.to_owned(),
-            entered: AtomicBool::new(false),
-            entered_notify: Notify::new(),
-            opened: AtomicBool::new(false),
-            open_notify: Notify::new(),
+            entered: Latch::new(),
+            opened: Latch::new(),
         }
     }
 
     /// Waits until an acquisition for the gated source is parked.
     pub async fn entered(&self) {
-        loop {
-            let n = self.entered_notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.entered.load(Ordering::SeqCst) {
-                return;
-            }
-            n.await;
-        }
+        self.entered.wait().await;
     }
 
     /// Lets parked and later acquisitions through.
     pub fn open(&self) {
-        self.opened.store(true, Ordering::SeqCst);
-        self.open_notify.notify_waiters();
-    }
-
-    async fn wait_open(&self) {
-        loop {
-            let n = self.open_notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.opened.load(Ordering::SeqCst) {
-                return;
-            }
-            n.await;
-        }
+        self.opened.open();
     }
 }
 
@@ -168,9 +141,8 @@ impl GatedLimiter {
 impl RateLimiter for GatedLimiter {
     async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
         if source == self.gated {
-            self.entered.store(true, Ordering::SeqCst);
-            self.entered_notify.notify_waiters();
-            self.wait_open().await;
+            self.entered.open();
+            self.opened.wait().await;
         }
         self.inner.try_acquire(source, est_tokens).await
     }

@@ -14,11 +14,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use gateway_core::testing::Latch;
 use gateway_ports::{
     Acquire, BackendError, BackendErrorKind, BreakerSnapshot, CircuitBreaker, FailureReason,
     GateDecision, ProbeLease, RateLimiter, SourceStats,
 };
-use tokio::sync::Notify;
 
 /// A limiter whose `try_acquire` parks (never returns) while parking is on; it signals
 /// [`ParkingLimiter::parked`] first. Counts `try_acquire` calls and panics beyond `cap` (a busy
@@ -28,8 +28,7 @@ pub struct ParkingLimiter {
     acquires: AtomicU64,
     cap: u64,
     parking: AtomicBool,
-    parked_flag: AtomicBool,
-    parked: Notify,
+    parked: Latch,
 }
 
 impl fmt::Debug for ParkingLimiter {
@@ -45,8 +44,7 @@ impl ParkingLimiter {
             acquires: AtomicU64::new(0),
             cap: u64::MAX,
             parking: AtomicBool::new(true),
-            parked_flag: AtomicBool::new(false),
-            parked: Notify::new(),
+            parked: Latch::new(),
         }
     }
 
@@ -65,15 +63,7 @@ impl ParkingLimiter {
 
     /// Waits until a `try_acquire` is parked.
     pub async fn parked(&self) {
-        loop {
-            let n = self.parked.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.parked_flag.load(Ordering::SeqCst) {
-                return;
-            }
-            n.await;
-        }
+        self.parked.wait().await;
     }
 }
 
@@ -86,8 +76,7 @@ impl RateLimiter for ParkingLimiter {
             "{n} try_acquire calls: the waiting picks spin"
         );
         if self.parking.load(Ordering::SeqCst) {
-            self.parked_flag.store(true, Ordering::SeqCst);
-            self.parked.notify_waiters();
+            self.parked.open();
             std::future::pending::<()>().await;
         }
         self.inner.try_acquire(source, est_tokens).await
