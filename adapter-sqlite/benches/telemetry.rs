@@ -34,7 +34,6 @@ fn rows_per_second(c: &mut Criterion) {
                 for _ in 0..ROWS_PER_ITER {
                     let id = next.fetch_add(1, Ordering::Relaxed);
                     rec.record(contract_tests::telemetry::full_row(&format!("c-{id}")))
-                        .await
                         .unwrap();
                 }
                 rec.flush().await;
@@ -60,7 +59,7 @@ impl TelemetryStatusProvider for Discard {
 
 #[async_trait]
 impl TelemetryRecorder for Discard {
-    async fn record(&self, _row: TelemetryRow) -> Result<(), RecordError> {
+    fn record(&self, _row: TelemetryRow) -> Result<(), RecordError> {
         Ok(())
     }
 }
@@ -68,11 +67,8 @@ impl TelemetryRecorder for Discard {
 fn emit_cost(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let pricing = pricing();
-    let config = EmitterConfig::default()
-        .with_pricing(Some(pricing))
-        .with_queue_capacity(1 << 20);
-    let (emitter, worker) = TelemetryEmitter::new(Arc::new(Discard), config).unwrap();
-    rt.spawn(worker.run());
+    let config = EmitterConfig::default().with_pricing(Some(pricing));
+    let emitter = TelemetryEmitter::new(Arc::new(Discard), config).unwrap();
     let facts = facts(0);
     let mut group = c.benchmark_group("emitter_call_path");
     group.bench_function("shape_attempt_row", |b| {

@@ -17,8 +17,7 @@
 //!   (`valgrind --tool=callgrind --separate-threads=yes`, writer thread `pgw-telemetry-s`).
 //! - `shape`: facts → row only, `TH_ROWS` times (callgrind: calling thread).
 //!
-//! Knobs: `TH_ROWS` (default 4 000), `TH_LINGER_MS` (writer linger; unset = the default),
-//! `TH_DIRECT` (`0` = force the emitter's queue hop even when the recorder offers `record_now`).
+//! Knobs: `TH_ROWS` (default 4 000), `TH_LINGER_MS` (writer linger; unset = the default).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -94,14 +93,9 @@ fn trickle(rows: u64) {
     let recorder = Arc::new(SqliteRecorder::new(recorder_config(
         dir.path().join("t.db"),
     )));
-    #[allow(unused_mut)]
-    let mut config = EmitterConfig::default().with_pricing(Some(pricing()));
-    if env_u64("TH_DIRECT", 1) == 0 {
-        config = config.with_direct_handoff(false);
-    }
+    let config = EmitterConfig::default().with_pricing(Some(pricing()));
     let dyn_recorder: Arc<dyn TelemetryRecorder> = recorder.clone();
-    let (emitter, worker) = TelemetryEmitter::new(dyn_recorder, config).unwrap();
-    rt.spawn(worker.run());
+    let emitter = TelemetryEmitter::new(dyn_recorder, config).unwrap();
     // Warm-up: open and prepare the file, grow the allocators.
     rt.block_on(async {
         for i in 0..200 {
@@ -176,7 +170,7 @@ fn lockstep(rows: u64) {
         let mut it = all.into_iter().peekable();
         while it.peek().is_some() {
             for row in it.by_ref().take(batch as usize) {
-                recorder.record(row).await.unwrap();
+                recorder.record(row).unwrap();
             }
             recorder.flush().await;
         }

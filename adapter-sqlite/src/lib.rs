@@ -1,8 +1,7 @@
 //! PolyGateway `TelemetryRecorder` over SQLite (80 §10.2; 05 ).
 //!
 //! Owns the SQLite side of telemetry: one writer thread per recorder, fed by a bounded queue,
-//! so [`TelemetryRecorder::record`] and its synchronous twin
-//! [`TelemetryRecorder::record_now`] never wait for disk (80 T-50). The writer opens the file
+//! so [`TelemetryRecorder::record`] (synchronous, README D31) never waits for disk (80 T-50). The writer opens the file
 //! (created with mode 0600, WAL, `busy_timeout` 5000 ms), prepares `llm_calls` lazily before
 //! its first write (80 T-47: `auto` backfills missing columns, `manual` trims the INSERT and
 //! names the missing ones), and writes rows in enqueue order in transactions of up to 256 rows
@@ -33,7 +32,8 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use gateway_core::telemetry::schema::{RECOVERY_COOLDOWN, SchemaMode, SqlBackend};
 use gateway_ports::{
-    RecordError, TelemetryRecorder, TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
+    RecordError, RecordErrorKind, TelemetryRecorder, TelemetryRow, TelemetryStatus,
+    TelemetryStatusProvider,
 };
 use tokio::sync::oneshot;
 
@@ -66,7 +66,7 @@ pub struct SqliteRecorderConfig {
     pub path: PathBuf,
     /// `PGW_TELEMETRY_SCHEMA_MODE` (unset → `auto` on SQLite, 80 T-46).
     pub schema_mode: SchemaMode,
-    /// Rows the queue holds before `record`/`record_now` drop (≥ 1). Rows waiting out the
+    /// Rows the queue holds before `record` drops (≥ 1). Rows waiting out the
     /// linger are still queued and count.
     pub queue_capacity: usize,
     /// Rows per transaction (≥ 1).
@@ -167,7 +167,7 @@ impl Shared {
     }
 }
 
-/// The SQLite telemetry recorder (80 §10.2). Cheap `record` and `record_now` (a push onto the
+/// The SQLite telemetry recorder (80 §10.2). Cheap `record` (a push onto the
 /// writer's queue), background writer thread, never fails the caller.
 pub struct SqliteRecorder {
     queue: Arc<Queue>,
@@ -236,21 +236,20 @@ impl SqliteRecorder {
         self.queue.len()
     }
 
-    /// The one hand-off of `record` and `record_now`: queue the row, or drop and count it
-    /// (closed recorder, full queue, stopped writer).
-    fn enqueue(&self, row: Box<TelemetryRow>) {
+    /// The one hand-off of `record`: queue the row, or drop and count it (closed recorder,
+    /// full queue, stopped writer) and say so.
+    fn enqueue(&self, row: Box<TelemetryRow>) -> Result<(), RecordError> {
         if self.closed.load(Ordering::Relaxed) {
-            self.count_drop("recorder closed");
-            return;
+            return Err(self.count_drop("recorder closed"));
         }
         match self.queue.push_row(row) {
-            Ok(()) => {}
-            Err(Refused::Full) => self.count_drop("queue full"),
-            Err(Refused::Stopped) => self.count_drop("writer stopped"),
+            Ok(()) => Ok(()),
+            Err(Refused::Full) => Err(self.count_drop("queue full")),
+            Err(Refused::Stopped) => Err(self.count_drop("writer stopped")),
         }
     }
 
-    fn count_drop(&self, why: &str) {
+    fn count_drop(&self, why: &'static str) -> RecordError {
         let n = self.shared.dropped.fetch_add(1, Ordering::Relaxed) + 1;
         if n.is_power_of_two() {
             tracing::warn!(
@@ -259,31 +258,17 @@ impl SqliteRecorder {
                 "SQLite telemetry row dropped ({why}; degraded, not propagated)"
             );
         }
+        RecordError::new(RecordErrorKind::Dropped, why)
     }
 }
 
 #[async_trait]
 impl TelemetryRecorder for SqliteRecorder {
-    /// Enqueues the row and returns at once (80 T-50). A full queue, a closed recorder or a
-    /// stopped writer drops the row and counts it in `dropped_rows`; the recorder absorbs it
-    /// (returns `Ok`), so the emitter does not count it twice.
-    async fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
-        self.enqueue(Box::new(row));
-        Ok(())
-    }
-
-    /// `true`: [`record_now`](TelemetryRecorder::record_now) is `record` without the future.
-    fn supports_record_now(&self) -> bool {
-        true
-    }
-
-    /// Exactly `record`, synchronously: enqueues or drops and counts; always `Ok(Ok(()))`.
-    fn record_now(
-        &self,
-        row: Box<TelemetryRow>,
-    ) -> Result<Result<(), RecordError>, Box<TelemetryRow>> {
-        self.enqueue(row);
-        Ok(Ok(()))
+    /// Enqueues the row and returns at once (80 T-50; README D31). A full queue, a closed
+    /// recorder or a stopped writer drops the row, counts it in `dropped_rows` and returns
+    /// `Err(RecordError dropped)`.
+    fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
+        self.enqueue(Box::new(row))
     }
 
     /// Resolves when every row enqueued before it has been written or dropped (05 R-24,

@@ -1,4 +1,4 @@
-//! The hand-off queue between `record`/`record_now` and the writer thread (80 T-50, T-51;
+//! The hand-off queue between `record` and the writer thread (80 T-50, T-51;
 //! issue 9 follow-up).
 //!
 //! A `Mutex<VecDeque>` with one `Condvar`, instead of a tokio channel, for two reasons:

@@ -157,7 +157,7 @@ async fn cf_372_fresh_file_has_40_columns_in_both_modes() {
     for mode in [SchemaMode::Auto, SchemaMode::Manual] {
         let db = Db::new();
         let rec = db.recorder(mode);
-        rec.record(row("c-1")).await.unwrap();
+        rec.record(row("c-1")).unwrap();
         rec.flush().await;
         let cols = columns(&db.path());
         assert_eq!(cols.len(), 40);
@@ -176,14 +176,12 @@ async fn cf_376_t_28_stall_round_trip() {
         stall_count: Some(2),
         ..row("c-stall")
     })
-    .await
     .unwrap();
     rec.record(TelemetryRow {
         stall_ms: None,
         stall_count: None,
         ..row("c-none")
     })
-    .await
     .unwrap();
     rec.flush().await;
     let got = query(
@@ -228,7 +226,6 @@ async fn cf_377_auto_recorder_writes_stall_after_backfill() {
         stall_count: Some(1),
         ..row("c-1")
     })
-    .await
     .unwrap();
     rec.flush().await;
     let got = query(&db.path(), "SELECT stall_ms, stall_count FROM llm_calls");
@@ -245,7 +242,7 @@ async fn cf_378_t_47_manual_1_3_7_table_one_warning() {
         db.recorder(SchemaMode::Manual)
     };
     for i in 0..3 {
-        rec.record(row(&format!("c-{i}"))).await.unwrap();
+        rec.record(row(&format!("c-{i}"))).unwrap();
     }
     rec.flush().await;
     assert_eq!(columns(&db.path()).len(), 37, "manual sends no ALTER");
@@ -295,7 +292,7 @@ async fn cf_381_manual_1_3_8_table_inserts_and_warns() {
         let _guard = tracing::subscriber::set_default(cap.clone());
         db.recorder(SchemaMode::Manual)
     };
-    rec.record(row("c-1")).await.unwrap();
+    rec.record(row("c-1")).unwrap();
     rec.flush().await;
     assert_eq!(columns(&db.path()).len(), 39);
     assert_eq!(query(&db.path(), "SELECT call_id FROM llm_calls").len(), 1);
@@ -320,7 +317,7 @@ async fn cf_382_t_34_legacy_22_field_table_auto() {
         .unwrap();
     }
     let rec = db.recorder(SchemaMode::Auto);
-    rec.record(row("new")).await.unwrap();
+    rec.record(row("new")).unwrap();
     rec.flush().await;
     assert_eq!(columns(&db.path()), expected_40());
     let got = query(
@@ -348,7 +345,7 @@ async fn cf_383_legacy_table_manual_warns_and_writes() {
         let _guard = tracing::subscriber::set_default(cap.clone());
         db.recorder(SchemaMode::Manual)
     };
-    rec.record(row("c-1")).await.unwrap();
+    rec.record(row("c-1")).unwrap();
     rec.flush().await;
     let w = cap.warnings_containing("schema_mode=manual");
     assert_eq!(w.len(), 1);
@@ -367,7 +364,7 @@ async fn cf_385_complete_table_first_write_issues_no_alter() {
         let _guard = tracing::subscriber::set_default(cap.clone());
         db.recorder(SchemaMode::Auto)
     };
-    rec.record(row("c-1")).await.unwrap();
+    rec.record(row("c-1")).unwrap();
     rec.flush().await;
     assert_eq!(rec.status().written_rows, 1);
     assert_eq!(cap.count_containing("telemetry.backfill"), 0);
@@ -388,13 +385,11 @@ async fn cf_379_t_29_stream_end_round_trip() {
         stream_end: Some(gateway_ports::StreamEnd::EofAfterFinish),
         ..row("c-eof")
     })
-    .await
     .unwrap();
     rec.record(TelemetryRow {
         stream_end: None,
         ..row("c-none")
     })
-    .await
     .unwrap();
     rec.flush().await;
     let got = query(
@@ -433,7 +428,7 @@ async fn r_47_created_at_milliseconds_mode_0600_enqueue_order() {
     let db = Db::new();
     let rec = db.recorder(SchemaMode::Auto);
     for i in 0..300 {
-        rec.record(row(&format!("c-{i:03}"))).await.unwrap();
+        rec.record(row(&format!("c-{i:03}"))).unwrap();
     }
     rec.flush().await;
     let got = query(
@@ -461,14 +456,16 @@ async fn r_47_created_at_milliseconds_mode_0600_enqueue_order() {
 async fn t_50_full_queue_drops_and_counts() {
     let db = Db::new();
     let rec = SqliteRecorder::new(SqliteRecorderConfig::new(db.path()).with_queue_capacity(1));
-    let mut accepted = 0;
+    let mut refused = 0;
     for i in 0..2000 {
-        rec.record(row(&format!("c-{i}"))).await.unwrap();
-        accepted += 1;
+        if rec.record(row(&format!("c-{i}"))).is_err() {
+            refused += 1;
+        }
     }
     rec.flush().await;
     let s = rec.status();
-    assert_eq!(s.written_rows + s.dropped_rows, accepted);
+    assert_eq!(s.written_rows + s.dropped_rows, 2000);
+    assert_eq!(s.dropped_rows, refused, "every refusal is an Err (D31)");
     assert!(s.dropped_rows > 0, "a 1-row queue must overflow: {s:?}");
     assert!(!s.degraded);
 }
@@ -480,7 +477,7 @@ async fn t_56_t_57_degraded_then_recovers_after_cooldown() {
     let path = sub.join("t.db");
     // Zero cooldown: the first row after the failure retries preparation.
     let rec = SqliteRecorder::new(SqliteRecorderConfig::new(&path).with_cooldown(Duration::ZERO));
-    rec.record(row("lost")).await.unwrap();
+    rec.record(row("lost")).unwrap();
     rec.flush().await;
     let s = rec.status();
     assert!(s.degraded && s.degraded_since.is_some() && s.retry_at.is_some());
@@ -490,7 +487,7 @@ async fn t_56_t_57_degraded_then_recovers_after_cooldown() {
     );
     assert_eq!(s.dropped_rows, 1);
     std::fs::create_dir_all(&sub).unwrap();
-    rec.record(row("kept")).await.unwrap();
+    rec.record(row("kept")).unwrap();
     rec.flush().await;
     let s = rec.status();
     assert!(
@@ -508,10 +505,10 @@ async fn t_57_degraded_skips_writes_until_cooldown_ends() {
     let rec = SqliteRecorder::new(
         SqliteRecorderConfig::new(sub.join("t.db")).with_cooldown(Duration::from_secs(3600)),
     );
-    rec.record(row("a")).await.unwrap();
+    rec.record(row("a")).unwrap();
     rec.flush().await;
     std::fs::create_dir_all(&sub).unwrap();
-    rec.record(row("b")).await.unwrap();
+    rec.record(row("b")).unwrap();
     rec.flush().await;
     let s = rec.status();
     assert!(s.degraded, "still cooling down");
@@ -524,17 +521,17 @@ async fn t_56_table_dropped_under_the_writer_degrades() {
     let db = Db::new();
     let rec =
         SqliteRecorder::new(SqliteRecorderConfig::new(db.path()).with_cooldown(Duration::ZERO));
-    rec.record(row("a")).await.unwrap();
+    rec.record(row("a")).unwrap();
     rec.flush().await;
     Connection::open(db.path())
         .unwrap()
         .execute_batch("DROP TABLE llm_calls;")
         .unwrap();
-    rec.record(row("b")).await.unwrap();
+    rec.record(row("b")).unwrap();
     rec.flush().await;
     assert!(rec.status().degraded, "{:?}", rec.status());
     // Cooldown 0: the next row re-prepares (CREATE TABLE) and heals.
-    rec.record(row("c")).await.unwrap();
+    rec.record(row("c")).unwrap();
     rec.flush().await;
     let s = rec.status();
     assert!(!s.degraded, "{s:?}");
@@ -571,7 +568,7 @@ async fn t_50_t_51_flush_ends_the_linger_and_rows_share_one_transaction() {
     let db = Db::new();
     let rec = SqliteRecorder::new(lingering(&db));
     for i in 0..3 {
-        rec.record(row(&format!("c-{i}"))).await.unwrap();
+        rec.record(row(&format!("c-{i}"))).unwrap();
     }
     tokio::time::timeout(GUARD, rec.flush())
         .await
@@ -585,7 +582,7 @@ async fn t_50_t_51_flush_ends_the_linger_and_rows_share_one_transaction() {
     );
     assert_eq!(query(&db.path(), "SELECT call_id FROM llm_calls").len(), 3);
     // A second trickle: a second transaction.
-    rec.record(row("c-3")).await.unwrap();
+    rec.record(row("c-3")).unwrap();
     tokio::time::timeout(GUARD, rec.flush()).await.unwrap();
     assert_eq!(rec.committed_transactions(), 2);
 }
@@ -596,12 +593,12 @@ async fn t_50_a_full_batch_ends_the_linger_without_a_flush() {
     let db = Db::new();
     let rec = SqliteRecorder::new(lingering(&db).with_batch_rows(4));
     for i in 0..4 {
-        rec.record(row(&format!("c-{i}"))).await.unwrap();
+        rec.record(row(&format!("c-{i}"))).unwrap();
     }
     until(&rec, |s| s.written_rows == 4).await;
     assert_eq!(rec.committed_transactions(), 1);
     // Fewer rows than a batch wait for the linger (here: for the flush).
-    rec.record(row("c-4")).await.unwrap();
+    rec.record(row("c-4")).unwrap();
     rec.flush().await;
     assert_eq!(
         (rec.status().written_rows, rec.committed_transactions()),
@@ -614,12 +611,12 @@ async fn t_50_a_full_batch_ends_the_linger_without_a_flush() {
 async fn t_51_close_ends_the_linger_and_writes_what_is_queued() {
     let db = Db::new();
     let rec = SqliteRecorder::new(lingering(&db));
-    rec.record(row("a")).await.unwrap();
-    rec.record(row("b")).await.unwrap();
+    rec.record(row("a")).unwrap();
+    rec.record(row("b")).unwrap();
     tokio::time::timeout(GUARD, rec.close())
         .await
         .expect("close() must end the linger at once");
-    let _ = rec.record(row("late")).await;
+    let _ = rec.record(row("late"));
     let s = rec.status();
     assert_eq!((s.written_rows, s.dropped_rows), (2, 1));
     assert_eq!(query(&db.path(), "SELECT call_id FROM llm_calls").len(), 2);
@@ -632,9 +629,10 @@ async fn t_50_lingering_rows_count_against_the_queue() {
     // The writer holds nothing while it lingers: queued rows stay in the queue, so a 2-row
     // queue refuses the third row deterministically.
     let rec = SqliteRecorder::new(lingering(&db).with_queue_capacity(2));
-    for i in 0..3 {
-        rec.record(row(&format!("c-{i}"))).await.unwrap();
+    for i in 0..2 {
+        rec.record(row(&format!("c-{i}"))).unwrap();
     }
+    assert!(rec.record(row("c-2")).is_err());
     assert_eq!(rec.status().dropped_rows, 1);
     assert_eq!(rec.queued_rows(), 2);
     rec.flush().await;
@@ -642,23 +640,16 @@ async fn t_50_lingering_rows_count_against_the_queue() {
     assert_eq!((s.written_rows, s.dropped_rows), (2, 1));
 }
 
-// covers: T-50, T-51, R-24, R-47
+// covers: T-50, T-51, R-24, R-47, D31
 #[tokio::test]
-async fn r_24_record_now_is_record_and_flush_covers_it() {
+async fn d31_record_is_a_handoff_full_queue_refuses_and_counts_once() {
     let db = Db::new();
     let rec = SqliteRecorder::new(lingering(&db).with_queue_capacity(3));
-    assert!(rec.supports_record_now());
-    // Interleaved with `record`: one enqueue order.
     for i in 0..3 {
-        let id = format!("c-{i}");
-        if i % 2 == 0 {
-            assert!(matches!(rec.record_now(Box::new(row(&id))), Ok(Ok(()))));
-        } else {
-            rec.record(row(&id)).await.unwrap();
-        }
+        rec.record(row(&format!("c-{i}"))).unwrap();
     }
-    // Full queue: dropped and counted by the recorder, still `Ok` (never counted twice).
-    assert!(matches!(rec.record_now(Box::new(row("full"))), Ok(Ok(()))));
+    // Full queue: refused with `Err`, counted once by the recorder.
+    assert!(rec.record(row("full")).is_err());
     assert_eq!(rec.status().dropped_rows, 1);
     rec.flush().await;
     let ids: Vec<String> = query(&db.path(), "SELECT call_id FROM llm_calls ORDER BY rowid")
@@ -667,7 +658,7 @@ async fn r_24_record_now_is_record_and_flush_covers_it() {
         .collect();
     assert_eq!(ids, ["c-0", "c-1", "c-2"]);
     rec.close().await;
-    assert!(matches!(rec.record_now(Box::new(row("late"))), Ok(Ok(()))));
+    assert!(rec.record(row("late")).is_err());
     let s = rec.status();
     assert_eq!((s.written_rows, s.dropped_rows), (3, 2));
 }
@@ -677,8 +668,8 @@ async fn r_24_record_now_is_record_and_flush_covers_it() {
 async fn t_51_dropping_the_recorder_lets_the_writer_drain_and_exit() {
     let db = Db::new();
     let rec = SqliteRecorder::new(lingering(&db));
-    rec.record(row("a")).await.unwrap();
-    rec.record(row("b")).await.unwrap();
+    rec.record(row("a")).unwrap();
+    rec.record(row("b")).unwrap();
     drop(rec);
     let path = db.path();
     tokio::time::timeout(GUARD, async {
@@ -697,19 +688,16 @@ async fn t_51_dropping_the_recorder_lets_the_writer_drain_and_exit() {
     .expect("the writer must drain the queue when the recorder is dropped");
 }
 
-// covers: T-1, T-39, T-51, R-24
+// covers: T-1, T-39, T-51, R-24, D31
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t_1_emitter_hands_rows_straight_to_the_recorder_in_emit_order() {
     let db = Db::new();
     let recorder = Arc::new(SqliteRecorder::new(lingering(&db)));
-    let (emitter, worker) =
-        TelemetryEmitter::new(recorder.clone(), EmitterConfig::default()).unwrap();
-    assert!(emitter.direct_handoff());
-    let worker = tokio::spawn(worker.run());
+    let emitter = TelemetryEmitter::new(recorder.clone(), EmitterConfig::default()).unwrap();
     for i in 0..5 {
         emitter.emit(row(&format!("c-{i}")));
     }
-    // Nothing crossed the emitter's queue: the rows already wait in the recorder's.
+    // The rows already wait in the recorder's queue.
     assert_eq!(recorder.queued_rows(), 5);
     tokio::time::timeout(GUARD, emitter.flush()).await.unwrap();
     let ids: Vec<String> = query(&db.path(), "SELECT call_id FROM llm_calls ORDER BY rowid")
@@ -719,7 +707,6 @@ async fn t_1_emitter_hands_rows_straight_to_the_recorder_in_emit_order() {
     assert_eq!(ids, ["c-0", "c-1", "c-2", "c-3", "c-4"]);
     assert_eq!(recorder.committed_transactions(), 1);
     emitter.close().await;
-    worker.await.unwrap();
     emitter.emit(row("late"));
     assert_eq!(
         emitter.dropped_rows(),
@@ -728,26 +715,6 @@ async fn t_1_emitter_hands_rows_straight_to_the_recorder_in_emit_order() {
     );
     let s = emitter.status();
     assert_eq!((s.written_rows, s.dropped_rows), (5, 1), "counted once");
-}
-
-// covers: T-1
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t_1_emitter_queue_path_when_direct_handoff_is_off() {
-    let db = Db::new();
-    let recorder = Arc::new(SqliteRecorder::new(lingering(&db)));
-    let (emitter, worker) = TelemetryEmitter::new(
-        recorder.clone(),
-        EmitterConfig::default().with_direct_handoff(false),
-    )
-    .unwrap();
-    assert!(!emitter.direct_handoff());
-    tokio::spawn(worker.run());
-    for i in 0..3 {
-        emitter.emit(row(&format!("c-{i}")));
-    }
-    tokio::time::timeout(GUARD, emitter.flush()).await.unwrap();
-    assert_eq!(recorder.status().written_rows, 3);
-    emitter.close().await;
 }
 
 // ---- governed calls: exactly the rows 80 says, read back after flush -----------------------
@@ -785,12 +752,11 @@ fn governed(max_attempts: u32) -> Governed {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db");
     let recorder = Arc::new(SqliteRecorder::open(&path));
-    let (emitter, worker) = TelemetryEmitter::new(
+    let emitter = TelemetryEmitter::new(
         recorder,
         EmitterConfig::default().with_pricing(Some(pricing())),
     )
     .unwrap();
-    tokio::spawn(worker.run());
     let sources = vec![source()];
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
     let limiter = Arc::new(MemoryRateLimiter::new(

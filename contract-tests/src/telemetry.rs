@@ -1,5 +1,5 @@
 //! Telemetry recorder contract rows CT-TEL-01..04, 06..08 (10 §8.7; 80 T-45, T-51, T-56), plus
-//! the `record_now` row (05 R-9's fast-path rule applied to the recorder; issue 9 follow-up),
+//! the README D31 hand-off row (`record` is synchronous, never blocks, and `flush` covers it),
 //! generic over a [`RecorderHarness`]. CT-TEL-05 (Postgres write budget and pool) lives with the
 //! Postgres adapter. None sleeps: every read-back follows `flush()`.
 //!
@@ -154,7 +154,7 @@ pub fn assert_row_equals(stored: &StoredRow, row: &TelemetryRow) {
 pub async fn ct_tel_01_one_record_one_row(h: &impl RecorderHarness) {
     let rec = h.recorder().await;
     let row = full_row("c-1");
-    rec.record(row.clone()).await.expect("record");
+    rec.record(row.clone()).expect("record");
     rec.flush().await;
     let rows = h.rows().await;
     assert_eq!(rows.len(), 1);
@@ -176,8 +176,8 @@ pub async fn ct_tel_02_none_is_null_zero_is_zero(h: &impl RecorderHarness) {
         attempts: Some(0),
         ..sparse_row("c-zero")
     };
-    rec.record(sparse.clone()).await.expect("record");
-    rec.record(zero.clone()).await.expect("record");
+    rec.record(sparse.clone()).expect("record");
+    rec.record(zero.clone()).expect("record");
     rec.flush().await;
     let rows = h.rows().await;
     assert_eq!(rows.len(), 2);
@@ -192,12 +192,11 @@ pub async fn ct_tel_02_none_is_null_zero_is_zero(h: &impl RecorderHarness) {
 pub async fn ct_tel_03_idempotent_by_call_id(h: &impl RecorderHarness) {
     let rec = h.recorder().await;
     let first = full_row("c-dup");
-    rec.record(first.clone()).await.expect("record");
+    rec.record(first.clone()).expect("record");
     rec.record(TelemetryRow {
         response: "second".into(),
         ..full_row("c-dup")
     })
-    .await
     .expect("record");
     rec.flush().await;
     let rows = h.rows().await;
@@ -210,7 +209,7 @@ pub async fn ct_tel_03_idempotent_by_call_id(h: &impl RecorderHarness) {
 pub async fn ct_tel_04_unavailable_degrades(h: &impl RecorderHarness) {
     let rec = h.unavailable_recorder().await;
     for i in 0..3 {
-        let _ = rec.record(full_row(&format!("c-{i}"))).await;
+        let _ = rec.record(full_row(&format!("c-{i}")));
     }
     rec.flush().await;
     let status = rec.status();
@@ -225,9 +224,7 @@ pub async fn ct_tel_04_unavailable_degrades(h: &impl RecorderHarness) {
 pub async fn ct_tel_06_status_never_blocks(h: &impl RecorderHarness) {
     let rec = h.recorder().await;
     for i in 0..500 {
-        rec.record(full_row(&format!("c-{i}")))
-            .await
-            .expect("record");
+        rec.record(full_row(&format!("c-{i}"))).expect("record");
     }
     let probe = Arc::clone(&rec);
     let status = tokio::time::timeout(
@@ -249,9 +246,7 @@ pub async fn ct_tel_06_status_never_blocks(h: &impl RecorderHarness) {
 pub async fn ct_tel_07_close_bounded_and_idempotent(h: &impl RecorderHarness) {
     let rec = h.recorder().await;
     for i in 0..100 {
-        rec.record(full_row(&format!("c-{i}")))
-            .await
-            .expect("record");
+        rec.record(full_row(&format!("c-{i}"))).expect("record");
     }
     tokio::time::timeout(Duration::from_secs(10), rec.close())
         .await
@@ -259,25 +254,33 @@ pub async fn ct_tel_07_close_bounded_and_idempotent(h: &impl RecorderHarness) {
     tokio::time::timeout(Duration::from_secs(1), rec.close())
         .await
         .expect("second close() not idempotent");
-    let _ = rec.record(full_row("late")).await;
+    let _ = rec.record(full_row("late"));
     let s = rec.status();
     assert_eq!(s.written_rows, 100);
     assert_eq!(s.dropped_rows, 1);
     assert_eq!(h.rows().await.len(), 100);
 }
 
-/// CT-TEL-08: dropping a pending `record` may lose that row but never corrupts the store.
-pub async fn ct_tel_08_dropped_record_never_corrupts(h: &impl RecorderHarness) {
+/// CT-TEL-08: rows handed over from many tasks at once never corrupt the store: every stored
+/// row equals the row recorded under its `call_id`, and the next `flush()` covers them all.
+pub async fn ct_tel_08_concurrent_records_never_corrupt(h: &impl RecorderHarness) {
     let rec = h.recorder().await;
-    drop(rec.record(full_row("never-polled")));
-    let _ = tokio::time::timeout(Duration::ZERO, rec.record(full_row("maybe"))).await;
-    rec.record(full_row("kept")).await.expect("record");
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let rec = Arc::clone(&rec);
+        tasks.push(tokio::spawn(async move {
+            for i in 0..25 {
+                rec.record(full_row(&format!("c-{t}-{i}"))).expect("record");
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("recording task");
+    }
     rec.flush().await;
     let rows = h.rows().await;
-    assert!(
-        rows.iter()
-            .any(|r| r.get("call_id") == Some(&Stored::Text("kept".into())))
-    );
+    assert_eq!(rows.len(), 100);
     for r in &rows {
         let id = match &r["call_id"] {
             Stored::Text(id) => id.clone(),
@@ -285,33 +288,18 @@ pub async fn ct_tel_08_dropped_record_never_corrupts(h: &impl RecorderHarness) {
         };
         assert_row_equals(r, &full_row(&id));
     }
+    rec.close().await;
 }
 
-// covers, T-51
-/// The synchronous hand-off (issue 9 follow-up; 05 R-9's contract rule for fast paths): a
-/// recorder that offers `record_now` has taken the row when it returns — interleaved with
-/// `record` the rows keep one order and the next `flush()` covers them; one that does not
-/// hands the row back untouched.
-pub async fn ct_tel_r9_record_now_is_record_and_flush_covers_it(h: &impl RecorderHarness) {
+// covers: R-24, T-51, D31
+/// README D31: `record` is a synchronous hand-off — it has taken the row when it returns, the
+/// rows keep the order they were recorded in and the next `flush()` covers them; after
+/// `close()` a row is refused with `Err` and counted in `dropped_rows`.
+pub async fn ct_tel_d31_record_is_a_handoff_and_flush_covers_it(h: &impl RecorderHarness) {
     let rec = h.recorder().await;
-    if !rec.supports_record_now() {
-        let row = full_row("c-back");
-        match rec.record_now(Box::new(row.clone())) {
-            Err(back) => assert_eq!(*back, row),
-            Ok(_) => panic!("record_now without supports_record_now must hand the row back"),
-        }
-        return;
-    }
     let rows: Vec<TelemetryRow> = (0..4).map(|i| full_row(&format!("c-{i}"))).collect();
-    for (i, row) in rows.iter().enumerate() {
-        if i % 2 == 0 {
-            match rec.record_now(Box::new(row.clone())) {
-                Ok(result) => result.expect("record_now"),
-                Err(_) => panic!("supports_record_now() is true: record_now must take the row"),
-            }
-        } else {
-            rec.record(row.clone()).await.expect("record");
-        }
+    for row in &rows {
+        rec.record(row.clone()).expect("record");
     }
     rec.flush().await;
     let stored = h.rows().await;
@@ -321,6 +309,9 @@ pub async fn ct_tel_r9_record_now_is_record_and_flush_covers_it(h: &impl Recorde
     }
     assert_eq!(rec.status().written_rows, 4);
     rec.close().await;
+    let before = rec.status().dropped_rows;
+    assert!(rec.record(full_row("late")).is_err(), "closed: refused");
+    assert_eq!(rec.status().dropped_rows, before + 1);
 }
 
 /// Generates one `#[tokio::test]` per telemetry recorder contract row for the harness built by
@@ -335,8 +326,8 @@ macro_rules! telemetry_contract {
             ct_tel_04_unavailable_degrades,
             ct_tel_06_status_never_blocks,
             ct_tel_07_close_bounded_and_idempotent,
-            ct_tel_08_dropped_record_never_corrupts,
-            ct_tel_r9_record_now_is_record_and_flush_covers_it,
+            ct_tel_08_concurrent_records_never_corrupt,
+            ct_tel_d31_record_is_a_handoff_and_flush_covers_it,
         );
     };
     (@rows $make:expr; $($row:ident),+ $(,)?) => {

@@ -323,8 +323,7 @@ impl Runtime {
                             .map(|c| usize::try_from(c).unwrap_or(usize::MAX)),
                     )
                     .with_redact_ips(a.redact_ips);
-                let (emitter, worker) = TelemetryEmitter::new(recorder, config)?;
-                handle.spawn(worker.run());
+                let emitter = TelemetryEmitter::new(recorder, config)?;
                 Some(Telemetry { emitter, owned })
             }
         };

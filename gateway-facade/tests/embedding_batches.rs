@@ -313,10 +313,7 @@ impl gateway_ports::TelemetryStatusProvider for Rows {
 
 #[async_trait]
 impl gateway_ports::TelemetryRecorder for Rows {
-    async fn record(
-        &self,
-        row: gateway_ports::TelemetryRow,
-    ) -> Result<(), gateway_ports::RecordError> {
+    fn record(&self, row: gateway_ports::TelemetryRow) -> Result<(), gateway_ports::RecordError> {
         self.0.lock().unwrap().push(row);
         Ok(())
     }

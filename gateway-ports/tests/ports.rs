@@ -109,7 +109,7 @@ impl TelemetryStatusProvider for Recorder {
 
 #[async_trait]
 impl TelemetryRecorder for Recorder {
-    async fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
+    fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
         let mut rows = self
             .0
             .lock()

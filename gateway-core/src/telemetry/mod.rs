@@ -4,22 +4,19 @@
 //! Owns the one exit of telemetry (80 T-1): [`TelemetryEmitter`] implements the core's
 //! [`RowSink`] — the retry loop, the hedge orchestrator and the cleanup worker hand it row
 //! *facts*, it shapes them into the 39-field `TelemetryRow` ([`shape`]) and hands each row to
-//! the configured `TelemetryRecorder`: straight through the recorder's synchronous
-//! `record_now` when it offers one (the SQLite recorder does: its `record` is only a push onto
-//! its writer's queue anyway), otherwise through a bounded queue drained by an [`EmitterWorker`].
+//! the configured `TelemetryRecorder` through its one synchronous, non-blocking `record`
+//! (README D31): the recorder owns the bounded queue between the call path and its I/O.
 //!
-//! Why a queue: telemetry never changes a call's outcome or latency beyond shaping the row
-//! (80 T-39; issue "telemetry": "never blocks the call path"). Building a row is synchronous
-//! and infallible; handing it off is a `try_send` (or the recorder's `record_now`, which never
-//! waits either; issue 9 follow-up: it saves the wake of the worker task on every row). Which
-//! path an emitter uses is decided once, at construction, so emit order is one order. A full
-//! queue drops the row and counts it in `dropped_rows`; a recorder error is logged once per row
-//! as a warning and counted; neither is ever returned to the caller. The recorder's own degradation (open, preparation, availability
-//! failures, cooldown and recovery, 80 T-56/T-57) shows through [`TelemetryEmitter::status`],
-//! which adds the emitter's own drops to the recorder's snapshot.
+//! Why no queue of its own: telemetry never changes a call's outcome or latency beyond shaping
+//! the row (80 T-39; issue "telemetry": "never blocks the call path"). Building a row is
+//! synchronous and infallible; handing it off never waits (the port promises it). A recorder
+//! `Err` (its queue full or closed) is logged as a warning (the 1st, 2nd, 4th, 8th…) and counted
+//! in `dropped_rows`; it is never returned to the caller. The recorder's own degradation (open,
+//! preparation, availability failures, cooldown and recovery, 80 T-56/T-57) shows through
+//! [`TelemetryEmitter::status`], which adds the emitter's own drops to the recorder's snapshot.
 //!
-//! The core has no runtime of its own (no `tokio::spawn`): the facade spawns
-//! [`EmitterWorker::run`], exactly like the cleanup worker.
+//! The core has no runtime of its own (no `tokio::spawn`) and the emitter needs none: rows are
+//! handed over inline, `flush` and `close` await the recorder's.
 
 #[cfg(feature = "testing")]
 mod facts;
@@ -37,7 +34,6 @@ use gateway_ports::{
     ConfigError, PricingTable, RecordError, TelemetryRecorder, TelemetryRow, TelemetryStatus,
     TelemetryStatusProvider,
 };
-use tokio::sync::{mpsc, oneshot};
 
 pub use pricing::{load_pricing, load_pricing_with_warnings, parse_pricing};
 pub use schema::{
@@ -46,10 +42,6 @@ pub use schema::{
 pub use shape::{RowInput, RowShaper, RowSubject};
 
 use crate::rows::{AttemptRowFacts, CacheHitRowFacts, RowSink, TerminalRowFacts};
-
-/// Default capacity of the emitter's hand-off queue, in rows (chosen, as the SQLite recorder's
-/// 10 000 of 80 T-50).
-pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
 
 /// Emitter settings (20 §8.3–§8.4).
 #[derive(Debug, Clone)]
@@ -62,11 +54,6 @@ pub struct EmitterConfig {
     pub text_cap: Option<usize>,
     /// `PGW_REDACT_IPS` (default `true`): scrub IP addresses from `error_body`.
     pub redact_ips: bool,
-    /// Rows the hand-off queue holds before it drops (≥ 1; default 10 000).
-    pub queue_capacity: usize,
-    /// Hand rows straight to the recorder's `record_now` when it offers one (default `true`,
-    /// chosen; issue 9 follow-up). `false` always uses the queue and the worker.
-    pub direct_handoff: bool,
 }
 
 impl Default for EmitterConfig {
@@ -75,8 +62,6 @@ impl Default for EmitterConfig {
             pricing: None,
             text_cap: None,
             redact_ips: true,
-            queue_capacity: DEFAULT_QUEUE_CAPACITY,
-            direct_handoff: true,
         }
     }
 }
@@ -94,38 +79,21 @@ impl EmitterConfig {
         self
     }
 
-    /// The config with this queue capacity (rows).
-    pub fn with_queue_capacity(mut self, queue_capacity: usize) -> Self {
-        self.queue_capacity = queue_capacity;
-        self
-    }
-
     /// The config with this `PGW_REDACT_IPS` value.
     pub fn with_redact_ips(mut self, redact_ips: bool) -> Self {
         self.redact_ips = redact_ips;
         self
     }
-
-    /// The config with the direct hand-off to `record_now` allowed (`true`, the default) or
-    /// not.
-    pub fn with_direct_handoff(mut self, direct_handoff: bool) -> Self {
-        self.direct_handoff = direct_handoff;
-        self
-    }
-}
-
-enum Job {
-    Row(Box<TelemetryRow>),
-    Flush(oneshot::Sender<()>),
-    Close(oneshot::Sender<()>),
 }
 
 #[derive(Debug, Default)]
 struct Counters {
-    /// Rows the emitter accepted but never got written: queue full, worker gone, recorder `Err`.
+    /// Rows the emitter shaped but never handed over (emitted after `close`).
     dropped: AtomicU64,
-    /// Set by [`TelemetryEmitter::close`]: direct hand-offs stop (the queue path stops when
-    /// the worker closes its queue).
+    /// Rows the recorder refused (`record` returned `Err`); the recorder counts them in its
+    /// own `dropped_rows` (README D31), this count only paces the warnings.
+    refused: AtomicU64,
+    /// Set by [`TelemetryEmitter::close`]: later rows are dropped and counted.
     closed: AtomicBool,
 }
 
@@ -137,69 +105,34 @@ struct Counters {
 #[derive(Clone)]
 pub struct TelemetryEmitter {
     shaper: RowShaper,
-    tx: mpsc::Sender<Job>,
     recorder: Arc<dyn TelemetryRecorder>,
     counters: Arc<Counters>,
-    /// Rows go to `recorder.record_now` (decided once, in `new`).
-    direct: bool,
 }
 
 impl fmt::Debug for TelemetryEmitter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TelemetryEmitter")
             .field("shaper", &self.shaper)
-            .field("direct", &self.direct)
-            .field("queued", &(self.tx.max_capacity() - self.tx.capacity()))
             .field("dropped", &self.counters.dropped.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
 
-/// Drains the emitter's queue into the recorder (spawn [`EmitterWorker::run`] once).
-pub struct EmitterWorker {
-    rx: mpsc::Receiver<Job>,
-    recorder: Arc<dyn TelemetryRecorder>,
-    counters: Arc<Counters>,
-}
-
-impl fmt::Debug for EmitterWorker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EmitterWorker")
-            .field("queued", &self.rx.len())
-            .finish_non_exhaustive()
-    }
-}
-
 impl TelemetryEmitter {
-    /// An emitter over `recorder` and the worker that feeds it (spawn `worker.run()`; it is
-    /// needed for `flush`/`close` even when rows go straight to the recorder). Rows use the
-    /// recorder's `record_now` when `config.direct_handoff` and
-    /// `recorder.supports_record_now()` (asked once, here), the queue otherwise.
+    /// An emitter over `recorder`. Rows go to the recorder's synchronous `record` as they are
+    /// emitted; no task needs spawning.
     ///
     /// Errors: `ConfigError telemetry.text_cap` when `config.text_cap == Some(0)` (80 T-4).
-    /// A `queue_capacity` of 0 is raised to 1.
     pub fn new(
         recorder: Arc<dyn TelemetryRecorder>,
         config: EmitterConfig,
-    ) -> Result<(Self, EmitterWorker), ConfigError> {
+    ) -> Result<Self, ConfigError> {
         let shaper = RowShaper::new(config.pricing, config.text_cap, config.redact_ips)?;
-        let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
-        let counters = Arc::new(Counters::default());
-        let direct = config.direct_handoff && recorder.supports_record_now();
-        Ok((
-            Self {
-                shaper,
-                tx,
-                recorder: Arc::clone(&recorder),
-                counters: Arc::clone(&counters),
-                direct,
-            },
-            EmitterWorker {
-                rx,
-                recorder,
-                counters,
-            },
-        ))
+        Ok(Self {
+            shaper,
+            recorder,
+            counters: Arc::new(Counters::default()),
+        })
     }
 
     /// The row shaper (pure; tests and benches build rows with it).
@@ -212,39 +145,16 @@ impl TelemetryEmitter {
         &self.recorder
     }
 
-    /// Whether rows go straight to the recorder's `record_now` (fixed at construction).
-    pub fn direct_handoff(&self) -> bool {
-        self.direct
-    }
-
-    /// Hands one row on without waiting (80 T-39, T-50): to the recorder's `record_now`
-    /// (direct hand-off) or to the worker's queue. A full queue, a stopped worker or a closed
-    /// emitter drops the row, counts it and logs a warning (the 1st, 2nd, 4th, 8th… drop); a
-    /// recorder `Err` is one warning and one dropped row, as on the worker.
+    /// Hands one row to the recorder without waiting (80 T-39, T-50; README D31). A closed
+    /// emitter drops the row and counts it; a recorder `Err` (the recorder counted the row)
+    /// is logged. Either logs a warning for the 1st, 2nd, 4th, 8th… such row.
     pub fn emit(&self, row: TelemetryRow) {
-        let row = Box::new(row);
-        if self.direct {
-            if self.counters.closed.load(Ordering::Acquire) {
-                self.count_drop("emitter closed");
-                return;
-            }
-            match self.recorder.record_now(row) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => record_failed(&self.counters, &e),
-                // A recorder breaking its `supports_record_now` promise: keep the row.
-                Err(row) => self.enqueue(row),
-            }
-        } else {
-            self.enqueue(row);
+        if self.counters.closed.load(Ordering::Acquire) {
+            self.count_drop("emitter closed");
+            return;
         }
-    }
-
-    fn enqueue(&self, row: Box<TelemetryRow>) {
-        if let Err(e) = self.tx.try_send(Job::Row(row)) {
-            self.count_drop(match e {
-                mpsc::error::TrySendError::Full(_) => "queue full",
-                mpsc::error::TrySendError::Closed(_) => "emitter closed",
-            });
+        if let Err(e) = self.recorder.record(row) {
+            record_failed(&self.counters, &e);
         }
     }
 
@@ -259,28 +169,21 @@ impl TelemetryEmitter {
         }
     }
 
-    /// Resolves when every row emitted before it has been handed to the recorder and the
-    /// recorder's own `flush` has resolved (05 R-24; 80 T-51); rows handed over directly are
-    /// already with the recorder, so its `flush` covers them. Returns at once if the worker
-    /// has stopped. Requires the worker to be running.
+    /// Resolves when every row emitted before it has been written or dropped by the recorder
+    /// (its `flush`; 05 R-24, 80 T-51).
     pub async fn flush(&self) {
-        let (ack, done) = oneshot::channel();
-        if self.tx.send(Job::Flush(ack)).await.is_ok() {
-            let _ = done.await;
-        }
+        self.recorder.flush().await;
     }
 
-    /// Drains the queue, closes the recorder (bounded by the recorder, CT-TEL-07) and stops the
-    /// worker. Idempotent; rows emitted afterwards are dropped and counted.
+    /// Closes the recorder (bounded by the recorder, CT-TEL-07). Idempotent; rows emitted
+    /// afterwards are dropped and counted.
     pub async fn close(&self) {
         self.counters.closed.store(true, Ordering::Release);
-        let (ack, done) = oneshot::channel();
-        if self.tx.send(Job::Close(ack)).await.is_ok() {
-            let _ = done.await;
-        }
+        self.recorder.close().await;
     }
 
-    /// Rows the emitter itself dropped (queue full, worker stopped, recorder errors).
+    /// Rows the emitter itself dropped (emitted after `close`; rows the recorder refused are in
+    /// the recorder's count).
     pub fn dropped_rows(&self) -> u64 {
         self.counters.dropped.load(Ordering::Relaxed)
     }
@@ -288,6 +191,9 @@ impl TelemetryEmitter {
 
 impl TelemetryStatusProvider for TelemetryEmitter {
     /// The recorder's snapshot plus the emitter's own drops in `dropped_rows` (80 T-58).
+    ///
+    /// A recorder counts the rows it refuses in its own `dropped_rows` too (README D31); the
+    /// emitter only adds the rows it never handed over (emitted after `close`).
     fn status(&self) -> TelemetryStatus {
         let mut status = self.recorder.status();
         status.dropped_rows = status.dropped_rows.saturating_add(self.dropped_rows());
@@ -314,51 +220,18 @@ impl RowSink for TelemetryEmitter {
     }
 }
 
-impl EmitterWorker {
-    /// Writes queued rows through the recorder in emit order until the emitter is closed or
-    /// every emitter handle is dropped. A recorder `Err` is one warning and one dropped row
-    /// (80 T-39: "telemetry record failed (degraded, not propagated): …").
-    pub async fn run(mut self) {
-        while let Some(job) = self.rx.recv().await {
-            match job {
-                Job::Row(row) => {
-                    if let Err(e) = self.recorder.record(*row).await {
-                        record_failed(&self.counters, &e);
-                    }
-                }
-                Job::Flush(ack) => {
-                    self.recorder.flush().await;
-                    let _ = ack.send(());
-                }
-                Job::Close(ack) => {
-                    self.recorder.close().await;
-                    self.rx.close();
-                    while let Ok(job) = self.rx.try_recv() {
-                        match job {
-                            Job::Row(_) => {
-                                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Job::Flush(a) | Job::Close(a) => {
-                                let _ = a.send(());
-                            }
-                        }
-                    }
-                    let _ = ack.send(());
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// A recorder `Err`: one dropped row and one warning (80 T-39).
+/// A recorder `Err`: a warning for the 1st, 2nd, 4th, 8th… refused row (80 T-39). The row is
+/// counted by the recorder, not here, so `status().dropped_rows` counts it once.
 fn record_failed(counters: &Counters, e: &RecordError) {
-    counters.dropped.fetch_add(1, Ordering::Relaxed);
-    tracing::warn!(
-        code = "telemetry.record_failed",
-        kind = %e.kind,
-        "telemetry record failed (degraded, not propagated): {e}"
-    );
+    let n = counters.refused.fetch_add(1, Ordering::Relaxed) + 1;
+    if n.is_power_of_two() {
+        tracing::warn!(
+            code = "telemetry.record_failed",
+            kind = %e.kind,
+            refused_rows = n,
+            "telemetry record failed (degraded, not propagated): {e}"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -964,40 +964,56 @@ fn t_47_manual_warning_text() {
 
 // ---- emitter -------------------------------------------------------------------------------
 
+/// A recorder like the SQLite one (README D31): `record` only queues (rows become visible in
+/// `written` at its `flush`); `fail` refuses every row and counts it, as a full queue would.
 #[derive(Debug, Default)]
 struct FakeRecorder {
-    rows: Mutex<Vec<TelemetryRow>>,
+    pending: Mutex<Vec<TelemetryRow>>,
+    written: Mutex<Vec<TelemetryRow>>,
     fail: bool,
+    refused: Mutex<u64>,
     flushes: Mutex<u32>,
+    closes: Mutex<u32>,
 }
 
 impl TelemetryStatusProvider for FakeRecorder {
     fn status(&self) -> TelemetryStatus {
         let mut s = TelemetryStatus::for_backend("sqlite");
-        s.dropped_rows = 1;
+        s.dropped_rows = 1 + *self.refused.lock().unwrap();
         s
     }
 }
 
 #[async_trait]
 impl TelemetryRecorder for FakeRecorder {
-    async fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
+    fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
         if self.fail {
-            return Err(RecordError::new(RecordErrorKind::Unavailable, "down"));
+            *self.refused.lock().unwrap() += 1;
+            return Err(RecordError::new(RecordErrorKind::Dropped, "queue full"));
         }
-        self.rows.lock().unwrap().push(row);
+        self.pending.lock().unwrap().push(row);
         Ok(())
     }
     async fn flush(&self) {
         *self.flushes.lock().unwrap() += 1;
+        let rows: Vec<_> = self.pending.lock().unwrap().drain(..).collect();
+        self.written.lock().unwrap().extend(rows);
+    }
+    async fn close(&self) {
+        *self.closes.lock().unwrap() += 1;
+        self.flush().await;
     }
 }
 
+fn kinds(rows: &Mutex<Vec<TelemetryRow>>) -> Vec<EventKind> {
+    rows.lock().unwrap().iter().map(|r| r.event_kind).collect()
+}
+
+// covers: T-1, T-51, R-24, D31
 #[tokio::test]
-async fn t_1_emitter_writes_rows_in_order_and_flush_waits() {
+async fn t_1_d31_emitter_hands_rows_over_at_emit_in_order_and_flush_covers_them() {
     let rec = Arc::new(FakeRecorder::default());
-    let (emitter, worker) = TelemetryEmitter::new(rec.clone(), EmitterConfig::default()).unwrap();
-    let worker = tokio::spawn(worker.run());
+    let emitter = TelemetryEmitter::new(rec.clone(), EmitterConfig::default()).unwrap();
     emitter
         .attempt(success(chat_call(), "m", ok_result(1, 1)))
         .await;
@@ -1005,76 +1021,59 @@ async fn t_1_emitter_writes_rows_in_order_and_flush_waits() {
     emitter
         .terminal(terminal(chat_call(), TerminalOutcome::Cancelled))
         .await;
+    assert_eq!(rec.pending.lock().unwrap().len(), 3, "handed over at emit");
+    assert!(rec.written.lock().unwrap().is_empty());
     RowSink::flush(&emitter).await;
-    let kinds: Vec<EventKind> = rec
-        .rows
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.event_kind)
-        .collect();
     assert_eq!(
-        kinds,
+        kinds(&rec.written),
         [
             EventKind::Attempt,
             EventKind::CacheHit,
             EventKind::TerminalFailure
-        ]
+        ],
+        "flush covers the rows handed over, in emit order"
     );
     assert_eq!(*rec.flushes.lock().unwrap(), 1);
     emitter.close().await;
     emitter.close().await;
-    worker.await.unwrap();
+    assert_eq!(
+        *rec.closes.lock().unwrap(),
+        2,
+        "close is the recorder's (idempotent)"
+    );
     emitter.emit(priced().terminal_row(&terminal(chat_call(), TerminalOutcome::Cancelled)));
     assert_eq!(
         emitter.dropped_rows(),
         1,
         "after close: dropped and counted"
     );
+    assert_eq!(rec.written.lock().unwrap().len(), 3);
 }
 
+/// T-39 / D31: a refused row is the recorder's to count (once), never the caller's error.
 #[tokio::test]
-async fn t_39_full_queue_drops_counts_and_never_blocks() {
-    let rec = Arc::new(FakeRecorder::default());
-    let config = EmitterConfig::default().with_queue_capacity(2);
-    let (emitter, worker) = TelemetryEmitter::new(rec.clone(), config).unwrap();
-    // The worker is not running yet: the queue fills, the rest is dropped at once.
-    for _ in 0..5 {
-        emitter
-            .attempt(success(chat_call(), "m", ok_result(1, 1)))
-            .await;
-    }
-    assert_eq!(emitter.dropped_rows(), 3);
-    assert_eq!(
-        emitter.status().dropped_rows,
-        4,
-        "recorder's 1 + emitter's 3"
-    );
-    tokio::spawn(worker.run());
-    emitter.flush().await;
-    assert_eq!(rec.rows.lock().unwrap().len(), 2);
-}
-
-/// T-39 through the queued path (`FakeRecorder`) and the direct hand-off (`DirectRecorder`).
-#[tokio::test]
-async fn t_39_recorder_error_is_counted_never_propagated() {
-    let queued: Arc<dyn TelemetryRecorder> = Arc::new(FakeRecorder {
+async fn t_39_d31_recorder_refusal_is_counted_once_never_propagated() {
+    let rec = Arc::new(FakeRecorder {
         fail: true,
         ..FakeRecorder::default()
     });
-    let direct: Arc<dyn TelemetryRecorder> = Arc::new(DirectRecorder {
-        fail: true,
-        ..DirectRecorder::default()
-    });
-    for rec in [queued, direct] {
-        let (emitter, worker) = TelemetryEmitter::new(rec, EmitterConfig::default()).unwrap();
-        tokio::spawn(worker.run());
+    let emitter = TelemetryEmitter::new(rec.clone(), EmitterConfig::default()).unwrap();
+    for _ in 0..3 {
         emitter
             .attempt(success(chat_call(), "m", ok_result(1, 1)))
             .await;
-        emitter.flush().await;
-        assert_eq!(emitter.dropped_rows(), 1);
     }
+    emitter.flush().await;
+    assert_eq!(
+        emitter.dropped_rows(),
+        0,
+        "the emitter handed every row over"
+    );
+    assert_eq!(
+        emitter.status().dropped_rows,
+        4,
+        "recorder's 1 + its 3 refusals, counted once"
+    );
 }
 
 #[test]
@@ -1090,128 +1089,6 @@ fn ct_tel_02_shaped_none_stays_null_zero_stays_zero() {
     assert_eq!(get("stall_ms"), SqlValue::Int(0));
     assert_eq!(get("reasoning_tokens"), SqlValue::Null);
     assert_eq!(get("cost"), SqlValue::Null);
-}
-
-// ---- direct hand-off (issue 9 follow-up) ---------------------------------------------------
-
-/// A recorder with a synchronous hand-off that, like the SQLite one, only queues: rows become
-/// visible in `written` at its `flush`. Counts the async `record` calls.
-#[derive(Debug, Default)]
-struct DirectRecorder {
-    pending: Mutex<Vec<TelemetryRow>>,
-    written: Mutex<Vec<TelemetryRow>>,
-    async_records: Mutex<u32>,
-    fail: bool,
-}
-
-impl TelemetryStatusProvider for DirectRecorder {
-    fn status(&self) -> TelemetryStatus {
-        TelemetryStatus::for_backend("sqlite")
-    }
-}
-
-#[async_trait]
-impl TelemetryRecorder for DirectRecorder {
-    async fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
-        *self.async_records.lock().unwrap() += 1;
-        self.pending.lock().unwrap().push(row);
-        Ok(())
-    }
-    fn supports_record_now(&self) -> bool {
-        true
-    }
-    fn record_now(
-        &self,
-        row: Box<TelemetryRow>,
-    ) -> Result<Result<(), RecordError>, Box<TelemetryRow>> {
-        if self.fail {
-            return Ok(Err(RecordError::new(RecordErrorKind::Unavailable, "down")));
-        }
-        self.pending.lock().unwrap().push(*row);
-        Ok(Ok(()))
-    }
-    async fn flush(&self) {
-        let rows: Vec<_> = self.pending.lock().unwrap().drain(..).collect();
-        self.written.lock().unwrap().extend(rows);
-    }
-    async fn close(&self) {
-        self.flush().await;
-    }
-}
-
-fn kinds(rows: &Mutex<Vec<TelemetryRow>>) -> Vec<EventKind> {
-    rows.lock().unwrap().iter().map(|r| r.event_kind).collect()
-}
-
-// covers: T-1, T-51, R-24
-#[tokio::test]
-async fn r_24_direct_handoff_keeps_emit_order_and_flush_covers_it() {
-    let rec = Arc::new(DirectRecorder::default());
-    let (emitter, worker) = TelemetryEmitter::new(rec.clone(), EmitterConfig::default()).unwrap();
-    assert!(emitter.direct_handoff());
-    // No worker yet: rows still reach the recorder (the call path never needs the worker).
-    emitter
-        .attempt(success(chat_call(), "m", ok_result(1, 1)))
-        .await;
-    emitter.cache_hit(cache_hit(chat_call(), historic())).await;
-    emitter
-        .terminal(terminal(chat_call(), TerminalOutcome::Cancelled))
-        .await;
-    assert_eq!(rec.pending.lock().unwrap().len(), 3, "handed over at emit");
-    assert!(rec.written.lock().unwrap().is_empty());
-    let worker = tokio::spawn(worker.run());
-    RowSink::flush(&emitter).await;
-    assert_eq!(
-        kinds(&rec.written),
-        [
-            EventKind::Attempt,
-            EventKind::CacheHit,
-            EventKind::TerminalFailure
-        ],
-        "flush covers the rows handed over directly, in emit order"
-    );
-    assert_eq!(
-        *rec.async_records.lock().unwrap(),
-        0,
-        "one path per emitter"
-    );
-    emitter.close().await;
-    worker.await.unwrap();
-    emitter.emit(priced().terminal_row(&terminal(chat_call(), TerminalOutcome::Cancelled)));
-    assert_eq!(
-        emitter.dropped_rows(),
-        1,
-        "after close: dropped and counted"
-    );
-    assert_eq!(rec.written.lock().unwrap().len(), 3);
-}
-
-// covers: T-1
-#[tokio::test]
-async fn t_1_direct_handoff_off_or_unsupported_uses_the_queue() {
-    // Opted out: the recorder's async `record` gets the rows.
-    let rec = Arc::new(DirectRecorder::default());
-    let config = EmitterConfig::default().with_direct_handoff(false);
-    let (emitter, worker) = TelemetryEmitter::new(rec.clone(), config).unwrap();
-    assert!(!emitter.direct_handoff());
-    tokio::spawn(worker.run());
-    emitter
-        .attempt(success(chat_call(), "m", ok_result(1, 1)))
-        .await;
-    emitter.flush().await;
-    assert_eq!(*rec.async_records.lock().unwrap(), 1);
-    assert_eq!(rec.written.lock().unwrap().len(), 1);
-    // A recorder without the fast path: the port's default hands the row back untouched.
-    let plain = FakeRecorder::default();
-    assert!(!plain.supports_record_now());
-    let row = priced().terminal_row(&terminal(chat_call(), TerminalOutcome::Cancelled));
-    match plain.record_now(Box::new(row.clone())) {
-        Err(back) => assert_eq!(*back, row),
-        Ok(_) => panic!("the default must hand the row back"),
-    }
-    let (emitter, _worker) =
-        TelemetryEmitter::new(Arc::new(plain), EmitterConfig::default()).unwrap();
-    assert!(!emitter.direct_handoff());
 }
 
 /// The owned path moves the texts but builds exactly the borrowed path's row.

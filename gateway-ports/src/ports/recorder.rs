@@ -12,34 +12,20 @@ pub trait TelemetryStatusProvider: Send + Sync {
     fn status(&self) -> TelemetryStatus;
 }
 
-/// The telemetry recorder port (10 §8.7). Binds values by column name from
+/// The telemetry recorder port (10 §8.7; README D31). Binds values by column name from
 /// [`TelemetryRow::columns`].
+///
+/// `record` is one synchronous, non-blocking hand-off onto the recorder's own bounded queue;
+/// the recorder writes from there on its own task or thread. The call path calls `record`
+/// inline, so it must never block, await I/O or hold a lock across I/O.
 #[async_trait]
 pub trait TelemetryRecorder: TelemetryStatusProvider + Send + Sync + 'static {
-    /// Writes one row (idempotent by `call_id`, CT-TEL-03). An `Err` is only ever logged.
-    async fn record(&self, row: TelemetryRow) -> Result<(), RecordError>;
-    /// Whether [`record_now`](Self::record_now) takes rows synchronously (the telemetry
-    /// counterpart of 05 R-9's fast paths; issue 9 follow-up). Default `false`.
+    /// Hands one row to the recorder's bounded queue; never blocks or awaits I/O. Writes are
+    /// idempotent by `call_id` (CT-TEL-03).
     ///
-    /// Must not change over the recorder's life: the emitter asks once, at construction, and
-    /// then hands every row the same way, so rows never overtake each other between the two
-    /// paths.
-    fn supports_record_now(&self) -> bool {
-        false
-    }
-    /// Takes one row synchronously, without awaiting (no I/O, no lock held across I/O):
-    /// `Ok(result)` means the row was handled exactly as [`record`](Self::record) would have
-    /// handled it (`result` is what `record` would return), and the next
-    /// [`flush`](Self::flush) covers it (05 R-24, 80 T-51). `Err(row)` hands the row back
-    /// unrecorded: the fast path is not offered, use `record`. A recorder answering
-    /// [`supports_record_now`](Self::supports_record_now) `true` never returns `Err`. Default:
-    /// `Err(row)`.
-    fn record_now(
-        &self,
-        row: Box<TelemetryRow>,
-    ) -> Result<Result<(), RecordError>, Box<TelemetryRow>> {
-        Err(row)
-    }
+    /// `Err(RecordError)`: the row was not accepted (queue full, recorder closed); the
+    /// recorder counts it in its `dropped_rows`. An `Err` is only ever logged by the caller.
+    fn record(&self, row: TelemetryRow) -> Result<(), RecordError>;
     /// Resolves when every row recorded before it has been written or dropped (05 R-24,
     /// 80 T-51). Default: nothing pending.
     async fn flush(&self) {}
