@@ -16,7 +16,7 @@
 //! [`TelemetryStatusProvider::status`] (`degraded`, `reason`, `dropped_rows`, `written_rows`,
 //! `degraded_since`, `retry_at`, `missing_columns`).
 //!
-//! The DDL and INSERT texts come from `gateway_core::telemetry::schema`, the single source shared
+//! The DDL and INSERT texts come from `gateway_ports::schema`, the single source shared
 //! with Postgres and the CLI (80 T-43, T-49).
 
 mod prepare;
@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use gateway_core::telemetry::schema::{RECOVERY_COOLDOWN, SchemaMode, SqlBackend};
+use gateway_ports::schema::{RECOVERY_COOLDOWN, SchemaMode, SqlBackend};
 use gateway_ports::{
     RecordError, RecordErrorKind, TelemetryRecorder, TelemetryRow, TelemetryStatus,
     TelemetryStatusProvider,

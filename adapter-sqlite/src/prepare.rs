@@ -3,11 +3,11 @@
 
 use std::collections::HashSet;
 
-use gateway_core::telemetry::schema::{
+use gateway_ports::TelemetryRow;
+use gateway_ports::schema::{
     BACKFILL_COLUMNS, SchemaMode, SqlBackend, TABLE, backfill_statement, create_table_sql,
     manual_mode_warning, required_columns,
 };
-use gateway_ports::TelemetryRow;
 use rusqlite::Connection;
 
 /// The outcome of one preparation.

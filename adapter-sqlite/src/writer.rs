@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
-use gateway_core::telemetry::schema::{SchemaMode, SqlBackend, insert_sql};
+use gateway_ports::schema::{SchemaMode, SqlBackend, insert_sql};
 use gateway_ports::{SqlValue, TelemetryRow};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode};

@@ -18,9 +18,9 @@ use gateway_core::rows::{
     AttemptRowFacts, AttemptRowOutcome, CacheHitRowFacts, CancelLabel, RowCall, RowSink,
 };
 use gateway_core::select::StaticSelector;
-use gateway_core::telemetry::schema::{BACKFILL_COLUMNS, BASE_COLUMNS, SchemaMode, SqlBackend};
 use gateway_core::telemetry::{EmitterConfig, RowInput, TelemetryEmitter};
 use gateway_core::testing::{Script, ScriptedRunner};
+use gateway_ports::schema::{BACKFILL_COLUMNS, BASE_COLUMNS, SchemaMode, SqlBackend};
 use gateway_ports::{
     AttemptFailure, BreakerConfig, CallOperation, ChatRequest, CircuitBreaker, Clock,
     ErrorOperation, GatewayError, GlobalLimits, LlmResponse, ModelPrice, PricingTable, RetryPolicy,
@@ -108,7 +108,7 @@ fn columns(path: &Path) -> Vec<String> {
 }
 
 fn expected_40() -> Vec<String> {
-    gateway_core::telemetry::schema::physical_columns()
+    gateway_ports::schema::physical_columns()
         .into_iter()
         .map(str::to_owned)
         .collect()
@@ -994,7 +994,7 @@ async fn governed_cache_hit_and_hedged_win_rows() {
 /// sqlite3 new.db`): the upgrade `ALTER`s are comments, since `CREATE TABLE` has every column.
 #[test]
 fn t_49_printed_sqlite_ddl_runs_on_a_new_database() {
-    let sql = gateway_core::telemetry::schema::telemetry_schema_sql(SqlBackend::Sqlite);
+    let sql = gateway_ports::schema::telemetry_schema_sql(SqlBackend::Sqlite);
     let conn = Connection::open_in_memory().unwrap();
     conn.execute_batch(&sql).unwrap();
     let columns = existing_columns(&conn).unwrap();

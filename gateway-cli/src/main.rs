@@ -20,7 +20,7 @@ mod sim;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use gateway_core::telemetry::{SqlBackend, telemetry_schema_sql};
+use gateway_ports::schema::{SqlBackend, telemetry_schema_sql};
 use tracing_subscriber::EnvFilter;
 
 /// The PolyGateway command line.

@@ -32,7 +32,7 @@ pub use wiring::GovernanceComponents;
 
 #[cfg(feature = "openai")]
 pub use adapter_openai::{OpenAiTransport, TransportOptions};
-pub use gateway_core::telemetry::telemetry_schema_sql;
+pub use gateway_ports::schema::telemetry_schema_sql;
 pub use gateway_ports::{
     CachePolicy, CallStats, ChatRequest, EFFORT_ORDER, Effort, EmbedRequest, EmbeddingResponse,
     GatewayError, JsonObject, LlmResponse, Meta, MetaValue, OpenAiChatCompletion, ResponseMode,

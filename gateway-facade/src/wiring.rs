@@ -188,7 +188,7 @@ fn sqlite_recorder(
     _origin: &str,
 ) -> Result<Arc<dyn TelemetryRecorder>, ConfigError> {
     use adapter_sqlite::{SqliteRecorder, SqliteRecorderConfig};
-    use gateway_core::telemetry::SchemaMode as CoreMode;
+    use gateway_ports::schema::SchemaMode as CoreMode;
 
     let mut config = SqliteRecorderConfig::new(settings.telemetry_sqlite_path.clone());
     if let Some(mode) = settings.telemetry_schema_mode {

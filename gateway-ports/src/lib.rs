@@ -12,15 +12,18 @@
 //! - [`response`]: `LlmResponse`, `OpenAiChatCompletion`, `Usage`, `CallStats`, results (10 §4);
 //! - [`error`]: `GatewayError`, `ConfigError`, port error facts (30 §1, 10 §7);
 //! - [`telemetry`]: `TelemetryRow`, `SqlValue`, `TelemetryStatus` (10 §6, 80);
+//! - [`schema`]: the `llm_calls` DDL, backfill and INSERT text for SQLite and Postgres (80);
 //! - [`ports`]: the port traits (10 §8).
 //!
-//! Everything is re-exported at the crate root.
+//! Everything except [`schema`] is re-exported at the crate root ([`schema`] only by its three
+//! most used names: `SchemaMode`, `SqlBackend`, `telemetry_schema_sql`).
 
 pub mod config;
 pub mod error;
 pub mod ports;
 pub mod request;
 pub mod response;
+pub mod schema;
 pub mod telemetry;
 pub mod vocab;
 
@@ -29,5 +32,6 @@ pub use error::*;
 pub use ports::*;
 pub use request::*;
 pub use response::*;
+pub use schema::{SchemaMode, SqlBackend, telemetry_schema_sql};
 pub use telemetry::*;
 pub use vocab::*;

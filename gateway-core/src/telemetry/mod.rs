@@ -22,7 +22,6 @@
 mod facts;
 mod json;
 pub mod pricing;
-pub mod schema;
 pub mod shape;
 
 use std::fmt;
@@ -35,10 +34,12 @@ use gateway_ports::{
     TelemetryStatusProvider,
 };
 
-pub use pricing::{load_pricing, load_pricing_with_warnings, parse_pricing};
-pub use schema::{
+/// The `llm_calls` schema, now in `gateway-ports` (re-exported here for the core's users).
+pub use gateway_ports::schema;
+pub use gateway_ports::schema::{
     SchemaMode, SqlBackend, create_table_sql, insert_sql, manual_mode_warning, telemetry_schema_sql,
 };
+pub use pricing::{load_pricing, load_pricing_with_warnings, parse_pricing};
 pub use shape::{RowInput, RowShaper, RowSubject};
 
 use crate::rows::{AttemptRowFacts, CacheHitRowFacts, RowSink, TerminalRowFacts};

@@ -3,13 +3,14 @@
 //!
 //! One source for SQLite and Postgres: the recorders execute these strings and
 //! [`telemetry_schema_sql`] prints them, so the shipped script and the executed DDL cannot drift
-//! (80 T-43). Pure functions; no I/O. Lives in the core (not in an adapter) so the CLI prints the
-//! DDL without linking a database driver.
+//! (80 T-43). Pure functions; no I/O. Lives beside [`TelemetryRow`] in the ports crate, so the
+//! recorder adapters (which depend on ports only) and the CLI share it without linking the core
+//! or a database driver.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use gateway_ports::{ConfigError, TelemetryRow};
+use crate::{ConfigError, TelemetryRow};
 
 /// The table name (20 §8.3 fixed constant).
 pub const TABLE: &str = "llm_calls";
