@@ -15,7 +15,7 @@
 //! (governed − bare); concurrency 64 — throughput per path and the ratio. Bare and governed run
 //! in alternating blocks so machine load drifts hit both.
 //!
-//! Run: `cargo bench -p gateway-facade --bench e2e_overhead`.
+//! Run: `cargo bench -p polygateway --bench e2e_overhead`.
 //! Environment: `E2E_WARMUP` (governed warm-up calls per source, default 5000), `E2E_CALLS`
 //! (measured calls per cell at concurrency 1, default 10000), `E2E_BLOCK` (calls per alternating
 //! block, default 1000), `E2E_CONC` (default 64), `E2E_TPUT_SECS` (seconds per throughput slice,

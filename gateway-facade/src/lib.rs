@@ -12,14 +12,39 @@
 //! `Clone + Send + Sync` wrappers of the core's `Governor` (05 ), with
 //! [`ErrorReport`] / [`ConfigErrorReport`] for the JSON shape of errors (05 R-50) and
 //! [`gather_bounded`] for bounded fan-out. The five-minute guide is `docs/guide.md`.
+//!
+//! `polygateway` is the only crate of ours an application or a backend author names:
+//! [`ports`] re-exports the traits a custom component implements (and the types they speak),
+//! the policy types the builders take are at the root, and the optional `contract` cargo
+//! feature exposes the per-port contract suites as [`contract`] (see `docs/adapters.md`).
 
-pub mod assembly;
+mod assembly;
 mod client;
 mod embedding;
 mod report;
-pub mod settings;
+mod settings;
 mod status;
 mod wiring;
+
+/// The ports (SPI) a custom backend implements or a caller injects through
+/// [`GatewayClientBuilder`]: rate limiter and its permit, circuit breaker, response cache,
+/// telemetry recorder, chat and embedding transports, and the clock — with every domain,
+/// error and telemetry type they use (the whole `gateway-ports` crate).
+pub mod ports {
+    pub use gateway_ports::*;
+}
+
+/// The per-port contract suites (`limiter_contract!`, `breaker_contract!`,
+/// `telemetry_contract!`, …) a backend author runs against an implementation, from one
+/// dev-dependency: `polygateway = { version = "…", features = ["contract"] }`.
+/// See `docs/adapters.md`.
+#[cfg(feature = "contract")]
+pub use contract_tests as contract;
+
+pub use gateway_ports::{
+    BreakerConfig, BreakerState, ChatTransport, CircuitBreaker, Clock, EmbeddingTransport, Permit,
+    RateLimiter, ResponseCache, RetryPolicy, SelectorKind, TelemetryRecorder, WaitPolicy,
+};
 
 pub use client::{
     CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions, ChatOutcome, GatewayClient, META_MAX_ENTRIES,
@@ -39,14 +64,19 @@ pub use gateway_ports::{
     Secret, SourceConfig, StreamEnd, TelemetryStatus, Usage, UsageSource,
 };
 
+pub use assembly::MIN_PACER_CEILING;
 pub use assembly::{
     ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, EmbeddingSettingsRef, GatewayClientBuilder,
     InjectedComponents, SettingsRef, log_warnings,
 };
 pub use gateway_ports::{ConfigError, ConfigWarning};
 pub use settings::{
-    CacheBackend, EmbeddingSettings, EnvMap, GatewaySettings, OcrSettings, SOURCE_FIELDS,
-    SchemaMode, StateBackend, TelemetryBackend, ValidatedEmbeddingSettings, ValidatedSettings,
+    CacheBackend, DEFAULT_BATCH_SIZE, DEFAULT_CACHE_MEMORY_MAX_ENTRIES, DEFAULT_CACHE_TTL_S,
+    DEFAULT_CHAT_SCOPE, DEFAULT_EMBED_SCOPE, DEFAULT_MAX_WAITERS, DEFAULT_OCR_MODEL,
+    DEFAULT_OCR_SCOPE, DEFAULT_STRUCTURED_MAX_RETRIES, DEFAULT_TELEMETRY_PG_POOL_MAX,
+    DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S, EmbeddingSettings, EnvMap, GatewaySettings,
+    LEASE_GRACE_S, OcrSettings, PROBE_GRACE_S, SOURCE_FIELDS, SchemaMode, StateBackend,
+    TelemetryBackend, ValidatedEmbeddingSettings, ValidatedSettings, is_scope_name,
 };
 
 /// The crate version (95 CF-024).

@@ -8,8 +8,8 @@
 
 mod support;
 
+use polygateway::ClientPlan;
 use polygateway::GatewaySettings;
-use polygateway::assembly::ClientPlan;
 use proptest::prelude::*;
 use support::*;
 
