@@ -555,7 +555,7 @@ impl Governor {
                     // G-101: the governed future is dropped; await this call's cleanup jobs
                     // (the cancelled attempt is settled and its row written first).
                     gov.queue.wait_call_idle(ctx.logical_call_id()).await;
-                    Err(expired.into_error(&gov.scope))
+                    Err(ctx.attach_cause(expired.into_error(&gov.scope)))
                 }
             }
         }
@@ -820,10 +820,12 @@ impl CallHandle {
             }),
             Err(error) => {
                 let error = error.unwrap_or_else(|| {
-                    crate::deadline::CallDeadlineExceeded {
-                        deadline: self.deadline.unwrap_or_default(),
-                    }
-                    .into_error(&gov.scope)
+                    self.ctx.attach_cause(
+                        crate::deadline::CallDeadlineExceeded {
+                            deadline: self.deadline.unwrap_or_default(),
+                        }
+                        .into_error(&gov.scope),
+                    )
                 });
                 self.fail(&error).await;
                 Err(error)

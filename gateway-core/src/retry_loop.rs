@@ -176,8 +176,20 @@ impl LoopState {
     }
 }
 
-/// The retry loop (30 G-44; 05 R-4). Returns the winning attempt or the call's error.
+/// The retry loop (30 G-44; 05 R-4). Returns the winning attempt or the call's error; a
+/// call-level error carries the call's last attempt failure and per-source reasons (README
+/// D25), whichever path ended the loop (e.g. a `SourceDead` that opened the last breaker ends
+/// as `CircuitOpen` at the next pick).
 pub(crate) async fn run_loop<R: AttemptRunner>(
+    env: LoopEnv<'_>,
+    runner: &R,
+) -> Result<LoopSuccess, GatewayError> {
+    run_loop_inner(env, runner)
+        .await
+        .map_err(|e| env.ctx.attach_cause(e))
+}
+
+async fn run_loop_inner<R: AttemptRunner>(
     env: LoopEnv<'_>,
     runner: &R,
 ) -> Result<LoopSuccess, GatewayError> {
@@ -297,6 +309,7 @@ pub(crate) async fn run_loop<R: AttemptRunner>(
                 if let Some(h) = hint {
                     st.largest_hint = Some(st.largest_hint.map_or(h, |l: f64| l.max(h)));
                 }
+                env.ctx.note_cause(&failure, &st.reasons);
                 st.last_failure = Some(failure);
                 // a hint above the cap fails the call at once, carrying the hint.
                 if let Some(h) = hint.filter(|h| hint_exceeds_cap(*h, retry.max_hint_s)) {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-use gateway_ports::{CallStats, Clock, GatewayError};
+use gateway_ports::{CallStats, Clock, FailureReason, GatewayError};
 
 use crate::cleanup::{CleanupQueue, JobKind};
 use crate::rows::{RowCall, RowSink, TerminalOutcome, TerminalRowFacts};
@@ -79,6 +79,17 @@ pub struct CallContext {
     terminal_claimed: AtomicBool,
     row_call: Arc<RowCall>,
     accumulate_generation: bool,
+    /// The call's last attempt failure and per-source reasons so far (README D25): written by
+    /// the retry loop on each failed round, read when the call ends with a call-level error
+    /// (the deadline path has no loop state left to read).
+    cause: Mutex<Option<CallCause>>,
+}
+
+/// What [`CallContext::note_cause`] keeps.
+#[derive(Debug, Clone)]
+struct CallCause {
+    last_failure: GatewayError,
+    reasons: std::collections::BTreeMap<String, FailureReason>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -103,6 +114,36 @@ impl CallContext {
             terminal_claimed: AtomicBool::new(false),
             row_call: Arc::new(row_call),
             accumulate_generation: false,
+            cause: Mutex::new(None),
+        }
+    }
+
+    /// Records the call's latest attempt failure and the per-source reasons so far (README
+    /// D25). Only on failed rounds, never on the success path.
+    pub fn note_cause(
+        &self,
+        last_failure: &GatewayError,
+        reasons: &std::collections::BTreeMap<String, FailureReason>,
+    ) {
+        let cause = CallCause {
+            last_failure: last_failure.clone(),
+            reasons: reasons.clone(),
+        };
+        *self.cause.lock().unwrap_or_else(PoisonError::into_inner) = Some(cause);
+    }
+
+    /// `error` with the call's cause attached (README D25, [`GatewayError::with_cause`]): the
+    /// last attempt failure and per-source reasons noted so far, when the error is a
+    /// call-level one that carries them and has none yet.
+    pub fn attach_cause(&self, error: GatewayError) -> GatewayError {
+        let cause = self
+            .cause
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match cause {
+            Some(c) => error.with_cause(Some(&c.last_failure), &c.reasons),
+            None => error,
         }
     }
 

@@ -116,6 +116,40 @@ async fn cf_309_expires_during_backoff_one_transport_call() {
     fx.sink.assert_counts(1, 1);
 }
 
+/// README D25: a deadline that ends a call after three 429s carries the last 429 as
+/// `last_failure` and the source's `rate_limited` reason.
+// covers: D25, G-102
+#[tokio::test(start_paused = true)]
+async fn d25_deadline_after_three_429s_carries_the_last_429() {
+    let fx = FxBuilder {
+        retry: retry(10, 1.0, 1.0),
+        deadline: Some(Duration::from_secs(60)),
+        ..FxBuilder::default()
+    }
+    .build();
+    let mut last = rate_limited(None);
+    if let GatewayError::Transient(f) = &mut last {
+        f.message = "s: rate limited: 429 (third)".to_owned();
+    }
+    fx.runner.push_all([
+        Script::fail(rate_limited(None)),
+        Script::fail(rate_limited(None)),
+        Script::fail(last.clone()),
+        // Should a fourth attempt start before the deadline, it hangs in flight.
+        Script::fail_after(Duration::from_secs(600), transient(500)),
+    ]);
+    let e = fx.chat().await.unwrap_err();
+    assert_eq!(cde(&e), ("llm".to_owned(), 60.0));
+    assert!(fx.runner.call_count() >= 3, "three 429s, then the deadline");
+    let cause = e.last_failure().expect("D25: last_failure");
+    assert_eq!(cause.http_status(), Some(429));
+    assert_eq!(cause, &last, "the last of the three");
+    assert_eq!(
+        e.per_source_reasons().and_then(|r| r.get("s1")),
+        Some(&gateway_ports::FailureReason::RateLimited)
+    );
+}
+
 // covers: G-102
 #[tokio::test(start_paused = true)]
 async fn cf_310_expires_while_queued_for_quota_zero_calls() {

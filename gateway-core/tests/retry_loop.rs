@@ -171,8 +171,11 @@ async fn g_47_source_dead_switches_immediately_without_backoff() {
     assert!(!d.allowed);
 }
 
+/// README D25: a 401 on the only source opens its breaker; the call ends `CircuitOpen` and
+/// still carries the cause: `last_failure` is the 401, the source's reason `source_dead`.
+// covers: G-47, D25
 #[tokio::test(start_paused = true)]
-async fn g_47_single_source_dead_then_circuit_open_fail_fast() {
+async fn g_47_d25_single_source_dead_then_circuit_open_keeps_the_401() {
     let fx = fx();
     fx.runner.push(Script::fail(dead()));
     let e = fx.chat().await.unwrap_err();
@@ -180,7 +183,14 @@ async fn g_47_single_source_dead_then_circuit_open_fail_fast() {
     let u = unavailable(&e);
     assert_eq!(
         u.per_source_reasons.get("s1"),
-        Some(&FailureReason::CircuitOpen)
+        Some(&FailureReason::SourceDead)
+    );
+    let last = e.last_failure().expect("D25: last_failure");
+    assert_eq!(last.http_status(), Some(401));
+    assert!(matches!(last, GatewayError::SourceDead(_)), "{last:?}");
+    assert_eq!(
+        std::error::Error::source(&e).map(ToString::to_string),
+        Some(last.to_string())
     );
     // G-12: max(poll, remaining cooldown reported) = 60 s.
     assert!((u.retry_after_s - 60.0).abs() < 1e-6, "{}", u.retry_after_s);

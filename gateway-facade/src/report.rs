@@ -65,8 +65,8 @@ impl From<&GatewayError> for ErrorSummary {
                 .or_else(|| failure.and_then(|f| f.retry_after_s)),
             scope: error.scope().map(str::to_owned),
             scope_reason: unavailable.map(|u| u.reason.as_str()),
-            per_source_reasons: unavailable.map(|u| {
-                u.per_source_reasons
+            per_source_reasons: error.per_source_reasons().map(|reasons| {
+                reasons
                     .iter()
                     .map(|(source, reason)| (source.clone(), reason.as_str()))
                     .collect()
@@ -92,10 +92,7 @@ pub struct ErrorReport {
 
 impl From<&GatewayError> for ErrorReport {
     fn from(error: &GatewayError) -> Self {
-        let last_failure = error
-            .unavailable()
-            .and_then(|u| u.last_failure.as_deref())
-            .map(ErrorSummary::from);
+        let last_failure = error.last_failure().map(ErrorSummary::from);
         Self {
             error: ErrorSummary::from(error),
             last_failure,

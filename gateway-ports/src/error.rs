@@ -148,13 +148,18 @@ pub struct SourceNotConfiguredDetails {
     pub source_name: String,
 }
 
-/// Payload of `GatewayError::CallDeadlineExceeded` (30 §1.2, §8).
+/// Payload of `GatewayError::CallDeadlineExceeded` (30 §1.2, §8; README D25).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadlineExceededDetails {
     /// Scope label.
     pub scope: String,
     /// The deadline that expired, in seconds.
     pub deadline_s: f64,
+    /// Per-source reasons gathered before the deadline (empty when no attempt failed).
+    pub per_source_reasons: BTreeMap<String, FailureReason>,
+    /// The last attempt failure before the deadline (`None` when no attempt had failed);
+    /// exposed via `Error::source()`, never in telemetry.
+    pub last_failure: Option<Box<GatewayError>>,
 }
 
 /// Payload of `GatewayError::InvalidArgument` (D5, 30 G-25).
@@ -250,6 +255,8 @@ impl GatewayError {
         Self::CallDeadlineExceeded(Box::new(DeadlineExceededDetails {
             scope: scope.into(),
             deadline_s,
+            per_source_reasons: BTreeMap::new(),
+            last_failure: None,
         }))
     }
 
@@ -298,6 +305,54 @@ impl GatewayError {
             }
             _ => None,
         }
+    }
+
+    /// The last attempt failure a call-level error carries (README D25): the unavailable
+    /// family's and `CallDeadlineExceeded`'s; `None` for other variants or before any attempt
+    /// failed.
+    pub fn last_failure(&self) -> Option<&GatewayError> {
+        match self {
+            Self::CallDeadlineExceeded(d) => d.last_failure.as_deref(),
+            _ => self.unavailable().and_then(|u| u.last_failure.as_deref()),
+        }
+    }
+
+    /// The per-source reasons a call-level error carries (README D25): the unavailable
+    /// family's and `CallDeadlineExceeded`'s; `None` for other variants.
+    pub fn per_source_reasons(&self) -> Option<&BTreeMap<String, FailureReason>> {
+        match self {
+            Self::CallDeadlineExceeded(d) => Some(&d.per_source_reasons),
+            _ => self.unavailable().map(|u| &u.per_source_reasons),
+        }
+    }
+
+    /// Attaches a call's cause (README D25): when this is a call-level error that carries one
+    /// (unavailable family, `CallDeadlineExceeded`), sets `last_failure` if it has none and
+    /// adds the sources of `reasons` it does not name yet; a source `reasons` calls
+    /// `source_dead` keeps that reason over a later `circuit_open` (its own verdict opened the
+    /// breaker). Other variants are returned as is.
+    pub fn with_cause(
+        mut self,
+        last_failure: Option<&GatewayError>,
+        reasons: &BTreeMap<String, FailureReason>,
+    ) -> Self {
+        let (slot, map) = match &mut self {
+            Self::AllSourcesExhausted(u) | Self::CircuitOpen(u) | Self::GovernanceBackend(u) => {
+                (&mut u.last_failure, &mut u.per_source_reasons)
+            }
+            Self::CallDeadlineExceeded(d) => (&mut d.last_failure, &mut d.per_source_reasons),
+            _ => return self,
+        };
+        if slot.is_none() {
+            *slot = last_failure.cloned().map(Box::new);
+        }
+        for (source, reason) in reasons {
+            let entry = map.entry(source.clone()).or_insert(*reason);
+            if *reason == FailureReason::SourceDead && *entry == FailureReason::CircuitOpen {
+                *entry = FailureReason::SourceDead;
+            }
+        }
+        self
     }
 
     /// The attempt failure of the four categories (`ResultInvalid`: its inner failure).
@@ -392,9 +447,7 @@ impl fmt::Display for GatewayError {
 
 impl StdError for GatewayError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.unavailable()
-            .and_then(|u| u.last_failure.as_deref())
-            .map(|e| e as &(dyn StdError + 'static))
+        self.last_failure().map(|e| e as &(dyn StdError + 'static))
     }
 }
 
