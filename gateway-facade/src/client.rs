@@ -337,6 +337,7 @@ pub(crate) enum KeyStyle {
 }
 
 /// The key naming a transport-build error of `source` (F9).
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
 pub(crate) fn transport_key(
     style: KeyStyle,
     scope: &str,
@@ -428,12 +429,14 @@ impl GatewayClient {
         #[cfg(feature = "openai")]
         let transport: Arc<dyn ChatTransport> = openai_transport(&plan, style)?;
         #[cfg(not(feature = "openai"))]
-        let transport: Arc<dyn ChatTransport> = {
-            let _ = style;
+        {
+            let _ = (style, plan);
             return Err(no_transport("GatewayClient::from_settings"));
-        };
+        }
+        #[cfg(feature = "openai")]
         let assembly =
             Assembly::from_validated(plan, settings, true, "GatewayClient::from_settings")?;
+        #[cfg(feature = "openai")]
         Self::start(assembly, transport)
     }
 

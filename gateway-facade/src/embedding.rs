@@ -368,6 +368,8 @@ impl EmbeddingClient {
         }
     }
 
+    // Without the `openai` feature the settings path ends at the transport (no backend).
+    #[cfg_attr(not(feature = "openai"), allow(unreachable_code, unused_variables))]
     fn assemble(
         settings: &ValidatedEmbeddingSettings,
         style: KeyStyle,
