@@ -424,6 +424,8 @@ impl GatewayClient {
         }
     }
 
+    // Without the `openai` feature the settings path ends at the transport (no backend).
+    #[cfg_attr(not(feature = "openai"), allow(clippy::needless_return))]
     fn assemble(settings: &ValidatedSettings, style: KeyStyle) -> Result<Self, ConfigError> {
         let plan = ClientPlan::from_settings(settings)?;
         #[cfg(feature = "openai")]
