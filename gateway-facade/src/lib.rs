@@ -16,6 +16,7 @@
 pub mod assembly;
 mod client;
 mod embedding;
+mod ocr;
 mod report;
 pub mod settings;
 mod status;
@@ -26,6 +27,7 @@ pub use client::{
     META_MAX_STR_CHARS, TENANT_MAX_CHARS,
 };
 pub use embedding::{EMBED_DEADLINE_ORIGIN, EmbeddingClient, gather_bounded};
+pub use ocr::{OCR_LAYOUT_DEADLINE_ORIGIN, OCR_TEXT_DEADLINE_ORIGIN, OcrClient};
 pub use report::{ConfigErrorReport, ErrorReport, ErrorSummary};
 pub use status::SourceStatus;
 pub use wiring::GovernanceComponents;
@@ -39,11 +41,16 @@ pub use gateway_ports::{
     Secret, SourceConfig, StreamEnd, TelemetryStatus, Usage, UsageSource,
 };
 
+#[cfg(feature = "monkeyocr")]
+pub use adapter_monkeyocr::MonkeyOcrTransport;
 pub use assembly::{
     ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, EmbeddingSettingsRef, GatewayClientBuilder,
-    InjectedComponents, SettingsRef, log_warnings,
+    InjectedComponents, OcrClientBuilder, SettingsRef, log_warnings,
 };
 pub use gateway_ports::{ConfigError, ConfigWarning};
+pub use gateway_ports::{
+    OcrLayoutElement, OcrLayoutResult, OcrRequest, OcrTextResult, OcrTransport, PageSize,
+};
 pub use settings::{
     CacheBackend, EmbeddingSettings, EnvMap, GatewaySettings, OcrSettings, SOURCE_FIELDS,
     SchemaMode, StateBackend, TelemetryBackend, ValidatedEmbeddingSettings, ValidatedSettings,
