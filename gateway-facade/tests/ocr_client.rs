@@ -780,3 +780,70 @@ mod rows {
         assert_eq!((cost, pt), (None, 0));
     }
 }
+
+/// A breaker whose write-backs (`record_*`, `release_probe`) fail; the gate works.
+struct WriteBackDown {
+    inner: Arc<dyn gateway_ports::CircuitBreaker>,
+}
+
+#[async_trait]
+impl gateway_ports::CircuitBreaker for WriteBackDown {
+    async fn try_enter(
+        &self,
+        source: &str,
+        owner: &str,
+    ) -> Result<gateway_ports::GateDecision, gateway_ports::BackendError> {
+        self.inner.try_enter(source, owner).await
+    }
+    async fn record_success(
+        &self,
+        _entry: &gateway_ports::GateDecision,
+        _count: bool,
+    ) -> Result<(), gateway_ports::BackendError> {
+        Err(gateway_ports::BackendError::unavailable("down"))
+    }
+    async fn record_failure(
+        &self,
+        _entry: &gateway_ports::GateDecision,
+        _reason: gateway_ports::FailureReason,
+        _force_open: bool,
+    ) -> Result<(), gateway_ports::BackendError> {
+        Err(gateway_ports::BackendError::source_not_configured(
+            "monkey_1",
+        ))
+    }
+    async fn release_probe(
+        &self,
+        _entry: &gateway_ports::GateDecision,
+    ) -> Result<(), gateway_ports::BackendError> {
+        Err(gateway_ports::BackendError::unavailable("down"))
+    }
+    async fn snapshot(
+        &self,
+        source: &str,
+    ) -> Result<gateway_ports::BreakerSnapshot, gateway_ports::BackendError> {
+        self.inner.snapshot(source).await
+    }
+}
+
+// covers: O-10
+#[tokio::test(start_paused = true)]
+async fn o_10_failed_write_backs_never_change_the_outcome() {
+    let clock = Arc::new(FakeClock::new());
+    let fake = FakeOcr::new(
+        &clock,
+        &[Step::Status(OcrStage::OcrText, 503), Step::Text("ok", 0)],
+    );
+    let inner = Arc::new(gateway_core::memory::MemoryCircuitBreaker::new(
+        "ocr",
+        gateway_ports::BreakerConfig::default(),
+        Arc::clone(&clock) as _,
+    ));
+    let c = builder(&fake, &clock, vec![source("monkey_1")])
+        .breaker(Arc::new(WriteBackDown { inner }))
+        .build()
+        .unwrap();
+    let r = c.recognize_text(png()).await.unwrap();
+    assert_eq!(r.text, "ok");
+    assert_eq!(r.call_stats.unwrap().attempts, 2);
+}
