@@ -664,4 +664,27 @@ mod tests {
         assert_eq!(err.field(), Some("BASE_URL"));
         assert_eq!(err.code(), "source.identity");
     }
+
+    proptest::proptest! {
+        /// O-13: whatever location a server names, the download URL stays on the source's own
+        /// scheme, host and port (or the location is refused as foreign).
+        #[test]
+        fn o_13_download_never_leaves_the_origin(location in "\\PC{0,60}", host in "[a-z]{1,8}", port in 1u16..65535) {
+            let c = client("http://127.0.0.1:7861/base");
+            for loc in [location.clone(), format!("http://{host}:{port}/{location}"), format!("//{host}/{location}")] {
+                if let Ok(url) = c.result_url(&loc) {
+                    proptest::prop_assert_eq!(url.scheme(), "http");
+                    proptest::prop_assert_eq!(url.host_str(), Some("127.0.0.1"));
+                    proptest::prop_assert_eq!(url.port_or_known_default(), Some(7861));
+                }
+            }
+        }
+
+        /// O-15: a member name with a `..` component is never accepted.
+        #[test]
+        fn o_15_dot_dot_component_is_never_safe(a in "[a-z/]{0,10}", b in "[a-z/]{0,10}") {
+            let name = format!("{a}/../{b}");
+            proptest::prop_assert!(!archive::is_safe_member_name(&name));
+        }
+    }
 }
