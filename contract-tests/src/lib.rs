@@ -32,6 +32,7 @@ pub mod breaker;
 pub mod clock;
 pub mod limiter;
 pub mod memory;
+pub mod ocr;
 pub mod telemetry;
 
 pub use memory::MemoryBackend;

@@ -27,6 +27,8 @@ pub enum KindArg {
     Chat,
     /// An embedding scope (default scope `EMBED`).
     Embedding,
+    /// An OCR scope (default scope `OCR`): probes `GET /health` instead.
+    Ocr,
 }
 
 /// Arguments of `pgw doctor`.
@@ -80,9 +82,10 @@ fn source_key(scope: &str, source: &str, field: Option<&str>) -> String {
     )
 }
 
-fn plan_for(args: &DoctorArgs, scope: &str) -> Result<ClientPlan, ConfigError> {
+pub(crate) fn plan_for(args: &DoctorArgs, scope: &str) -> Result<ClientPlan, ConfigError> {
     let map = args.config.env_map(scope)?;
     match args.kind {
+        KindArg::Ocr => crate::ocr::doctor_plan(scope, &map),
         KindArg::Chat => {
             let settings = GatewaySettings::from_env_map(scope, &map)?;
             ClientPlan::from_settings(&settings)
@@ -131,9 +134,13 @@ async fn probe_all(transport: Arc<OpenAiTransport>, sources: &[SourceConfig]) ->
 
 /// Runs `pgw doctor`; returns the exit code.
 pub async fn run(args: DoctorArgs) -> u8 {
+    if args.kind == KindArg::Ocr {
+        return crate::ocr::doctor(&args).await;
+    }
     let default_scope = match args.kind {
         KindArg::Chat => "LLM",
         KindArg::Embedding => "EMBED",
+        KindArg::Ocr => "OCR",
     };
     let scope = args.config.scope_or(default_scope);
     let plan = match plan_for(&args, &scope) {

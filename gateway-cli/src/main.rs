@@ -14,6 +14,7 @@ mod doctor;
 mod embed;
 mod envmap;
 mod exit;
+mod ocr;
 mod out;
 mod sim;
 
@@ -50,6 +51,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// One governed embedding call.
     Embed(embed::EmbedArgs),
+    /// One governed OCR call on an image or PDF: its text, or with `--layout` its layout.
+    Ocr(ocr::OcrArgs),
     // Spec: 05 R-49.
     /// Serve a simulator script (docs/simulator.md); prints the bound address first.
     Sim(sim::SimArgs),
@@ -97,6 +100,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Demo(args) => demo::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Embed(args) => embed::run(args).await,
+        Command::Ocr(args) => ocr::run(args).await,
         Command::Sim(args) => sim::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::SchemaSql { backend } => {

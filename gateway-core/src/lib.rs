@@ -19,6 +19,7 @@ pub mod executor;
 pub mod governor;
 pub mod hedge;
 pub mod memory;
+pub mod ocr;
 pub mod pacer;
 pub mod redact;
 pub mod request;

@@ -743,3 +743,90 @@ impl EmbeddingClientBuilder {
         ))
     }
 }
+
+/// Path 3 of 20 §9.2 for an OCR scope (90 O-1); origins `OcrClientBuilder::<option>`.
+/// `extra_body` is stripped from every source (O-3: MonkeyOCR takes only the form); hedge options
+/// only warn (`hedge.non_chat_scope`, O-2); an injected cache and price table are ignored (OCR
+/// has no response cache and no cost, O-21, 80 T-30).
+pub struct OcrClientBuilder {
+    core: CoreOptions,
+    transport: Option<Arc<dyn gateway_ports::OcrTransport>>,
+    components: InjectedComponents,
+}
+
+impl Default for OcrClientBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for OcrClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OcrClientBuilder")
+            .field("core", &self.core)
+            .field("transport", &self.transport.is_some())
+            .field("components", &self.components)
+            .finish()
+    }
+}
+
+impl OcrClientBuilder {
+    const NAME: &'static str = "OcrClientBuilder";
+
+    /// A builder for scope `OCR` with every option at its default (`circuit_open` `fail_fast`).
+    pub fn new() -> Self {
+        Self {
+            core: CoreOptions::new(crate::settings::DEFAULT_OCR_SCOPE),
+            transport: None,
+            components: InjectedComponents::default(),
+        }
+    }
+
+    core_setters!();
+
+    /// The OCR transport (required: F5 `builder.missing_transport`).
+    pub fn transport(mut self, transport: Arc<dyn gateway_ports::OcrTransport>) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// Stage F for an OCR scope: as [`GatewayClientBuilder::plan`], then `extra_body` stripped
+    /// and the E3 warning when hedge options are set. Logs the warnings once.
+    pub fn plan(
+        self,
+    ) -> Result<
+        (
+            ClientPlan,
+            Arc<dyn gateway_ports::OcrTransport>,
+            InjectedComponents,
+        ),
+        ConfigError,
+    > {
+        let hedged = self.core.hedge_after_s.is_some() || self.core.hedge_stall_after_s.is_some();
+        let mut gateway = self.core.plan(ScopeKind::Ocr, Self::NAME)?;
+        let transport = self
+            .transport
+            .ok_or_else(|| missing_transport(Self::NAME))?;
+        strip_extra_body(&mut gateway);
+        if hedged {
+            gateway.warnings.push(ConfigWarning::new(
+                "hedge.non_chat_scope",
+                "hedge keys only take effect on chat scopes: ocr scope is non-streaming; hedge configuration is ignored",
+            ));
+        }
+        log_warnings(&gateway.warnings);
+        let mut components = self.components;
+        components.cache = None;
+        components.pricing = None;
+        Ok((gateway, transport, components))
+    }
+}
+
+/// The settings path for an OCR scope (90 O-1..O-3): stages B–E on the embedded gateway (done by
+/// `OcrSettings::validate`), then F with `extra_body` stripped. Logs the warnings once.
+pub fn ocr_plan_from_validated(v: &ValidatedSettings) -> Result<ClientPlan, ConfigError> {
+    let mut gateway = plan_from_validated(v, "GatewaySettings.")?;
+    strip_extra_body(&mut gateway);
+    log_warnings(&gateway.warnings);
+    Ok(gateway)
+}

@@ -21,6 +21,7 @@
 mod assembly;
 mod client;
 mod embedding;
+mod ocr;
 mod report;
 mod settings;
 mod status;
@@ -51,6 +52,7 @@ pub use client::{
     META_MAX_STR_CHARS, TENANT_MAX_CHARS,
 };
 pub use embedding::{EMBED_DEADLINE_ORIGIN, EmbeddingClient, gather_bounded};
+pub use ocr::{OCR_LAYOUT_DEADLINE_ORIGIN, OCR_TEXT_DEADLINE_ORIGIN, OcrClient};
 pub use report::{ConfigErrorReport, ErrorReport, ErrorSummary};
 pub use status::SourceStatus;
 pub use wiring::GovernanceComponents;
@@ -65,11 +67,16 @@ pub use gateway_ports::{
 };
 
 pub use assembly::MIN_PACER_CEILING;
+#[cfg(feature = "monkeyocr")]
+pub use adapter_monkeyocr::MonkeyOcrTransport;
 pub use assembly::{
     ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, EmbeddingSettingsRef, GatewayClientBuilder,
-    InjectedComponents, SettingsRef, log_warnings,
+    InjectedComponents, OcrClientBuilder, SettingsRef, log_warnings, ocr_plan_from_validated,
 };
 pub use gateway_ports::{ConfigError, ConfigWarning};
+pub use gateway_ports::{
+    OcrLayoutElement, OcrLayoutResult, OcrRequest, OcrTextResult, OcrTransport, PageSize,
+};
 pub use settings::{
     CacheBackend, DEFAULT_BATCH_SIZE, DEFAULT_CACHE_MEMORY_MAX_ENTRIES, DEFAULT_CACHE_TTL_S,
     DEFAULT_CHAT_SCOPE, DEFAULT_EMBED_SCOPE, DEFAULT_MAX_WAITERS, DEFAULT_OCR_MODEL,

@@ -640,6 +640,10 @@ pub enum ArchiveFault {
     /// The result location is not under the source's scheme, host and port.
     #[error("result archive location is foreign to the source")]
     ForeignLocation,
+    /// A member name is absolute, climbs out of the archive (`..`), or holds a backslash, a
+    /// drive prefix or a NUL byte (path traversal); the archive is refused as a whole.
+    #[error("result archive has an unsafe member name")]
+    UnsafeMemberName,
 }
 
 impl fmt::Debug for WireFailure {

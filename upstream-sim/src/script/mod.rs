@@ -12,6 +12,7 @@
 
 mod faults;
 mod http1;
+pub mod ocr;
 mod render;
 mod runner;
 mod types;
@@ -20,11 +21,11 @@ pub use faults::{Fault, FaultRng};
 pub use http1::{CHUNKED_TERMINATOR, encode_chunk, reason_phrase};
 pub use render::{
     DEFAULT_EMBEDDING_DIM, DEFAULT_MODEL, Endpoint, Plan, PlannedWrite, RequestFacts, SIM_CREATED,
-    render, render_embedding, render_error, render_models,
+    render, render_at, render_embedding, render_error, render_models,
 };
 pub use runner::ScriptRunner;
 pub use types::{
-    Completion, Embedding, End, Faults, Framing, Head, Headers, MAX_EMBEDDING_DIM, Match, Order,
-    RawChunk, ReasoningField, Response, SCRIPT_VERSION, Script, ScriptError, ToolCall, UsageFrame,
-    UsageSpec,
+    Completion, Embedding, End, Faults, Framing, Head, Headers, MAX_EMBEDDING_DIM, Match, Ocr,
+    OcrArchive, OcrLocation, Order, RawChunk, ReasoningField, Response, SCRIPT_VERSION, Script,
+    ScriptError, ToolCall, UsageFrame, UsageSpec,
 };

@@ -34,6 +34,14 @@ pub enum Endpoint {
     Embeddings,
     /// `GET /v1/models`.
     Models,
+    /// MonkeyOCR `POST /ocr/text`.
+    OcrText,
+    /// MonkeyOCR `POST /parse`.
+    OcrParse,
+    /// MonkeyOCR result download `GET /static/sim-r{i}.zip`.
+    OcrResult,
+    /// MonkeyOCR `GET /health`.
+    Health,
     /// Anything else; answered only by responses whose `match.path` names it.
     Other,
 }
@@ -66,6 +74,10 @@ impl RequestFacts {
             ("POST", "/chat/completions") => Endpoint::ChatCompletions,
             ("POST", "/embeddings") => Endpoint::Embeddings,
             ("GET", "/models") => Endpoint::Models,
+            ("POST", "/ocr/text") => Endpoint::OcrText,
+            ("POST", "/parse") => Endpoint::OcrParse,
+            ("GET", "/health") => Endpoint::Health,
+            ("GET", p) if super::ocr::archive_index(p).is_some() => Endpoint::OcrResult,
             _ => Endpoint::Other,
         };
         let model = body
@@ -369,7 +381,23 @@ pub fn render_embedding(dim: u32, facts: &RequestFacts) -> Plan {
 /// body kind's (`text/event-stream`, `application/json`) when the script's headers lack one; raw
 /// bodies get only the script's headers.
 pub fn render(response: &Response, facts: &RequestFacts, request_index: u64) -> Plan {
-    let mut plan = if let Some(c) = &response.completion {
+    render_at(response, facts, request_index, 0)
+}
+
+/// [`render`] for the script's response number `response_index` (an `ocr` response's
+/// `/parse` answer names its archive by that index).
+pub fn render_at(
+    response: &Response,
+    facts: &RequestFacts,
+    request_index: u64,
+    response_index: usize,
+) -> Plan {
+    let mut plan = if let Some(o) = &response.ocr {
+        match facts.endpoint {
+            Endpoint::OcrParse => super::ocr::render_parse(o, response_index),
+            _ => super::ocr::render_text(o),
+        }
+    } else if let Some(c) = &response.completion {
         render_completion(c, facts, request_index)
     } else if let Some(e) = &response.embedding {
         render_embedding(e.dim, facts)

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::faults::FaultRng;
 use super::render::{
-    DEFAULT_EMBEDDING_DIM, DEFAULT_MODEL, Endpoint, Plan, RequestFacts, normalize_path, render,
+    DEFAULT_EMBEDDING_DIM, DEFAULT_MODEL, Endpoint, Plan, RequestFacts, normalize_path, render_at,
     render_embedding, render_error, render_models,
 };
 use super::types::{Order, Response, Script, ScriptError};
@@ -91,8 +91,11 @@ impl ScriptRunner {
             }
         }
         match facts.endpoint {
-            Endpoint::ChatCompletions => r.embedding.is_none(),
-            Endpoint::Embeddings => r.completion.is_none(),
+            Endpoint::ChatCompletions => r.embedding.is_none() && r.ocr.is_none(),
+            Endpoint::Embeddings => r.completion.is_none() && r.ocr.is_none(),
+            Endpoint::OcrText | Endpoint::OcrParse => {
+                r.completion.is_none() && r.embedding.is_none()
+            }
             _ => r.matcher.as_ref().is_some_and(|m| m.path.is_some()),
         }
     }
@@ -150,6 +153,17 @@ impl ScriptRunner {
         if facts.endpoint == Endpoint::Models {
             return render_models(&self.models());
         }
+        if facts.endpoint == Endpoint::OcrResult {
+            // The archive of a scripted `/parse` answer: no counter, no fault of its own (the
+            // response's `ocr.download_*` fields script its faults).
+            let ocr = super::ocr::archive_index(normalize_path(&facts.path))
+                .and_then(|i| self.script.responses.get(i))
+                .and_then(|r| r.ocr.as_ref());
+            return match ocr {
+                Some(o) => super::ocr::render_archive(o),
+                None => render_error(404, "sim_no_match", "upstream-sim: no such result archive"),
+            };
+        }
         let index = self.served;
         self.served = self.served.saturating_add(1);
         let fault = self
@@ -166,13 +180,14 @@ impl ScriptRunner {
         }
         let mut plan = match self.select(facts) {
             Some(i) => {
-                let mut p = render(&self.script.responses[i], facts, index);
+                let mut p = render_at(&self.script.responses[i], facts, index, i);
                 p.response_index = Some(i);
                 p
             }
             None if facts.endpoint == Endpoint::Embeddings => {
                 render_embedding(DEFAULT_EMBEDDING_DIM, facts)
             }
+            None if facts.endpoint == Endpoint::Health => super::ocr::render_health(),
             None => {
                 let model = facts
                     .model

@@ -147,11 +147,20 @@ impl Script {
             }
             let kinds = usize::from(r.chunks.is_some())
                 + usize::from(r.completion.is_some())
-                + usize::from(r.embedding.is_some());
+                + usize::from(r.embedding.is_some())
+                + usize::from(r.ocr.is_some());
             if kinds > 1 {
                 return Err(ScriptError::invalid(
                     format!("responses[{i}]"),
-                    "`chunks`, `completion` and `embedding` are mutually exclusive",
+                    "`chunks`, `completion`, `embedding` and `ocr` are mutually exclusive",
+                ));
+            }
+            if let Some(o) = &r.ocr
+                && !(100..=999).contains(&o.download_status)
+            {
+                return Err(ScriptError::invalid(
+                    at("ocr.download_status"),
+                    "must be in 100..=999",
                 ));
             }
             if let Some(c) = &r.completion
@@ -284,6 +293,9 @@ pub struct Response {
     /// A generated embeddings response, one vector per input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<Embedding>,
+    /// A MonkeyOCR answer (`/ocr/text`, `/parse` and its result archive; see [`Ocr`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ocr: Option<Ocr>,
     /// What happens after the last write; default `eof`.
     #[serde(default)]
     pub end: End,
@@ -305,6 +317,7 @@ impl Default for Response {
             chunks: None,
             completion: None,
             embedding: None,
+            ocr: None,
             end: End::default(),
         }
     }
@@ -397,6 +410,94 @@ impl<'de> Deserialize<'de> for Headers {
         }
         deserializer.deserialize_any(HeadersVisitor)
     }
+}
+
+/// A MonkeyOCR answer (docs/simulator.md "MonkeyOCR"). On `POST /ocr/text` it renders
+/// `{"success", "task_type": "text", "content", "message"}`; on `POST /parse` it renders
+/// `{"success", "message", "download_url", "files"}` whose `download_url` names the result
+/// archive `/static/sim-r{i}.zip` (`i` = this response's index), served by `GET` with a real ZIP
+/// built from `elements`, `page_sizes` and `markdown` (or one of the faulty archives of
+/// [`OcrArchive`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ocr {
+    /// The envelope's `success`; default `true`.
+    #[serde(default = "default_true")]
+    pub success: bool,
+    /// The text envelope's `content`; default `""`.
+    #[serde(default)]
+    pub content: String,
+    /// The envelope's `message`; default `null` (text) / `"ok"` (parse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The `*_content_list.json` items (any JSON values, in order).
+    #[serde(default)]
+    pub elements: Vec<serde_json::Value>,
+    /// `pdf_info[i].page_size` of `*_middle.json`, as `[width, height]`.
+    #[serde(default)]
+    pub page_sizes: Vec<[f64; 2]>,
+    /// The `.md` member.
+    #[serde(default)]
+    pub markdown: String,
+    /// Which archive the download serves; default `zip`.
+    #[serde(default)]
+    pub archive: OcrArchive,
+    /// Where `download_url` points; default `relative`.
+    #[serde(default)]
+    pub location: OcrLocation,
+    /// Status of the archive download; default 200 (another status answers a JSON error).
+    #[serde(default = "default_status")]
+    pub download_status: u16,
+    /// `hang`: the archive download never answers; default `send`.
+    #[serde(default)]
+    pub download_head: Head,
+}
+
+impl Default for Ocr {
+    fn default() -> Self {
+        Self {
+            success: true,
+            content: String::new(),
+            message: None,
+            elements: Vec::new(),
+            page_sizes: Vec::new(),
+            markdown: String::new(),
+            archive: OcrArchive::default(),
+            location: OcrLocation::default(),
+            download_status: 200,
+            download_head: Head::default(),
+        }
+    }
+}
+
+/// The archive a `/parse` answer's download serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OcrArchive {
+    /// A real ZIP: `sim/sim_content_list.json`, `sim/sim_middle.json`, `sim/sim.md`.
+    #[default]
+    Zip,
+    /// No archive: `download_url` is `null`.
+    None,
+    /// Bytes that are not a ZIP.
+    Corrupt,
+    /// 64 MiB + 1 bytes (over the download cap).
+    Oversized,
+    /// A small ZIP whose content list inflates to 40 MiB (over the 32 MiB member cap).
+    Bomb,
+    /// A ZIP with a member named `../sim_content_list.json`.
+    Traversal,
+}
+
+/// Where a `/parse` answer's `download_url` points.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OcrLocation {
+    /// A server-relative path, `/static/sim-r{i}.zip`.
+    #[default]
+    Relative,
+    /// An absolute URL on another host (`http://foreign.invalid:9/...`).
+    Foreign,
 }
 
 /// How the body is delimited on the wire (spec 15 `framing`).

@@ -66,10 +66,18 @@ pub(crate) async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 return;
             }
         };
+        let content_type = request
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default();
         let json: Option<serde_json::Value> = if request.body.is_empty() {
             None
         } else {
-            serde_json::from_slice(&request.body).ok()
+            serde_json::from_slice(&request.body)
+                .ok()
+                .or_else(|| crate::script::ocr::multipart_summary(&content_type, &request.body))
         };
         let facts = RequestFacts::from_parts(&request.method, &request.path, json.as_ref());
         let plan = shared.plan(&facts);
