@@ -41,6 +41,7 @@ fn k(name: &str) -> String {
     format!("pgw:cache:v1:ct-{name}")
 }
 
+// covers: C-60
 /// CT-CACHE-01: `set` then `get` within the TTL returns the identical string (any bytes JSON
 /// can carry, including non-ASCII and control escapes); an unknown key is `None`.
 pub async fn ct_cache_01_set_get_identical<B: CacheBackend>(b: &B) {
@@ -129,6 +130,7 @@ pub async fn ct_cache_05_unavailable_errs<B: CacheBackend>(b: &B) {
     }
 }
 
+// covers: C-61
 /// CT-CACHE-06: bounded by entry count, evicting the least recently used first (`get` is a
 /// use). Skipped for backends without an entry bound (their `bounded_cache` is `None`).
 pub async fn ct_cache_06_bounded_lru<B: CacheBackend>(b: &B) {

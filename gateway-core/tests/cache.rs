@@ -350,6 +350,7 @@ fn cf_325_request_effort_in_key() {
     assert_ne!(key_of(&low), key_of(&request("m")));
 }
 
+// covers: CF-322, CF-326, C-48
 /// CF-321, CF-322, CF-326 (C-42, C-48): the key ignores tenant, meta, session, parent id,
 /// stream, deadline and the call context; telemetry truncation never reaches it.
 #[test]
@@ -454,6 +455,7 @@ mod props {
         request(seed)
     }
 
+    // covers: C-48
     proptest! {
         /// The proptest of issue 18 (C-44, C-48): changing any one key member changes the key;
         /// changing only non-members (tenant, meta, stream, deadline, session, parent, logical
@@ -499,6 +501,7 @@ mod props {
 // Entry codec (C-53, C-55)
 // ---------------------------------------------------------------------------------------------
 
+// covers: C-53
 /// CF-319 (C-53): the stored JSON has no `call_stats` and no `structured_data`; the completion
 /// is its four fields.
 #[test]
@@ -556,6 +559,7 @@ fn cf_327_bad_completion_is_miss() {
     }
 }
 
+// covers: C-55
 /// CF-333 (C-55 steps 4–5): judged on the stored values — salvaged, illegal stream end,
 /// `length`, a non-string finish, an openai reasoning-only completion with `length`.
 #[test]
@@ -574,6 +578,7 @@ fn cf_333_stored_values_judged() {
     assert!(decode_entry(&reasoning_only.to_string(), ResponseMode::OpenAi, None).is_err());
 }
 
+// covers: C-51
 /// CF-334 (C-51, C-55): the effective finish falls back to the completion's.
 #[test]
 fn cf_334_effective_finish_from_completion() {
@@ -731,6 +736,7 @@ fn c_44_structured_needs_strategy() {
 // Read / write paths through the governor
 // ---------------------------------------------------------------------------------------------
 
+// covers: C-58
 /// CF-290 (C-58): the second identical call hits — attempts 0, a fresh logical id, generation
 /// 0, `cache_hit true`, a fresh `call_id`, latency 0, historic usage and model.
 #[tokio::test(start_paused = true)]
@@ -783,6 +789,7 @@ async fn cf_291_hit_total_latency_is_cache_path_time() {
     assert_eq!(hit.call_stats.unwrap().total_latency_ms, 250);
 }
 
+// covers: C-52
 /// CF-314 (C-52; 30 G-94): a `set` taking 0.5 s under a 0.2 s deadline → `CDE`; transport
 /// called once; one `set` started; nothing stored; one terminal row.
 #[tokio::test(start_paused = true)]
@@ -814,6 +821,7 @@ async fn cf_328_set_failure_returns_fresh() {
     assert_eq!(f.backend.sets(), 1);
 }
 
+// covers: C-54
 /// CF-329 (C-54): a failing `get` is a warning and a miss; upstream called; the write still
 /// happens.
 #[tokio::test(start_paused = true)]
@@ -882,6 +890,7 @@ async fn cf_331_tool_only_completion_hits() {
     assert_eq!(hit.completion.unwrap(), expected);
 }
 
+// covers: CF-338, C-49, C-50
 /// CF-332, CF-338 (C-49, C-50): salvaged, `length`, `content_filter`, `end_turn`, openai
 /// reasoning-only (length and stop) and think-tag-only results are delivered but not stored;
 /// the next identical call goes upstream again.
@@ -936,6 +945,7 @@ async fn cf_332_cf_338_uncacheable_results_not_stored() {
     }
 }
 
+// covers: C-57, C-58
 /// CF-339 (C-57, C-58): openai, namespace `tools`, TTL 60: stream then non-stream — first
 /// miss, second hit; equal completions, distinct call ids, attempts 0, historic response id;
 /// mutating the second hit leaves a third hit with two tool calls.
@@ -1076,6 +1086,7 @@ async fn cf_343_bypass_and_refresh() {
     assert_eq!(hit.content, "newer");
 }
 
+// covers: C-59, CF-363
 /// CF-344, CF-363 (C-59; 80 T-12): exactly one `cache_hit` row per hit — latency 0, cost 0.0,
 /// historic model and tokens, stream end and stall NULL, request-level effort; no attempt or
 /// terminal row.
@@ -1162,6 +1173,7 @@ async fn c_42_tenants_isolated_by_namespace() {
     assert!(!f.chat(&bumped).await.unwrap().cache_hit);
 }
 
+// covers: CT-CACHE-02, CT-CACHE-06
 /// C-61 (memory backend): TTL on the injected clock, LRU eviction, `get` refreshes recency.
 #[tokio::test]
 async fn c_61_memory_ttl_and_lru() {
@@ -1203,4 +1215,56 @@ fn c_41_per_call_namespace_domain() {
     assert!(format!("{e}").contains("cache_salt"), "{e}");
     r.cache_salt = Some("ok".into());
     assert!(gateway_core::cache::check_cache_options(&r, "ChatOptions").is_ok());
+}
+
+/// C-63: no single-flight — two concurrent identical misses both go upstream; the last write
+/// wins and the next call hits.
+#[tokio::test(start_paused = true)]
+async fn c_63_no_single_flight() {
+    let fx = FxBuilder {
+        fake_clock: true,
+        sources: vec![{
+            let mut s = source("s1");
+            s.max_concurrency = 4;
+            s.tpm = 0;
+            s
+        }],
+        ..FxBuilder::default()
+    }
+    .build();
+    let clock: Arc<dyn Clock> = fx.fake.clone().unwrap();
+    let cache = ChatCache::new(
+        Arc::new(MemoryCache::new(10, clock)),
+        &[source("s1")],
+        "llm",
+        Duration::from_secs(60),
+    );
+    fx.runner.push(Script::succeed_after(
+        Duration::from_millis(100),
+        text_result("first", Some("stop"), None),
+    ));
+    fx.runner.push(Script::succeed_after(
+        Duration::from_millis(200),
+        text_result("second", Some("stop"), None),
+    ));
+    let r = request("q");
+    let one = cache.prepare(&r, None);
+    let two = cache.prepare(&r, None);
+    let (a, b) = tokio::join!(
+        fx.gov
+            .run_chat_cached(&fx.runner, CallOptions::default(), one.as_ref()),
+        fx.gov
+            .run_chat_cached(&fx.runner, CallOptions::default(), two.as_ref()),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(!a.cache_hit && !b.cache_hit, "both went upstream");
+    assert_eq!(fx.runner.call_count(), 2);
+    let three = cache.prepare(&r, None);
+    let hit = fx
+        .gov
+        .run_chat_cached(&fx.runner, CallOptions::default(), three.as_ref())
+        .await
+        .unwrap();
+    assert!(hit.cache_hit);
+    assert_eq!(hit.content, "second", "the last write wins");
 }

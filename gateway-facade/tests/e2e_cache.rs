@@ -14,11 +14,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use client_support::{chat_env, sim, sim_completion};
+use client_support::{chat_env, map, sim, sim_completion, source_keys};
 use gateway_core::cache::MemoryCache;
 use gateway_core::clock::TokioClock;
 use gateway_ports::{CacheError, ResponseCache};
-use polygateway::{CachePolicy, ChatOptions, EnvMap, GatewayClient, GatewayError};
+use polygateway::{
+    CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap, GatewayClient, GatewayError,
+};
 use upstream_sim::SimHandle;
 
 fn memory_env(sim: &SimHandle, extra: &[(&str, &str)]) -> EnvMap {
@@ -246,4 +248,22 @@ async fn c_64_injected_cache_used_never_closed() {
         0,
         "injected: never closed"
     );
+}
+
+/// C-39: embedding is never cached, even with `PGW_CACHE_BACKEND=memory`: two identical
+/// embedding calls both go upstream.
+#[tokio::test]
+async fn c_39_embedding_never_cached() {
+    let sim = sim(r#"{"version":1,"responses":[{"embedding":{"dim":4}}]}"#);
+    let mut env = map(&[
+        ("PGW_TELEMETRY_BACKEND", "none"),
+        ("PGW_CACHE_BACKEND", "memory"),
+    ]);
+    env.extend(source_keys("EMBED", "EMB", &sim, "embed-1"));
+    let client = EmbeddingClient::from_env_map("EMBED", &env).expect("client assembles");
+    let request = || EmbedRequest::new(vec!["same text".to_owned()]);
+    client.embed(request()).await.unwrap();
+    client.embed(request()).await.unwrap();
+    assert_eq!(sim.request_count(), 2, "no embedding cache");
+    client.close().await;
 }
