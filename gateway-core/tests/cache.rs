@@ -559,7 +559,7 @@ fn cf_327_bad_completion_is_miss() {
     }
 }
 
-// covers: C-55
+// covers: C-55, V-62
 /// CF-333 (C-55 steps 4–5): judged on the stored values — salvaged, illegal stream end,
 /// `length`, a non-string finish, an openai reasoning-only completion with `length`.
 #[test]
@@ -736,7 +736,7 @@ fn c_44_structured_needs_strategy() {
 // Read / write paths through the governor
 // ---------------------------------------------------------------------------------------------
 
-// covers: C-58
+// covers: C-58, V-63
 /// CF-290 (C-58): the second identical call hits — attempts 0, a fresh logical id, generation
 /// 0, `cache_hit true`, a fresh `call_id`, latency 0, historic usage and model.
 #[tokio::test(start_paused = true)]
@@ -809,6 +809,7 @@ async fn cf_314_deadline_expires_during_set() {
     assert_eq!(f.fx.sink.terminals().len(), 1);
 }
 
+// covers: V-61
 /// CF-328 (C-52): a failing `set` is a warning; the call returns the fresh response.
 #[tokio::test(start_paused = true)]
 async fn cf_328_set_failure_returns_fresh() {
@@ -890,7 +891,7 @@ async fn cf_331_tool_only_completion_hits() {
     assert_eq!(hit.completion.unwrap(), expected);
 }
 
-// covers: CF-338, C-49, C-50
+// covers: CF-338, C-49, C-50, V-61, V-64
 /// CF-332, CF-338 (C-49, C-50): salvaged, `length`, `content_filter`, `end_turn`, openai
 /// reasoning-only (length and stop) and think-tag-only results are delivered but not stored;
 /// the next identical call goes upstream again.
@@ -945,7 +946,7 @@ async fn cf_332_cf_338_uncacheable_results_not_stored() {
     }
 }
 
-// covers: C-57, C-58
+// covers: C-57, C-58, V-63
 /// CF-339 (C-57, C-58): openai, namespace `tools`, TTL 60: stream then non-stream — first
 /// miss, second hit; equal completions, distinct call ids, attempts 0, historic response id;
 /// mutating the second hit leaves a third hit with two tool calls.
@@ -1015,6 +1016,7 @@ async fn cf_339_hits_are_independent_copies() {
     assert_eq!(third.completion.unwrap().tool_calls().len(), 2);
 }
 
+// covers: V-57
 /// CF-341, CF-255 (C-50, C-52): an upstream failure writes nothing (no orphan task: the
 /// backend saw no `set`).
 #[tokio::test(start_paused = true)]
