@@ -463,7 +463,7 @@ mod props {
         #[test]
         fn c_44_c_48_members_change_key_non_members_do_not(
             text in "[a-z]{1,12}",
-            member in 0usize..7,
+            member in 0usize..8,
             tenant in "[a-z]{1,8}",
             meta_v in "[a-z]{0,8}",
             stream in any::<bool>(),
@@ -490,6 +490,10 @@ mod props {
                 3 => { m.cache_salt = Some(other.clone()); key(&m) }
                 4 => { m.overlay.insert("seed".into(), json!(other.len())); key(&m) }
                 5 => { m.reasoning_effort = Some(Effort::High); key(&m) }
+                6 => {
+                    m.structured = Some(StructuredSpec::Json);
+                    KeyParts::of_request(&m, "fp", "ns", None, Some("json_only")).key()
+                }
                 _ => KeyParts::of_request(&a, &other, "ns", None, None).key(),
             };
             prop_assert_ne!(key(&a), changed);
