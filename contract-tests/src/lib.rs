@@ -13,6 +13,7 @@
 //! ```text
 //! contract_tests::limiter_contract!(my_crate::RedisBackend::new().await);
 //! contract_tests::breaker_contract!(my_crate::RedisBackend::new().await);
+//! contract_tests::cache_contract!(my_crate::RedisBackend::new().await);
 //! ```
 //!
 //! Rows that only a networked backend can show (CT-LIM-13, CT-BRK-11: two instances share
@@ -29,6 +30,7 @@ use gateway_ports::{
 };
 
 pub mod breaker;
+pub mod cache;
 pub mod clock;
 pub mod limiter;
 pub mod memory;

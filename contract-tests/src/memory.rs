@@ -1,14 +1,18 @@
-//! The memory backend of the contract suites: `MemoryRateLimiter` and `MemoryCircuitBreaker`
-//! reading one shared `FakeClock` (05 R-31).
+//! The memory backend of the contract suites: `MemoryRateLimiter`, `MemoryCircuitBreaker` and
+//! `MemoryCache` reading one shared `FakeClock` (05 R-31).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use gateway_core::cache::MemoryCache;
 use gateway_core::clock::FakeClock;
 use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
-use gateway_ports::{BreakerConfig, CircuitBreaker, GlobalLimits, RateLimiter, SourceConfig};
+use gateway_ports::{
+    BreakerConfig, CircuitBreaker, GlobalLimits, RateLimiter, ResponseCache, SourceConfig,
+};
 
+use crate::cache::CacheBackend;
 use crate::{Backend, TimeControl};
 
 /// `TimeControl` over a [`FakeClock`]: `advance` moves only the readings (CT-CLK-02).
@@ -82,6 +86,28 @@ impl Backend for MemoryBackend {
         let b = MemoryCircuitBreaker::new("ct", config, self.time.clock());
         b.close().await;
         Arc::new(b)
+    }
+
+    fn time(&self) -> &dyn TimeControl {
+        &self.time
+    }
+}
+
+#[async_trait]
+impl CacheBackend for MemoryBackend {
+    async fn cache(&self) -> Arc<dyn ResponseCache> {
+        Arc::new(MemoryCache::new(10_000, self.time.clock()))
+    }
+
+    async fn unavailable_cache(&self) -> Arc<dyn ResponseCache> {
+        // The memory cache is never down; a closed one answers `Err` to every operation.
+        let c = MemoryCache::new(10, self.time.clock());
+        c.close().await;
+        Arc::new(c)
+    }
+
+    async fn bounded_cache(&self, max_entries: usize) -> Option<Arc<dyn ResponseCache>> {
+        Some(Arc::new(MemoryCache::new(max_entries, self.time.clock())))
     }
 
     fn time(&self) -> &dyn TimeControl {

@@ -8,6 +8,7 @@ use gateway_core::clock::{FakeClock, TokioClock};
 
 contract_tests::limiter_contract!(MemoryBackend::new());
 contract_tests::breaker_contract!(MemoryBackend::new());
+contract_tests::cache_contract!(MemoryBackend::new());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ct_clk_01_tokio_clock_never_decreases() {

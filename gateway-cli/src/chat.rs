@@ -45,6 +45,17 @@ pub struct ChatArgs {
     /// Print exactly one JSON object on stdout (`docs/errors.md` for the error shape).
     #[arg(long)]
     pub json: bool,
+    /// Use the response cache: the configured `PGW_CACHE_BACKEND`, or `memory` when it is
+    /// `none` (an in-process cache only hits within one run; set `PGW_CACHE_BACKEND=redis` to
+    /// share entries between runs). A hit is reported on stderr (`response.cache_hit` in JSON).
+    #[arg(long, conflicts_with = "no_cache")]
+    pub cache: bool,
+    /// Neither read nor write the response cache for this call.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// The cache namespace of this call (overrides `PGW_CACHE_NAMESPACE`).
+    #[arg(long, value_name = "NAME")]
+    pub cache_namespace: Option<String>,
     /// Configuration flags.
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -89,10 +100,17 @@ fn message(role: &str, content: &str) -> JsonObject {
 /// Runs `pgw chat`; returns the exit code.
 pub async fn run(args: ChatArgs) -> u8 {
     let scope = args.config.scope_or("LLM");
-    let map = match args.config.env_map(&scope) {
+    let mut map = match args.config.env_map(&scope) {
         Ok(map) => map,
         Err(e) => return config::report_config_error(&e, args.json),
     };
+    if args.cache
+        && map
+            .get("PGW_CACHE_BACKEND")
+            .is_none_or(|b| b.trim().eq_ignore_ascii_case("none") || b.trim().is_empty())
+    {
+        map.insert("PGW_CACHE_BACKEND".to_owned(), "memory".to_owned());
+    }
     let prompt = match read_prompt(args.prompt.as_deref()) {
         Ok(p) => p,
         Err(e) => {
@@ -117,9 +135,15 @@ pub async fn run(args: ChatArgs) -> u8 {
         ModeArg::Openai => ResponseMode::OpenAi,
         ModeArg::Text => ResponseMode::Text,
     };
-    let options = ChatOptions::new()
+    let mut options = ChatOptions::new()
         .stream(!args.no_stream)
         .response_mode(mode);
+    if args.no_cache {
+        options = options.bypass_cache();
+    }
+    if let Some(namespace) = &args.cache_namespace {
+        options = options.cache_namespace(namespace.clone());
+    }
     let outcome = tokio::select! {
         outcome = client.chat_outcome(messages, options) => outcome,
         _ = tokio::signal::ctrl_c() => {
@@ -134,6 +158,9 @@ pub async fn run(args: ChatArgs) -> u8 {
             if args.json {
                 out::stdout_json(&success_json(response));
             } else {
+                if response.cache_hit {
+                    out::stderr_line("pgw: served from the response cache (no upstream call)");
+                }
                 print_response(response);
             }
             exit::OK

@@ -36,6 +36,9 @@ pub const DEMO_PRICES: &str = r#"{"sim-model":{"input_per_1m":0.5,"output_per_1m
 const DEMO_TEXT: &str = "Governed calls keep going when one fails.";
 /// The demo's (fake) API key; the simulators accept any key.
 const DEMO_KEY: &str = "sk-demo-not-a-secret";
+/// Every `DEMO_REPEAT_EVERY`-th call repeats an earlier call's prompt, so the in-memory
+/// response cache (`PGW_CACHE_BACKEND=memory`) serves a share of the calls (70 Part C).
+pub const DEMO_REPEAT_EVERY: usize = 4;
 
 /// Scope keys of the demo (05 R-54), besides the per-source ones.
 pub const DEMO_SCOPE_KEYS: &[(&str, &str)] = &[
@@ -82,6 +85,7 @@ struct CallFacts {
     hedge_won: bool,
     latency_ms: u64,
     ttft_ms: Option<f64>,
+    cache_hit: bool,
 }
 
 /// p50 / p99 of a sample (nearest rank); `None` fields for an empty sample.
@@ -177,6 +181,7 @@ pub fn demo_env_map(
     for (key, value) in DEMO_SCOPE_KEYS {
         map.insert((*key).to_owned(), (*value).to_owned());
     }
+    map.insert("PGW_CACHE_BACKEND".into(), "memory".into());
     map.insert("PGW_TELEMETRY_BACKEND".into(), "sqlite".into());
     map.insert(
         "PGW_TELEMETRY_SQLITE_PATH".into(),
@@ -208,11 +213,17 @@ fn progress_bar(calls: u32) -> ProgressBar {
 }
 
 async fn one_call(client: &GatewayClient, index: usize) -> CallFacts {
+    // A share of the calls repeats the prompt of a call made well before it (a cache hit).
+    let prompt = if index % DEMO_REPEAT_EVERY == DEMO_REPEAT_EVERY - 1 {
+        index / DEMO_REPEAT_EVERY
+    } else {
+        index
+    };
     let mut message = JsonObject::new();
     message.insert("role".into(), Value::from("user"));
     message.insert(
         "content".into(),
-        Value::from(format!("Demo call {index}: say something short.")),
+        Value::from(format!("Demo call {prompt}: say something short.")),
     );
     let started = Instant::now();
     let outcome = client
@@ -229,6 +240,7 @@ async fn one_call(client: &GatewayClient, index: usize) -> CallFacts {
                 hedge_won: stats.hedge_won,
                 latency_ms: stats.total_latency_ms,
                 ttft_ms: response.ttft_ms,
+                cache_hit: response.cache_hit,
             }
         }
         Err(error) => CallFacts {
@@ -238,6 +250,7 @@ async fn one_call(client: &GatewayClient, index: usize) -> CallFacts {
             hedge_won: false,
             latency_ms: elapsed_ms,
             ttft_ms: None,
+            cache_hit: false,
         },
     }
 }
@@ -303,6 +316,8 @@ pub struct Summary {
     pub hedges_sent: u64,
     /// Calls won by the hedge leg.
     pub hedges_won: u64,
+    /// Calls served from the response cache (no upstream request).
+    pub cache_hits: u64,
     /// Breaker opens per source (`sources_status()`).
     pub breaker_opens: BTreeMap<String, u32>,
     /// `total_latency_ms` over all calls (failed calls: their wall time).
@@ -337,7 +352,8 @@ fn summarize(
         .iter()
         .map(|f| u64::from(f.attempts.saturating_sub(1).saturating_sub(f.hedges)))
         .sum();
-    let expected_rows = attempts + failed;
+    let cache_hits = facts.iter().filter(|f| f.cache_hit).count() as u64;
+    let expected_rows = attempts + failed + cache_hits;
     let holds = totals.rows == expected_rows;
     let summary = Summary {
         calls: args.calls,
@@ -351,6 +367,7 @@ fn summarize(
         retries,
         hedges_sent: facts.iter().map(|f| u64::from(f.hedges)).sum(),
         hedges_won: facts.iter().filter(|f| f.hedge_won).count() as u64,
+        cache_hits,
         breaker_opens,
         latency_ms: percentiles(facts.iter().map(|f| f.latency_ms as f64).collect()),
         ttft_ms: percentiles(facts.iter().filter_map(|f| f.ttft_ms).collect()),
@@ -365,7 +382,8 @@ fn summarize(
             "rows": totals.rows,
             "attempts": attempts,
             "failed_calls": failed,
-            "check": "rows = attempts + failed calls",
+            "cache_hits": cache_hits,
+            "check": "rows = attempts + failed calls + cache hits",
             "check_holds": holds,
         }),
     };
@@ -404,6 +422,7 @@ fn print_summary(s: &Summary, holds: bool) {
             "  hedges           sent {}, won {}",
             s.hedges_sent, s.hedges_won
         ),
+        format!("  cache hits       {}", s.cache_hits),
         format!("  breaker opens    {opens}"),
         format!(
             "  latency ms       p50 {}, p99 {}",
@@ -428,10 +447,11 @@ fn print_summary(s: &Summary, holds: bool) {
             s.telemetry["path"].as_str().unwrap_or_default()
         ),
         format!(
-            "  check            rows = attempts + failed calls: {} = {} + {} {}",
+            "  check            rows = attempts + failed calls + cache hits: {} = {} + {} + {} {}",
             s.telemetry["rows"],
             s.attempts,
             s.failed,
+            s.cache_hits,
             if holds { "(holds)" } else { "(FAILS)" }
         ),
     ];

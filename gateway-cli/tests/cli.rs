@@ -503,8 +503,14 @@ fn r_55_demo_json_summary_and_rows_check() {
     assert_eq!(t["check_holds"], true, "{value}");
     assert_eq!(
         t["rows"].as_u64().unwrap(),
-        t["attempts"].as_u64().unwrap() + t["failed_calls"].as_u64().unwrap()
+        t["attempts"].as_u64().unwrap()
+            + t["failed_calls"].as_u64().unwrap()
+            + t["cache_hits"].as_u64().unwrap()
     );
+    // 70 C-59: a share of the prompts repeats; those calls are served from the memory cache
+    // (one `cache_hit` row each, no attempt).
+    assert!(value["cache_hits"].as_u64().unwrap() > 0, "{value}");
+    assert_eq!(value["cache_hits"], t["cache_hits"]);
     assert_eq!(value["calls"], 40);
     assert_eq!(
         value["succeeded"].as_u64().unwrap() + value["failed"].as_u64().unwrap(),
@@ -525,4 +531,44 @@ fn r_55_demo_json_summary_and_rows_check() {
     // errors_by_type is a map from error type to count: its keys vary with timing.
     skeleton["errors_by_type"] = Value::from("<map type→count>");
     golden("demo_summary_shape", &skeleton);
+}
+
+// ------------------------------------------------------------------ 70 Part C: `pgw chat --cache`
+
+/// `pgw chat --cache` turns the response cache on (memory when `PGW_CACHE_BACKEND` is `none`):
+/// a one-shot process misses (`cache_hit false`) and still answers; `--cache --no-cache` is a
+/// usage error; a bad `--cache-namespace` is a call error naming the option.
+#[test]
+fn c_40_chat_cache_flag() {
+    let sim = SimProcess::start(&fixture("case_004_a"));
+    let pgw = Pgw::new();
+    let base = |extra: &[&str]| {
+        let mut v = vec![
+            "chat".to_owned(),
+            "--json".to_owned(),
+            "--no-env-file".to_owned(),
+            "--base-url".to_owned(),
+            sim.base_url(),
+            "--api-key".to_owned(),
+            KEY.to_owned(),
+            "--model".to_owned(),
+            "m".to_owned(),
+        ];
+        v.extend(extra.iter().map(|s| (*s).to_owned()));
+        v.push("hi".to_owned());
+        v
+    };
+    let owned = base(&["--cache"]);
+    let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let (code, value, _) = pgw.run_json(&refs, &[]);
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["response"]["cache_hit"], false);
+    let owned = base(&["--cache", "--no-cache"]);
+    let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+    assert_eq!(pgw.run(&refs, &[]).0, 2);
+    let owned = base(&["--cache", "--cache-namespace", ""]);
+    let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let (code, value, _) = pgw.run_json(&refs, &[]);
+    assert_ne!(code, 0, "{value}");
+    assert!(value.to_string().contains("cache_namespace"), "{value}");
 }

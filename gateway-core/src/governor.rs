@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use gateway_ports::{
-    BackpressurePolicy, CallOperation, CallStats, CircuitBreaker, Clock, GatewayError, RateLimiter,
-    RetryPolicy, SourceConfig, WaitPolicy,
+    BackpressurePolicy, CallOperation, CallStats, CircuitBreaker, Clock, GatewayError, LlmResponse,
+    RateLimiter, RetryPolicy, SourceConfig, WaitPolicy,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -33,13 +33,14 @@ use tracing::Instrument;
 use crate::admission::{Admission, AdmissionParts, AdmissionPolicy, DEFAULT_MAX_WAITERS};
 use crate::attempt::{AttemptRunner, SettleMode, TransportResult};
 use crate::budget::RetryBudget;
+use crate::cache::CacheCall;
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
 use crate::deadline::{resolve_call_deadline, with_deadline};
 use crate::hedge::HedgeConfig;
 use crate::pacer::{AimdPacer, Pacer};
 use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
-use crate::rows::{NoopRowSink, RowCall, RowSink};
+use crate::rows::{CacheHitRowFacts, NoopRowSink, RowCall, RowSink};
 use crate::select::{HealthAwareSelector, Selector};
 use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 
@@ -181,6 +182,53 @@ pub struct Governed {
     pub latency_ms: u64,
     /// The call's statistics, snapshotted just before returning (30 G-120).
     pub stats: CallStats,
+}
+
+impl Governed {
+    /// The caller's [`LlmResponse`] (10 §4.1): the winning attempt's judged result, the winning
+    /// source's configured model and provider, and the call's statistics.
+    pub fn into_response(self) -> LlmResponse {
+        let mut out = chat_response(*self.result, &self.source, self.call_id, self.latency_ms);
+        out.call_stats = Some(self.stats);
+        out
+    }
+}
+
+/// The [`LlmResponse`] of a winning attempt, without `call_stats` (10 §4.1): projections,
+/// usage, timings, fidelity snapshot, finish and stream end of `result`; model, provider and
+/// name of `source`.
+pub fn chat_response(
+    result: TransportResult,
+    source: &SourceConfig,
+    call_id: String,
+    latency_ms: u64,
+) -> LlmResponse {
+    let r = result;
+    let mut out = LlmResponse::default();
+    out.content = r.content;
+    out.thinking = r.thinking;
+    out.model = source.model.clone();
+    out.provider = source.provider.clone();
+    out.usage = r.usage;
+    out.latency_ms = latency_ms;
+    out.ttft_ms = r.ttft_ms;
+    out.max_inter_token_ms = r.max_inter_token_ms;
+    out.call_id = call_id;
+    out.source_name = source.name.clone();
+    out.usage_source = r.usage_source;
+    out.model_reported = r.model_reported;
+    out.thinking_observation = r.thinking_observation;
+    out.applied_effort = r.applied_effort;
+    out.completion = r.completion;
+    out.finish_reason = r.finish_reason;
+    out.stream_end = r.stream_end;
+    out
+}
+
+/// What the cached chat path produced inside the deadline.
+enum Served {
+    Hit(Box<LlmResponse>),
+    Fresh(Box<LlmResponse>),
 }
 
 /// Builds a [`Governor`] (the builder path may inject every component, 05 R-5).
@@ -497,6 +545,103 @@ impl Governor {
             SettleMode::Zero,
         )
         .await
+    }
+
+    /// One chat call through the response cache (70 C-52..C-59; 05 R-4 `chat → cache → loop`),
+    /// returning the caller's [`LlmResponse`] with `call_stats`. Without `cache` it is
+    /// [`run_chat`](Self::run_chat) mapped to a response.
+    ///
+    /// Inside the call deadline (30 G-94): the read ([`CacheCall::read`]); on a hit no loop
+    /// runs — the response gets a fresh `call_id` and this call's statistics (attempts 0,
+    /// generation 0, a fresh `logical_call_id`, `total_latency_ms` = time on the cache path)
+    /// and exactly one `cache_hit` row is emitted (C-58, C-59); on a miss the loop runs and its
+    /// response is written ([`CacheCall::write`]) before the call returns. Failures and
+    /// cancellations are the boundary's as for any call (one terminal row; the cache layer
+    /// writes none, CF-363).
+    ///
+    /// Errors: those of [`run_chat`](Self::run_chat); a deadline that expires during the
+    /// cache read or write is `CallDeadlineExceeded` (CF-314).
+    pub async fn run_chat_cached<R: AttemptRunner>(
+        &self,
+        runner: &R,
+        options: CallOptions,
+        cache: Option<&CacheCall<'_>>,
+    ) -> Result<LlmResponse, GatewayError> {
+        let Some(cache) = cache else {
+            return self
+                .run_chat(runner, options)
+                .await
+                .map(Governed::into_response);
+        };
+        let gov = &*self.inner;
+        let OpenedCall {
+            ctx,
+            mut guard,
+            deadline,
+            stream,
+            span,
+        } = self.open_call(options, CallOperation::Chat, false)?;
+        let outcome = async {
+            let env = LoopEnv {
+                gov,
+                ctx: &ctx,
+                row_call: ctx.row_call(),
+                policy: LoopPolicy::CHAT,
+                settle: SettleMode::PromptAndCompletion,
+                deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+                stream,
+            };
+            let served = Box::pin(async {
+                if let Some(hit) = cache.read().await {
+                    return Ok(Served::Hit(Box::new(hit)));
+                }
+                let success = run_loop(env, runner).await?;
+                let response = chat_response(
+                    *success.result,
+                    &success.source,
+                    success.call_id,
+                    success.latency_ms,
+                );
+                cache.write(&response).await;
+                Ok(Served::Fresh(Box::new(response)))
+            });
+            match with_deadline(deadline, served).await {
+                Ok(result) => result,
+                Err(expired) => {
+                    gov.queue.wait_call_idle(ctx.logical_call_id()).await;
+                    Err(expired.into_error(&gov.scope))
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+        match outcome {
+            Ok(Served::Fresh(mut response)) => {
+                guard.disarm();
+                response.call_stats = Some(ctx.snapshot());
+                Ok(*response)
+            }
+            Ok(Served::Hit(mut response)) => {
+                guard.disarm();
+                response.call_id = new_uuid_v4();
+                response.call_stats = Some(ctx.snapshot());
+                if gov.sink.wants_rows() {
+                    gov.sink
+                        .cache_hit(CacheHitRowFacts {
+                            call: Arc::clone(ctx.row_call()),
+                            call_id: response.call_id.clone(),
+                            response: response.clone(),
+                        })
+                        .await;
+                }
+                Ok(*response)
+            }
+            Err(error) => {
+                emit_terminal_failure(&ctx, gov.sink.as_ref(), &error).await;
+                guard.disarm();
+                Err(error)
+            }
+        }
     }
 
     /// The one governed call path behind `run_chat` / `run_embed` / `run_ocr`.

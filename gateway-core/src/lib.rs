@@ -10,6 +10,7 @@ pub mod admission;
 pub mod attempt;
 pub mod backoff;
 pub mod budget;
+pub mod cache;
 pub mod classify;
 pub mod cleanup;
 pub mod clock;

@@ -212,6 +212,8 @@ pub struct InjectedComponents {
     pub pricing: Option<PricingTable>,
     /// Clock (`None` = the tokio clock).
     pub clock: Option<Arc<dyn Clock>>,
+    /// The response cache's default namespace, salt and TTL (builder options).
+    pub(crate) cache_options: crate::wiring::CacheOptions,
 }
 
 impl fmt::Debug for InjectedComponents {
@@ -223,6 +225,7 @@ impl fmt::Debug for InjectedComponents {
             .field("telemetry", &self.telemetry.is_some())
             .field("pricing", &self.pricing)
             .field("clock", &self.clock.is_some())
+            .field("cache_options", &self.cache_options)
             .finish()
     }
 }
@@ -541,6 +544,27 @@ impl GatewayClientBuilder {
     }
 
     core_setters!();
+
+    /// The response cache's default namespace (default: the scope name; 70 C-42). Use
+    /// `gateway_core::cache::CacheNamespace::compose` for tenant-prefixed namespaces. Needs a
+    /// cache (`.cache(..)`).
+    pub fn cache_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.components.cache_options.namespace = Some(namespace.into());
+        self
+    }
+
+    /// The response cache's default salt (default: none). Changing it starts a fresh cache
+    /// without deleting keys.
+    pub fn cache_salt(mut self, salt: impl Into<String>) -> Self {
+        self.components.cache_options.salt = Some(salt.into());
+        self
+    }
+
+    /// How long a cached response lives (default 86 400 s).
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.components.cache_options.ttl = Some(ttl);
+        self
+    }
 
     /// The chat transport (required: F5 `builder.missing_transport`).
     pub fn transport(mut self, transport: Arc<dyn ChatTransport>) -> Self {

@@ -30,8 +30,9 @@ use std::time::Duration;
 
 use gateway_core::accumulate::WarningThrottle;
 use gateway_core::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals};
+use gateway_core::cache::{check_cache_options, namespace_problem};
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
-use gateway_core::governor::{CallOptions, Governed};
+use gateway_core::governor::CallOptions;
 use gateway_core::telemetry::RowInput;
 use gateway_ports::{
     CachePolicy, ChatRequest, ChatTransport, ConfigError, ConfigWarning, Effort, GatewayError,
@@ -125,8 +126,13 @@ pub struct ChatOptions {
     pub session_id: Option<String>,
     /// Caller business correlation (telemetry only).
     pub parent_call_id: Option<String>,
-    /// Per-call cache control (`Bypass` = neither read nor write).
+    /// Per-call cache control (`Bypass` = neither read nor write, `Refresh` = write only).
     pub cache: Option<CachePolicy>,
+    /// Per-call cache namespace overriding the client's (non-empty, at most 256 characters,
+    /// no control characters).
+    pub cache_namespace: Option<String>,
+    /// Per-call cache salt overriding the client's (same domain as the namespace).
+    pub cache_salt: Option<String>,
 }
 
 impl ChatOptions {
@@ -217,6 +223,19 @@ impl ChatOptions {
         self.cache(CachePolicy::Bypass)
     }
 
+    /// The cache namespace of this call (overrides the client's; the isolation unit — give
+    /// each tenant its own, e.g. with `gateway_core::cache::CacheNamespace::compose`).
+    pub fn cache_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.cache_namespace = Some(namespace.into());
+        self
+    }
+
+    /// The cache salt of this call (overrides the client's).
+    pub fn cache_salt(mut self, salt: impl Into<String>) -> Self {
+        self.cache_salt = Some(salt.into());
+        self
+    }
+
     /// `request` with these options applied.
     pub fn apply(self, mut request: ChatRequest) -> ChatRequest {
         if let Some(stream) = self.stream {
@@ -244,6 +263,12 @@ impl ChatOptions {
         }
         if let Some(cache) = self.cache {
             request.cache = cache;
+        }
+        if self.cache_namespace.is_some() {
+            request.cache_namespace = self.cache_namespace;
+        }
+        if self.cache_salt.is_some() {
+            request.cache_salt = self.cache_salt;
         }
         request
     }
@@ -508,12 +533,16 @@ impl GatewayClient {
             .with_stream(request.stream);
         call.call_deadline = request.call_deadline;
         call.deadline_origin = Some(CHAT_DEADLINE_ORIGIN.to_owned());
+        let cache = inner
+            .runtime
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.prepare(&request, None));
         let result = inner
             .runtime
             .governor
-            .run_chat(&runner, call)
-            .await
-            .map(llm_response);
+            .run_chat_cached(&runner, call, cache.as_ref())
+            .await;
         ChatOutcome {
             result,
             attempts: runner.count(),
@@ -585,12 +614,24 @@ impl GatewayClientBuilder {
         governance: GovernanceComponents,
     ) -> Result<GatewayClient, ConfigError> {
         let (plan, transport, components) = self.plan()?;
-        if components.cache.is_some() {
-            tracing::warn!(
-                target: "polygateway::config",
-                code = "cache.not_implemented",
-                "an injected response cache is not used yet (the cache issue is open)"
-            );
+        for (field, value) in [
+            ("cache_namespace", &components.cache_options.namespace),
+            ("cache_salt", &components.cache_options.salt),
+        ] {
+            if let Some(problem) = value.as_deref().and_then(namespace_problem) {
+                return Err(ConfigError::new(
+                    "settings.backend",
+                    format!("GatewayClientBuilder::{field}"),
+                    format!("{field} {problem}"),
+                ));
+            }
+        }
+        if components.cache_options.ttl.is_some_and(|t| t.is_zero()) {
+            return Err(ConfigError::new(
+                "settings.backend",
+                "GatewayClientBuilder::cache_ttl",
+                "cache_ttl must be greater than zero",
+            ));
         }
         let assembly = Assembly::from_injected(
             plan,
@@ -601,40 +642,6 @@ impl GatewayClientBuilder {
         );
         GatewayClient::start(assembly, transport)
     }
-}
-
-/// The [`LlmResponse`] of a governed success (10 §4.1): the winning attempt's judged result,
-/// the winning source's configured model and provider, the call's statistics.
-fn llm_response(governed: Governed) -> LlmResponse {
-    let Governed {
-        result,
-        source,
-        call_id,
-        latency_ms,
-        stats,
-        ..
-    } = governed;
-    let r = *result;
-    let mut out = LlmResponse::default();
-    out.content = r.content;
-    out.thinking = r.thinking;
-    out.model = source.model.clone();
-    out.provider = source.provider.clone();
-    out.usage = r.usage;
-    out.latency_ms = latency_ms;
-    out.ttft_ms = r.ttft_ms;
-    out.max_inter_token_ms = r.max_inter_token_ms;
-    out.call_id = call_id;
-    out.source_name = source.name.clone();
-    out.usage_source = r.usage_source;
-    out.model_reported = r.model_reported;
-    out.thinking_observation = r.thinking_observation;
-    out.applied_effort = r.applied_effort;
-    out.call_stats = Some(stats);
-    out.completion = r.completion;
-    out.finish_reason = r.finish_reason;
-    out.stream_end = r.stream_end;
-    out
 }
 
 /// The chat call-boundary guards, in the order of 20 §11.8 (30 G-25; 05 ). Each
@@ -671,6 +678,7 @@ pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
         }
     }
     check_dimensions(request.tenant_id.as_deref(), &request.meta, "ChatOptions")?;
+    check_cache_options(request, "ChatOptions")?;
     if request.reasoning_effort.is_some() {
         return Err(GatewayError::invalid_argument(
             "ChatOptions::reasoning_effort",
@@ -738,4 +746,50 @@ pub(crate) fn check_dimensions(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod cache_ownership_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+
+    fn env(backend: &str) -> EnvMap {
+        [
+            ("PGW_TELEMETRY_BACKEND", "none"),
+            ("PGW_CACHE_BACKEND", backend),
+            ("LLM__SIM__1__BASE_URL", "http://127.0.0.1:9/v1"),
+            ("LLM__SIM__1__API_KEY", "sk-test-0123456789"),
+            ("LLM__SIM__1__MODEL", "m"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+    }
+
+    /// C-64 / CF-308: the memory cache built from `PGW_CACHE_BACKEND=memory` is owned and
+    /// closed by `close()` (a closed memory cache answers `Err`); `none` builds no cache.
+    #[cfg(feature = "openai")]
+    #[tokio::test]
+    async fn c_64_cf_308_factory_cache_closed_by_close() {
+        let client = GatewayClient::from_env_map("LLM", &env("memory")).unwrap();
+        let cache = client
+            .inner
+            .runtime
+            .cache
+            .as_ref()
+            .expect("memory cache built");
+        assert_eq!(cache.namespace(), "llm", "default namespace = scope name");
+        let backend = Arc::clone(cache.backend());
+        backend
+            .set("k", "v".to_owned(), Duration::from_secs(60))
+            .await
+            .unwrap();
+        client.close().await;
+        client.close().await;
+        assert!(backend.get("k").await.is_err(), "closed by the client");
+        let none = GatewayClient::from_env_map("LLM", &env("none")).unwrap();
+        assert!(none.inner.runtime.cache.is_none());
+        none.close().await;
+    }
 }

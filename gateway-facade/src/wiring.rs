@@ -20,6 +20,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use gateway_core::cache::{ChatCache, DEFAULT_CACHE_TTL, MemoryCache};
 use gateway_core::cleanup::run_cleanup_worker;
 use gateway_core::clock::TokioClock;
 use gateway_core::governor::{Governor, GovernorBuilder, Jitter};
@@ -31,13 +32,13 @@ use gateway_core::select::{
 };
 use gateway_core::telemetry::{EmitterConfig, TelemetryEmitter};
 use gateway_ports::{
-    CircuitBreaker, Clock, ConfigError, PricingTable, RateLimiter, SelectorKind, TelemetryRecorder,
-    TelemetryStatus, TelemetryStatusProvider,
+    CircuitBreaker, Clock, ConfigError, PricingTable, RateLimiter, ResponseCache, ScopeKind,
+    SelectorKind, TelemetryRecorder, TelemetryStatus, TelemetryStatusProvider,
 };
 use tokio::task::JoinHandle;
 
 use crate::assembly::{ClientPlan, InjectedComponents};
-use crate::settings::{LEASE_GRACE_S, TelemetryBackend, ValidatedSettings};
+use crate::settings::{CacheBackend, LEASE_GRACE_S, TelemetryBackend, ValidatedSettings};
 use crate::status::{OpenCounter, SourceStatus};
 
 /// How long `close()` waits for the cleanup worker task to return after the governor shut its
@@ -98,12 +99,49 @@ pub(crate) enum RecorderSource {
     Injected(Arc<dyn TelemetryRecorder>),
 }
 
+/// Where the response cache comes from (70 C-39, C-40, C-64). Chat scopes only.
+pub(crate) enum CacheSource {
+    /// No response cache (`PGW_CACHE_BACKEND=none`, or nothing injected).
+    None,
+    /// `PGW_CACHE_BACKEND=memory`: a `MemoryCache` of this capacity on the runtime's clock,
+    /// built and closed by the client.
+    Memory(usize),
+    /// Built by the client from settings (e.g. Redis): closed by `close()`.
+    #[allow(dead_code)] // constructed by the Redis cache hook in `Assembly::from_validated`
+    Owned(Arc<dyn ResponseCache>),
+    /// Injected into the builder: used, never closed by the client.
+    Injected(Arc<dyn ResponseCache>),
+}
+
+/// The response cache's key and lifetime options (70 C-40, C-41).
+#[derive(Clone, Default)]
+pub(crate) struct CacheOptions {
+    /// Default namespace (`None` = the scope name).
+    pub(crate) namespace: Option<String>,
+    /// Default salt (`None` = no salt in the key).
+    pub(crate) salt: Option<String>,
+    /// Entry TTL (`None` = 86 400 s).
+    pub(crate) ttl: Option<Duration>,
+}
+
+impl fmt::Debug for CacheOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacheOptions")
+            .field("namespace", &self.namespace)
+            .field("salt", &self.salt.as_ref().map(|_| "<redacted>"))
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
 /// Everything [`Runtime::start`] needs, from either assembly path.
 pub(crate) struct Assembly {
     pub(crate) plan: ClientPlan,
     pub(crate) limiter: Option<Arc<dyn RateLimiter>>,
     pub(crate) breaker: Option<Arc<dyn CircuitBreaker>>,
     pub(crate) recorder: RecorderSource,
+    pub(crate) cache: CacheSource,
+    pub(crate) cache_options: CacheOptions,
     pub(crate) pricing: Option<PricingTable>,
     pub(crate) clock: Option<Arc<dyn Clock>>,
     pub(crate) governance: GovernanceComponents,
@@ -137,11 +175,41 @@ impl Assembly {
                 ));
             }
         };
+        let cache = if plan.kind == ScopeKind::Chat {
+            match settings.cache_backend {
+                CacheBackend::None => CacheSource::None,
+                CacheBackend::Memory => CacheSource::Memory(
+                    usize::try_from(settings.cache_memory_max_entries).unwrap_or(usize::MAX),
+                ),
+                // Hook for the Redis cache backend (adapter-redis): build it from REDIS_URL
+                // here as `CacheSource::Owned(Arc::new(<RedisCache>))`. Until then validation
+                // (C6b, 05 R-43) refuses `redis` first; kept as a guard.
+                CacheBackend::Redis => {
+                    return Err(ConfigError::new(
+                        "backend.unavailable",
+                        "PGW_CACHE_BACKEND",
+                        "PGW_CACHE_BACKEND=redis: the backend is not in this build",
+                    ));
+                }
+            }
+        } else {
+            CacheSource::None
+        };
+        let cache_options = CacheOptions {
+            namespace: settings.cache_namespace.clone(),
+            salt: settings
+                .cache_salt
+                .as_ref()
+                .map(|s| s.expose_secret().clone()),
+            ttl: Duration::try_from_secs_f64(settings.cache_ttl_s).ok(),
+        };
         Ok(Self {
             plan,
             limiter: None,
             breaker: None,
             recorder,
+            cache,
+            cache_options,
             pricing: settings.pricing().cloned(),
             clock: None,
             governance: GovernanceComponents::default(),
@@ -164,7 +232,13 @@ impl Assembly {
         origin: &'static str,
     ) -> Self {
         let lease_ttl_s = builder_lease_ttl_s(&plan);
+        let cache = match components.cache {
+            Some(cache) if plan.kind == ScopeKind::Chat => CacheSource::Injected(cache),
+            _ => CacheSource::None,
+        };
         Self {
+            cache,
+            cache_options: components.cache_options,
             plan,
             limiter: components.limiter,
             breaker: components.breaker,
@@ -234,6 +308,9 @@ pub(crate) struct Runtime {
     pacer: Arc<dyn Pacer>,
     selector: Arc<dyn Selector>,
     telemetry: Option<Telemetry>,
+    /// The chat response cache (`None` = off) and whether the client owns its backend.
+    pub(crate) cache: Option<ChatCache>,
+    owns_cache: bool,
     owns_limiter: bool,
     owns_breaker: bool,
     cleanup_worker: Mutex<Option<JoinHandle<()>>>,
@@ -327,6 +404,27 @@ impl Runtime {
                 Some(Telemetry { emitter, owned })
             }
         };
+        let (cache, owns_cache): (Option<Arc<dyn ResponseCache>>, bool) = match a.cache {
+            CacheSource::None => (None, false),
+            CacheSource::Memory(max) => (
+                Some(Arc::new(MemoryCache::new(max, Arc::clone(&clock)))),
+                true,
+            ),
+            CacheSource::Owned(cache) => (Some(cache), true),
+            CacheSource::Injected(cache) => (Some(cache), false),
+        };
+        let cache = cache.map(|backend| {
+            ChatCache::new(
+                backend,
+                &plan.sources,
+                a.cache_options
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| plan.scope.clone()),
+                a.cache_options.ttl.unwrap_or(DEFAULT_CACHE_TTL),
+            )
+            .with_salt(a.cache_options.salt.clone())
+        });
         let hedge = if a.hedging {
             plan.hedge
         } else {
@@ -371,6 +469,8 @@ impl Runtime {
             pacer,
             selector,
             telemetry,
+            cache,
+            owns_cache,
             owns_limiter,
             owns_breaker,
             cleanup_worker: Mutex::new(Some(cleanup_worker)),
@@ -415,6 +515,11 @@ impl Runtime {
             } else {
                 t.emitter.flush().await;
             }
+        }
+        if self.owns_cache
+            && let Some(cache) = &self.cache
+        {
+            cache.backend().close().await;
         }
         if self.owns_limiter {
             self.limiter.close().await;

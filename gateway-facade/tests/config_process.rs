@@ -74,8 +74,8 @@ fn r_43_backends_not_in_the_build_are_unavailable() {
     assert_err(&e, "backend.unavailable", "PGW_BREAKER_BACKEND");
     let e = env_err(&env_with(&[("PGW_CACHE_BACKEND", "redis"), url]));
     assert_err(&e, "backend.unavailable", "PGW_CACHE_BACKEND");
-    let e = env_err(&env_with(&[("PGW_CACHE_BACKEND", "memory")]));
-    assert_err(&e, "backend.unavailable", "PGW_CACHE_BACKEND");
+    // The in-memory response cache is built in (70 C-61).
+    assert!(from_env(&env_with(&[("PGW_CACHE_BACKEND", "memory")])).is_ok());
     let e = env_err(&env_with(&[
         ("PGW_TELEMETRY_BACKEND", "postgres"),
         (
@@ -89,7 +89,8 @@ fn r_43_backends_not_in_the_build_are_unavailable() {
     assert_eq!(v.is_ok(), cfg!(feature = "sqlite"));
     // The struct path names the field.
     let s = polygateway::GatewaySettings {
-        cache_backend: CacheBackend::Memory,
+        cache_backend: CacheBackend::Redis,
+        redis_url: Some("redis://127.0.0.1:6379/0".to_owned().into()),
         ..settings(vec![source("qwen_1", 120.0)])
     };
     assert_err(
@@ -97,6 +98,11 @@ fn r_43_backends_not_in_the_build_are_unavailable() {
         "backend.unavailable",
         "GatewaySettings.cache_backend",
     );
+    let s = polygateway::GatewaySettings {
+        cache_backend: CacheBackend::Memory,
+        ..settings(vec![source("qwen_1", 120.0)])
+    };
+    assert!(s.validate().is_ok());
 }
 
 #[test]
