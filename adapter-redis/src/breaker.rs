@@ -59,6 +59,8 @@ struct Inner {
     conn: RedisConnection,
     config: Vec<String>,
     closed: AtomicBool,
+    /// `close()` also quits the connection (the assembly built it for this port).
+    owns_conn: bool,
 }
 
 /// The circuit breaker shared through Redis (10 §8.5; 30 G-65..G-71; D7).
@@ -93,8 +95,19 @@ impl RedisCircuitBreaker {
                 conn,
                 config: config_args(&config),
                 closed: AtomicBool::new(false),
+                owns_conn: false,
             }),
         }
+    }
+
+    /// Makes `close()` also quit the connection (pending and later operations on it fail
+    /// closed). Call it right after `new`, before cloning; the assembly uses it for the ports it
+    /// builds from `REDIS_URL`.
+    pub fn owning_connection(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.owns_conn = true;
+        }
+        self
     }
 
     /// The scope this breaker was built for.
@@ -240,6 +253,9 @@ impl CircuitBreaker for RedisCircuitBreaker {
     }
 
     async fn close(&self) {
-        self.inner.closed.store(true, Ordering::Release);
+        let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);
+        if self.inner.owns_conn && !was_closed {
+            self.inner.conn.quit().await;
+        }
     }
 }

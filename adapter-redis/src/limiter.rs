@@ -34,6 +34,8 @@ struct Inner {
     global: Limits,
     lease_ttl_us: String,
     closed: AtomicBool,
+    /// `close()` also quits the connection (the assembly built it for this port).
+    owns_conn: bool,
 }
 
 impl Inner {
@@ -169,8 +171,19 @@ impl RedisRateLimiter {
                 },
                 lease_ttl_us: lease_us(lease_ttl_s).to_string(),
                 closed: AtomicBool::new(false),
+                owns_conn: false,
             }),
         }
+    }
+
+    /// Makes `close()` also quit the connection (pending and later operations on it fail
+    /// closed). Call it right after `new`, before cloning; the assembly uses it for the ports it
+    /// builds from `REDIS_URL`.
+    pub fn owning_connection(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.owns_conn = true;
+        }
+        self
     }
 
     /// The scope this limiter was built for.
@@ -270,7 +283,10 @@ impl RateLimiter for RedisRateLimiter {
     }
 
     async fn close(&self) {
-        self.inner.closed.store(true, Ordering::Release);
+        let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);
+        if self.inner.owns_conn && !was_closed {
+            self.inner.conn.quit().await;
+        }
     }
 }
 

@@ -103,6 +103,10 @@ pub(crate) struct Assembly {
     pub(crate) plan: ClientPlan,
     pub(crate) limiter: Option<Arc<dyn RateLimiter>>,
     pub(crate) breaker: Option<Arc<dyn CircuitBreaker>>,
+    /// Built from settings (e.g. `PGW_LIMITER_BACKEND=redis`): closed by `close()`.
+    pub(crate) owned_limiter: Option<Arc<dyn RateLimiter>>,
+    /// Built from settings (e.g. `PGW_BREAKER_BACKEND=redis`): closed by `close()`.
+    pub(crate) owned_breaker: Option<Arc<dyn CircuitBreaker>>,
     pub(crate) recorder: RecorderSource,
     pub(crate) pricing: Option<PricingTable>,
     pub(crate) clock: Option<Arc<dyn Clock>>,
@@ -137,10 +141,13 @@ impl Assembly {
                 ));
             }
         };
+        let (owned_limiter, owned_breaker) = shared_state(&plan, settings)?;
         Ok(Self {
             plan,
             limiter: None,
             breaker: None,
+            owned_limiter,
+            owned_breaker,
             recorder,
             pricing: settings.pricing().cloned(),
             clock: None,
@@ -168,6 +175,8 @@ impl Assembly {
             plan,
             limiter: components.limiter,
             breaker: components.breaker,
+            owned_limiter: None,
+            owned_breaker: None,
             recorder: components
                 .telemetry
                 .map_or(RecorderSource::None, RecorderSource::Injected),
@@ -180,6 +189,68 @@ impl Assembly {
             origin,
         }
     }
+}
+
+/// Limiter and breaker built from settings (`None` = the memory default).
+type SharedState = (
+    Option<Arc<dyn RateLimiter>>,
+    Option<Arc<dyn CircuitBreaker>>,
+);
+
+/// The limiter and breaker of `PGW_LIMITER_BACKEND` / `PGW_BREAKER_BACKEND` = `redis`
+/// (cargo feature `redis`), sharing one lazily opened connection to `REDIS_URL`; `None` = the
+/// memory default. Unreachable Redis is not an assembly error: the ports fail closed at use.
+#[cfg(feature = "redis")]
+fn shared_state(
+    plan: &ClientPlan,
+    settings: &ValidatedSettings,
+) -> Result<SharedState, ConfigError> {
+    use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
+
+    use crate::settings::StateBackend;
+
+    let limiter_redis = settings.limiter_backend == StateBackend::Redis;
+    let breaker_redis = settings.breaker_backend == StateBackend::Redis;
+    if !limiter_redis && !breaker_redis {
+        return Ok((None, None));
+    }
+    // Validation (C6) already required a redis:// or rediss:// REDIS_URL.
+    let url = settings.redis_url.as_ref().ok_or_else(|| {
+        ConfigError::new(
+            "settings.backend",
+            "REDIS_URL",
+            "a backend is redis but REDIS_URL is unset",
+        )
+    })?;
+    let conn = RedisConnection::new(url.expose_secret(), RedisOptions::default())
+        .map_err(|e| ConfigError::new("settings.backend", "REDIS_URL", e.to_string()))?;
+    let limiter: Option<Arc<dyn RateLimiter>> = limiter_redis.then(|| {
+        Arc::new(
+            RedisRateLimiter::new(
+                &plan.scope,
+                &plan.sources,
+                plan.global_limits,
+                settings.lease_ttl_s(),
+                conn.clone(),
+            )
+            .owning_connection(),
+        ) as Arc<dyn RateLimiter>
+    });
+    let breaker: Option<Arc<dyn CircuitBreaker>> = breaker_redis.then(|| {
+        Arc::new(
+            RedisCircuitBreaker::new(&plan.scope, plan.breaker, conn.clone()).owning_connection(),
+        ) as Arc<dyn CircuitBreaker>
+    });
+    Ok((limiter, breaker))
+}
+
+#[cfg(not(feature = "redis"))]
+fn shared_state(
+    _plan: &ClientPlan,
+    _settings: &ValidatedSettings,
+) -> Result<SharedState, ConfigError> {
+    // Validation (C6b) refuses `redis` in a build without the feature.
+    Ok((None, None))
 }
 
 #[cfg(feature = "sqlite")]
@@ -274,31 +345,35 @@ impl Runtime {
         let plan = a.plan;
         let clock: Arc<dyn Clock> = a.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
         let mut wakeups = Vec::new();
-        let (limiter, owns_limiter): (Arc<dyn RateLimiter>, bool) = match a.limiter {
-            Some(limiter) => (limiter, false),
-            None => {
-                let memory = MemoryRateLimiter::new(
-                    &plan.scope,
-                    &plan.sources,
-                    plan.global_limits,
-                    a.lease_ttl_s,
-                    Arc::clone(&clock),
-                );
-                wakeups.push(memory.notify());
-                (Arc::new(memory), true)
-            }
-        };
-        let (breaker, owns_breaker): (Arc<dyn CircuitBreaker>, bool) = match a.breaker {
-            Some(breaker) => (breaker, false),
-            None => (
-                Arc::new(MemoryCircuitBreaker::new(
-                    &plan.scope,
-                    plan.breaker,
-                    Arc::clone(&clock),
-                )),
-                true,
-            ),
-        };
+        let (limiter, owns_limiter): (Arc<dyn RateLimiter>, bool) =
+            match (a.limiter, a.owned_limiter) {
+                (Some(limiter), _) => (limiter, false),
+                (None, Some(limiter)) => (limiter, true),
+                (None, None) => {
+                    let memory = MemoryRateLimiter::new(
+                        &plan.scope,
+                        &plan.sources,
+                        plan.global_limits,
+                        a.lease_ttl_s,
+                        Arc::clone(&clock),
+                    );
+                    wakeups.push(memory.notify());
+                    (Arc::new(memory), true)
+                }
+            };
+        let (breaker, owns_breaker): (Arc<dyn CircuitBreaker>, bool) =
+            match (a.breaker, a.owned_breaker) {
+                (Some(breaker), _) => (breaker, false),
+                (None, Some(breaker)) => (breaker, true),
+                (None, None) => (
+                    Arc::new(MemoryCircuitBreaker::new(
+                        &plan.scope,
+                        plan.breaker,
+                        Arc::clone(&clock),
+                    )),
+                    true,
+                ),
+            };
         let breaker = Arc::new(OpenCounter::new(breaker));
         let pacer = a
             .governance

@@ -141,12 +141,13 @@ fn availability(backend: &str) -> Result<(), &'static str> {
         "memory-cache" => Err("built in, but the in-memory response cache is not implemented yet"),
         "sqlite" if cfg!(feature = "sqlite") => Ok(()),
         "sqlite" => Err("cargo feature `sqlite` (off in this build)"),
-        "redis" if cfg!(feature = "redis") => {
-            Err("cargo feature `redis` (on, but the Redis adapter is not implemented yet)")
+        "redis" if cfg!(feature = "redis") => Ok(()),
+        "redis" => Err("cargo feature `redis` (off in this build)"),
+        // The Redis backend exists (adapter-redis), but the core's cache layer does not yet.
+        "redis-cache" if cfg!(feature = "redis") => {
+            Err("cargo feature `redis` (on, but the response cache layer is not implemented yet)")
         }
-        "redis" => {
-            Err("cargo feature `redis` (off in this build; the adapter is not implemented yet)")
-        }
+        "redis-cache" => Err("cargo feature `redis` (off in this build)"),
         "postgres" if cfg!(feature = "postgres") => {
             Err("cargo feature `postgres` (on, but the Postgres adapter is not implemented yet)")
         }
@@ -787,7 +788,7 @@ fn cache_id(b: CacheBackend) -> &'static str {
     match b {
         CacheBackend::None => "none",
         CacheBackend::Memory => "memory-cache",
-        CacheBackend::Redis => "redis",
+        CacheBackend::Redis => "redis-cache",
     }
 }
 
