@@ -333,4 +333,12 @@ impl Permit for RedisPermit {
     async fn release(&self) -> Result<(), BackendError> {
         self.inner.finish(&self.member, None, true).await
     }
+
+    /// One `EVALSHA` for both (the core's exit path): admission plus settle/release cost two
+    /// round trips per call.
+    async fn settle_then_release(&self, actual_tokens: u64) -> Result<(), BackendError> {
+        self.inner
+            .finish(&self.member, Some(actual_tokens), true)
+            .await
+    }
 }

@@ -406,3 +406,22 @@ async fn outage_fails_closed_then_recovers() {
 fn redis_url_is_the_shared_test_instance() {
     assert!(REDIS_URL.starts_with("redis://127.0.0.1"));
 }
+
+/// The core's exit path `settle_then_release` is one script with the settle/release rules:
+/// at most once, idempotent, and the same as `settle` then `release` (CT-LIM-03..05).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_then_release_is_settle_and_release_in_one() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let l = limiter(&fresh_scope("str"), conn, 1, 0, 0);
+    let p = must_grant(&l, "a", 400).await;
+    p.settle_then_release(37).await.unwrap();
+    assert_eq!(usage(&l, "a").await, (37, 1, 0));
+    p.settle_then_release(999).await.unwrap();
+    p.release().await.unwrap();
+    assert_eq!(usage(&l, "a").await, (37, 1, 0), "idempotent");
+    let q = must_grant(&l, "a", 10).await;
+    q.release().await.unwrap();
+    q.settle_then_release(0).await.unwrap();
+    assert_eq!(usage(&l, "a").await, (47, 2, 0), "no settle after release");
+}
