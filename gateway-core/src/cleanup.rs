@@ -504,13 +504,10 @@ impl AttemptGuard {
         let Some(permit) = self.permit.as_ref() else {
             return;
         };
-        if !permit.settle_and_release_now(value) {
-            if let Err(e) = permit.settle(value).await {
-                warn_writeback(&self.source, "settle", &e);
-            }
-            if let Err(e) = permit.release().await {
-                warn_writeback(&self.source, "release", &e);
-            }
+        if !permit.settle_and_release_now(value)
+            && let Err(e) = permit.settle_then_release(value).await
+        {
+            warn_writeback(&self.source, "settle_then_release", &e);
         }
         self.permit = None;
     }
@@ -585,13 +582,10 @@ impl Drop for AttemptGuard {
         let source = Arc::clone(&self.source);
         let job = async move {
             // Governance before telemetry (30 G-110).
-            if let Some(permit) = permit {
-                if let Err(e) = permit.settle(value).await {
-                    warn_writeback(&source, "settle", &e);
-                }
-                if let Err(e) = permit.release().await {
-                    warn_writeback(&source, "release", &e);
-                }
+            if let Some(permit) = permit
+                && let Err(e) = permit.settle_then_release(value).await
+            {
+                warn_writeback(&source, "settle_then_release", &e);
             }
             if let Some((breaker, decision)) = probe
                 && let Err(e) = breaker.release_probe(&decision).await

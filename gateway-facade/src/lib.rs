@@ -66,9 +66,9 @@ pub use gateway_ports::{
     Secret, SourceConfig, StreamEnd, TelemetryStatus, Usage, UsageSource,
 };
 
-pub use assembly::MIN_PACER_CEILING;
 #[cfg(feature = "monkeyocr")]
 pub use adapter_monkeyocr::MonkeyOcrTransport;
+pub use assembly::MIN_PACER_CEILING;
 pub use assembly::{
     ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, EmbeddingSettingsRef, GatewayClientBuilder,
     InjectedComponents, OcrClientBuilder, SettingsRef, log_warnings, ocr_plan_from_validated,

@@ -107,7 +107,7 @@ pub(crate) enum CacheSource {
     /// built and closed by the client.
     Memory(usize),
     /// Built by the client from settings (e.g. Redis): closed by `close()`.
-    #[allow(dead_code)] // constructed by the Redis cache hook in `Assembly::from_validated`
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     Owned(Arc<dyn ResponseCache>),
     /// Injected into the builder: used, never closed by the client.
     Injected(Arc<dyn ResponseCache>),
@@ -139,6 +139,10 @@ pub(crate) struct Assembly {
     pub(crate) plan: ClientPlan,
     pub(crate) limiter: Option<Arc<dyn RateLimiter>>,
     pub(crate) breaker: Option<Arc<dyn CircuitBreaker>>,
+    /// Built from settings (e.g. `PGW_LIMITER_BACKEND=redis`): closed by `close()`.
+    pub(crate) owned_limiter: Option<Arc<dyn RateLimiter>>,
+    /// Built from settings (e.g. `PGW_BREAKER_BACKEND=redis`): closed by `close()`.
+    pub(crate) owned_breaker: Option<Arc<dyn CircuitBreaker>>,
     pub(crate) recorder: RecorderSource,
     pub(crate) cache: CacheSource,
     pub(crate) cache_options: CacheOptions,
@@ -181,16 +185,7 @@ impl Assembly {
                 CacheBackend::Memory => CacheSource::Memory(
                     usize::try_from(settings.cache_memory_max_entries).unwrap_or(usize::MAX),
                 ),
-                // Hook for the Redis cache backend (adapter-redis): build it from REDIS_URL
-                // here as `CacheSource::Owned(Arc::new(<RedisCache>))`. Until then validation
-                // (C6b, 05 R-43) refuses `redis` first; kept as a guard.
-                CacheBackend::Redis => {
-                    return Err(ConfigError::new(
-                        "backend.unavailable",
-                        "PGW_CACHE_BACKEND",
-                        "PGW_CACHE_BACKEND=redis: the backend is not in this build",
-                    ));
-                }
+                CacheBackend::Redis => redis_cache(&plan, settings)?,
             }
         } else {
             CacheSource::None
@@ -203,10 +198,13 @@ impl Assembly {
                 .map(|s| s.expose_secret().clone()),
             ttl: Duration::try_from_secs_f64(settings.cache_ttl_s).ok(),
         };
+        let (owned_limiter, owned_breaker) = shared_state(&plan, settings)?;
         Ok(Self {
             plan,
             limiter: None,
             breaker: None,
+            owned_limiter,
+            owned_breaker,
             recorder,
             cache,
             cache_options,
@@ -242,6 +240,8 @@ impl Assembly {
             plan,
             limiter: components.limiter,
             breaker: components.breaker,
+            owned_limiter: None,
+            owned_breaker: None,
             recorder: components
                 .telemetry
                 .map_or(RecorderSource::None, RecorderSource::Injected),
@@ -254,6 +254,104 @@ impl Assembly {
             origin,
         }
     }
+}
+
+/// Limiter and breaker built from settings (`None` = the memory default).
+type SharedState = (
+    Option<Arc<dyn RateLimiter>>,
+    Option<Arc<dyn CircuitBreaker>>,
+);
+
+/// The limiter and breaker of `PGW_LIMITER_BACKEND` / `PGW_BREAKER_BACKEND` = `redis`
+/// (cargo feature `redis`), sharing one lazily opened connection to `REDIS_URL`; `None` = the
+/// memory default. Unreachable Redis is not an assembly error: the ports fail closed at use.
+#[cfg(feature = "redis")]
+fn shared_state(
+    plan: &ClientPlan,
+    settings: &ValidatedSettings,
+) -> Result<SharedState, ConfigError> {
+    use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
+
+    use crate::settings::StateBackend;
+
+    let limiter_redis = settings.limiter_backend == StateBackend::Redis;
+    let breaker_redis = settings.breaker_backend == StateBackend::Redis;
+    if !limiter_redis && !breaker_redis {
+        return Ok((None, None));
+    }
+    // Validation (C6) already required a redis:// or rediss:// REDIS_URL.
+    let url = settings.redis_url.as_ref().ok_or_else(|| {
+        ConfigError::new(
+            "settings.backend",
+            "REDIS_URL",
+            "a backend is redis but REDIS_URL is unset",
+        )
+    })?;
+    let conn = RedisConnection::new(url.expose_secret(), RedisOptions::default())
+        .map_err(|e| ConfigError::new("settings.backend", "REDIS_URL", e.to_string()))?;
+    let limiter: Option<Arc<dyn RateLimiter>> = limiter_redis.then(|| {
+        Arc::new(
+            RedisRateLimiter::new(
+                &plan.scope,
+                &plan.sources,
+                plan.global_limits,
+                settings.lease_ttl_s(),
+                conn.clone(),
+            )
+            .owning_connection(),
+        ) as Arc<dyn RateLimiter>
+    });
+    let breaker: Option<Arc<dyn CircuitBreaker>> = breaker_redis.then(|| {
+        Arc::new(
+            RedisCircuitBreaker::new(&plan.scope, plan.breaker, conn.clone()).owning_connection(),
+        ) as Arc<dyn CircuitBreaker>
+    });
+    Ok((limiter, breaker))
+}
+
+/// `PGW_CACHE_BACKEND=redis`: a `RedisCache` under the scope's hash-tagged prefix, on its own
+/// connection to `REDIS_URL`, closed by the client's `close()`.
+#[cfg(feature = "redis")]
+fn redis_cache(
+    plan: &ClientPlan,
+    settings: &ValidatedSettings,
+) -> Result<CacheSource, ConfigError> {
+    use adapter_redis::{RedisCache, RedisConnection, RedisOptions};
+
+    let url = settings.redis_url.as_ref().ok_or_else(|| {
+        ConfigError::new(
+            "settings.backend",
+            "REDIS_URL",
+            "PGW_CACHE_BACKEND is redis but REDIS_URL is unset",
+        )
+    })?;
+    let conn = RedisConnection::new(url.expose_secret(), RedisOptions::default())
+        .map_err(|e| ConfigError::new("settings.backend", "REDIS_URL", e.to_string()))?;
+    Ok(CacheSource::Owned(Arc::new(
+        RedisCache::new(&plan.scope, conn).owning_connection(),
+    )))
+}
+
+/// Validation refuses `PGW_CACHE_BACKEND=redis` in a build without the `redis` feature.
+#[cfg(not(feature = "redis"))]
+fn redis_cache(
+    _plan: &ClientPlan,
+    _settings: &ValidatedSettings,
+) -> Result<CacheSource, ConfigError> {
+    Err(ConfigError::new(
+        "backend.unavailable",
+        "PGW_CACHE_BACKEND",
+        "PGW_CACHE_BACKEND=redis: the backend is not in this build: cargo feature `redis` (off in this build)",
+    ))
+}
+
+#[cfg(not(feature = "redis"))]
+fn shared_state(
+    _plan: &ClientPlan,
+    _settings: &ValidatedSettings,
+) -> Result<SharedState, ConfigError> {
+    // Validation (C6b) refuses `redis` in a build without the feature.
+    Ok((None, None))
 }
 
 #[cfg(feature = "sqlite")]
@@ -351,31 +449,35 @@ impl Runtime {
         let plan = a.plan;
         let clock: Arc<dyn Clock> = a.clock.unwrap_or_else(|| Arc::new(TokioClock::new()));
         let mut wakeups = Vec::new();
-        let (limiter, owns_limiter): (Arc<dyn RateLimiter>, bool) = match a.limiter {
-            Some(limiter) => (limiter, false),
-            None => {
-                let memory = MemoryRateLimiter::new(
-                    &plan.scope,
-                    &plan.sources,
-                    plan.global_limits,
-                    a.lease_ttl_s,
-                    Arc::clone(&clock),
-                );
-                wakeups.push(memory.notify());
-                (Arc::new(memory), true)
-            }
-        };
-        let (breaker, owns_breaker): (Arc<dyn CircuitBreaker>, bool) = match a.breaker {
-            Some(breaker) => (breaker, false),
-            None => (
-                Arc::new(MemoryCircuitBreaker::new(
-                    &plan.scope,
-                    plan.breaker,
-                    Arc::clone(&clock),
-                )),
-                true,
-            ),
-        };
+        let (limiter, owns_limiter): (Arc<dyn RateLimiter>, bool) =
+            match (a.limiter, a.owned_limiter) {
+                (Some(limiter), _) => (limiter, false),
+                (None, Some(limiter)) => (limiter, true),
+                (None, None) => {
+                    let memory = MemoryRateLimiter::new(
+                        &plan.scope,
+                        &plan.sources,
+                        plan.global_limits,
+                        a.lease_ttl_s,
+                        Arc::clone(&clock),
+                    );
+                    wakeups.push(memory.notify());
+                    (Arc::new(memory), true)
+                }
+            };
+        let (breaker, owns_breaker): (Arc<dyn CircuitBreaker>, bool) =
+            match (a.breaker, a.owned_breaker) {
+                (Some(breaker), _) => (breaker, false),
+                (None, Some(breaker)) => (breaker, true),
+                (None, None) => (
+                    Arc::new(MemoryCircuitBreaker::new(
+                        &plan.scope,
+                        plan.breaker,
+                        Arc::clone(&clock),
+                    )),
+                    true,
+                ),
+            };
         let breaker = Arc::new(OpenCounter::new(breaker));
         let pacer = a
             .governance

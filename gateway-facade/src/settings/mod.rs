@@ -139,12 +139,10 @@ fn availability(backend: &str) -> Result<(), &'static str> {
         "memory-state" | "memory-cache" | "none" => Ok(()),
         "sqlite" if cfg!(feature = "sqlite") => Ok(()),
         "sqlite" => Err("cargo feature `sqlite` (off in this build)"),
-        "redis" if cfg!(feature = "redis") => {
-            Err("cargo feature `redis` (on, but the Redis adapter is not implemented yet)")
-        }
-        "redis" => {
-            Err("cargo feature `redis` (off in this build; the adapter is not implemented yet)")
-        }
+        "redis" if cfg!(feature = "redis") => Ok(()),
+        "redis" => Err("cargo feature `redis` (off in this build)"),
+        "redis-cache" if cfg!(feature = "redis") => Ok(()),
+        "redis-cache" => Err("cargo feature `redis` (off in this build)"),
         "postgres" if cfg!(feature = "postgres") => {
             Err("cargo feature `postgres` (on, but the Postgres adapter is not implemented yet)")
         }
@@ -785,7 +783,7 @@ fn cache_id(b: CacheBackend) -> &'static str {
     match b {
         CacheBackend::None => "none",
         CacheBackend::Memory => "memory-cache",
-        CacheBackend::Redis => "redis",
+        CacheBackend::Redis => "redis-cache",
     }
 }
 

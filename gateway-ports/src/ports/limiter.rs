@@ -98,6 +98,15 @@ pub trait Permit: Send + Sync + fmt::Debug {
     async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError>;
     /// Frees the concurrency slots; idempotent (CT-LIM-05).
     async fn release(&self) -> Result<(), BackendError>;
+    /// `settle(actual_tokens)` then `release()` as one operation: the core's single exit when
+    /// the fast path declined. Networked backends override it to do both in one round trip;
+    /// the default runs `settle` then `release` (release runs even if settle failed) and
+    /// returns the first error.
+    async fn settle_then_release(&self, actual_tokens: u64) -> Result<(), BackendError> {
+        let settled = self.settle(actual_tokens).await;
+        let released = self.release().await;
+        settled.and(released)
+    }
     /// 05 R-9 synchronous fast path: `settle(actual_tokens)` then `release()` without I/O.
     /// `true` = applied before returning (memory backend); `false` (default) = nothing done,
     /// use the async path (CT-LIM-15).

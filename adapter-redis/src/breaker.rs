@@ -1,0 +1,261 @@
+//! `RedisCircuitBreaker`: the `CircuitBreaker` port over Redis (10 §8.5; 30 G-65..G-71, G-75,
+//! G-76; D7; 05 ). The state machine mirrors `gateway_core::memory::MemoryCircuitBreaker`
+//! exactly (see its module doc for the choices where the port leaves room); the state of each
+//! source lives in two Redis hashes under the scope's tag, shared by every process (CT-BRK-11).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use gateway_ports::{
+    BackendError, BreakerConfig, BreakerSnapshot, BreakerState, CircuitBreaker, FailureReason,
+    GateDecision,
+};
+
+use crate::conn::RedisConnection;
+use crate::keys::{scope_tag, time_offset_key};
+use crate::scripts::BREAKER;
+
+/// Probe lease in seconds used when `BreakerConfig::probe_ttl_s` is `None`: the default source
+/// `timeout_s` (120) + 5 (D7), as in the memory breaker.
+pub const DEFAULT_PROBE_TTL_S: f64 = 125.0;
+
+/// Config as script arguments (ARGV[2..8]), normalised like the memory breaker.
+fn config_args(c: &BreakerConfig) -> Vec<String> {
+    let finite_pos = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
+    let window = finite_pos(c.window_s).ceil();
+    let window_secs = if window >= 1.0 { window as u64 } else { 1 };
+    let cooldown = finite_pos(c.cooldown_s);
+    let cooldown_max = finite_pos(c.cooldown_max_s).max(cooldown);
+    let probe = c.probe_ttl_s.unwrap_or(DEFAULT_PROBE_TTL_S);
+    let probe_us = if probe.is_nan() || probe <= 0.0 {
+        0.0
+    } else {
+        (probe * 1e6).min(1e15).floor()
+    };
+    vec![
+        c.fail_threshold.max(1).to_string(),
+        format!("{:?}", c.fail_rate),
+        c.min_calls.max(1).to_string(),
+        window_secs.to_string(),
+        format!("{cooldown:?}"),
+        format!("{cooldown_max:?}"),
+        format!("{probe_us:.0}"),
+    ]
+}
+
+/// Does `reason` count as a failure in the breaker's channels (G-76)?
+fn counts(reason: FailureReason) -> bool {
+    matches!(
+        reason,
+        FailureReason::Timeout | FailureReason::NetworkError | FailureReason::SourceDead
+    )
+}
+
+struct Inner {
+    scope: String,
+    tag: String,
+    conn: RedisConnection,
+    config: Vec<String>,
+    closed: AtomicBool,
+    /// `close()` also quits the connection (the assembly built it for this port).
+    owns_conn: bool,
+}
+
+/// The circuit breaker shared through Redis (10 §8.5; 30 G-65..G-71; D7).
+///
+/// Built from `(scope, BreakerConfig, RedisConnection)`; any source name is accepted. Every
+/// process of a scope must use the same `BreakerConfig`. Each operation is one `EVALSHA`; any
+/// Redis error or timeout is `Unavailable` (never `allowed`). Denied decisions and
+/// `release_probe` of a non-probe write nothing and cost no round trip. After `close()`
+/// `try_enter` and `snapshot` answer `Unavailable`; write-backs keep working.
+#[derive(Clone)]
+pub struct RedisCircuitBreaker {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for RedisCircuitBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisCircuitBreaker")
+            .field("scope", &self.inner.scope)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisCircuitBreaker {
+    /// Builds a breaker for `scope` with `config` over `conn`. Out-of-domain values (validated
+    /// at assembly) are clamped as in the memory breaker. No I/O.
+    pub fn new(scope: &str, config: BreakerConfig, conn: RedisConnection) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                scope: scope.to_owned(),
+                tag: scope_tag(scope),
+                conn,
+                config: config_args(&config),
+                closed: AtomicBool::new(false),
+                owns_conn: false,
+            }),
+        }
+    }
+
+    /// Makes `close()` also quit the connection (pending and later operations on it fail
+    /// closed). Call it right after `new`, before cloning; the assembly uses it for the ports it
+    /// builds from `REDIS_URL`.
+    pub fn owning_connection(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.owns_conn = true;
+        }
+        self
+    }
+
+    /// The scope this breaker was built for.
+    pub fn scope(&self) -> &str {
+        &self.inner.scope
+    }
+
+    async fn run(
+        &self,
+        source: &str,
+        op: &str,
+        extra: &[&str],
+    ) -> Result<Vec<String>, BackendError> {
+        let tag = &self.inner.tag;
+        let keys = vec![
+            format!("{tag}:brk:{source}"),
+            format!("{tag}:brkwin:{source}"),
+            time_offset_key(tag),
+        ];
+        let mut args = Vec::with_capacity(8 + extra.len());
+        args.push(op.to_owned());
+        args.extend(self.inner.config.iter().cloned());
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        self.inner.conn.eval(&BREAKER, keys, args).await
+    }
+
+    fn check_open(&self) -> Result<(), BackendError> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(BackendError::unavailable("redis breaker is closed"));
+        }
+        Ok(())
+    }
+}
+
+fn malformed(what: &str) -> BackendError {
+    BackendError::protocol(format!("redis breaker: malformed {what} reply"))
+}
+
+fn flag(b: bool) -> &'static str {
+    if b { "1" } else { "0" }
+}
+
+#[async_trait]
+impl CircuitBreaker for RedisCircuitBreaker {
+    async fn try_enter(&self, source: &str, owner: &str) -> Result<GateDecision, BackendError> {
+        self.check_open()?;
+        let r = self.run(source, "enter", &[owner]).await?;
+        let [allowed, probe, epoch, retry] = r.as_slice() else {
+            return Err(malformed("enter"));
+        };
+        Ok(GateDecision {
+            source: source.to_owned(),
+            owner: owner.to_owned(),
+            allowed: allowed == "1",
+            is_probe: probe == "1",
+            epoch: epoch.parse().map_err(|_| malformed("enter"))?,
+            retry_after_s: if retry.is_empty() {
+                None
+            } else {
+                Some(retry.parse().map_err(|_| malformed("enter"))?)
+            },
+        })
+    }
+
+    async fn record_success(
+        &self,
+        entry: &GateDecision,
+        count_attempt: bool,
+    ) -> Result<(), BackendError> {
+        if !entry.allowed {
+            return Ok(());
+        }
+        let epoch = entry.epoch.to_string();
+        self.run(
+            &entry.source,
+            "success",
+            &[
+                &epoch,
+                flag(entry.is_probe),
+                &entry.owner,
+                flag(count_attempt),
+            ],
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn record_failure(
+        &self,
+        entry: &GateDecision,
+        reason: FailureReason,
+        force_open: bool,
+    ) -> Result<(), BackendError> {
+        if !entry.allowed {
+            return Ok(());
+        }
+        let epoch = entry.epoch.to_string();
+        self.run(
+            &entry.source,
+            "failure",
+            &[
+                &epoch,
+                flag(entry.is_probe),
+                &entry.owner,
+                flag(force_open || counts(reason)),
+                flag(force_open),
+            ],
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn release_probe(&self, entry: &GateDecision) -> Result<(), BackendError> {
+        if !entry.is_probe {
+            return Ok(());
+        }
+        let epoch = entry.epoch.to_string();
+        self.run(&entry.source, "release", &[&epoch, &entry.owner])
+            .await
+            .map(|_| ())
+    }
+
+    async fn snapshot(&self, source: &str) -> Result<BreakerSnapshot, BackendError> {
+        self.check_open()?;
+        let r = self.run(source, "snap", &[]).await?;
+        let [state, epoch, cf, calls, fails, until, cooldown] = r.as_slice() else {
+            return Err(malformed("snapshot"));
+        };
+        let bad = || malformed("snapshot");
+        let mut s = BreakerSnapshot::default();
+        s.state = BreakerState::from_wire(state).ok_or_else(bad)?;
+        s.epoch = epoch.parse().map_err(|_| bad())?;
+        s.consecutive_failures = cf.parse().map_err(|_| bad())?;
+        s.window_calls = calls.parse().map_err(|_| bad())?;
+        s.window_failures = fails.parse().map_err(|_| bad())?;
+        s.open_until_s = if until.is_empty() {
+            None
+        } else {
+            Some(until.parse().map_err(|_| bad())?)
+        };
+        s.current_cooldown_s = cooldown.parse().map_err(|_| bad())?;
+        Ok(s)
+    }
+
+    async fn close(&self) {
+        let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);
+        if self.inner.owns_conn && !was_closed {
+            self.inner.conn.quit().await;
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `RedisCache`: the response cache port over Redis (10 §8.6; 70 C-62): `SET key value PX ttl`
+//! and `GET key`, the key used verbatim under the scope's hash-tagged prefix. Every error is a
+//! `CacheError`; the core degrades it to a warning and a miss (the cache never fails a call).
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gateway_ports::{CacheError, ResponseCache};
+
+use crate::conn::RedisConnection;
+use crate::keys::scope_tag;
+
+/// The response cache shared through Redis. Keys are stored as `{pgw:<scope>}:cache:<key>`.
+/// Does not own the connection: `close` is a no-op (the assembly closes the connection).
+#[derive(Clone)]
+pub struct RedisCache {
+    prefix: String,
+    conn: RedisConnection,
+    /// Whether `close()` ends the connection (a cache the facade built from `REDIS_URL`).
+    owns_conn: bool,
+}
+
+impl fmt::Debug for RedisCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisCache")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisCache {
+    /// A cache for `scope` over `conn`. No I/O.
+    pub fn new(scope: &str, conn: RedisConnection) -> Self {
+        Self {
+            prefix: format!("{}:cache:", scope_tag(scope)),
+            conn,
+            owns_conn: false,
+        }
+    }
+
+    /// Makes [`close`](ResponseCache::close) end the connection too: for a cache that owns its
+    /// connection (built from `REDIS_URL`), not one sharing a connection with other ports.
+    #[must_use]
+    pub fn owning_connection(mut self) -> Self {
+        self.owns_conn = true;
+        self
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
+#[async_trait]
+impl ResponseCache for RedisCache {
+    async fn get(&self, key: &str) -> Result<Option<String>, CacheError> {
+        self.conn
+            .get(&self.key(key))
+            .await
+            .map_err(|e| CacheError::new(e.detail))
+    }
+
+    async fn set(&self, key: &str, value: String, ttl: Duration) -> Result<(), CacheError> {
+        // PX needs at least 1 ms; a zero TTL stores nothing (the entry would be expired).
+        let ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        if ms == 0 {
+            return Ok(());
+        }
+        self.conn
+            .set_px(&self.key(key), value, ms)
+            .await
+            .map_err(|e| CacheError::new(e.detail))
+    }
+
+    async fn close(&self) {
+        if self.owns_conn {
+            self.conn.quit().await;
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! `adapter-redis`: the governance ports shared by every process of a deployment through Redis
+//! (10 §8.4–§8.6; 30 §6.4, §6.6 G-74; README D2, D7, D11; 05 ).
+//!
+//! - [`RedisRateLimiter`] + [`RedisPermit`]: the six gates, sliding 60 s RPM/TPM windows of
+//!   per-permit entries, reserve-then-settle, concurrency slots held by leases (D11).
+//! - [`RedisCircuitBreaker`]: both channels, doubling cooldown, one half-open probe under a
+//!   lease, epoch fencing.
+//! - [`RedisCache`]: the response cache port over `SET … PX` / `GET`.
+//!
+//! Every limiter or breaker operation is **one** `EVALSHA` of an atomic Lua script (scripts are
+//! loaded once and reloaded on `NOSCRIPT`); the script reads the time from Redis `TIME`, so every
+//! process shares one clock. All keys of a scope carry the hash tag `{pgw:<scope>}` so every
+//! script touches one slot and works unchanged on Redis Cluster. Any Redis error or timeout is a
+//! `BackendError` of kind `Unavailable` (the core fails closed); the connection reconnects on its
+//! own. The connection is opened lazily at the first operation: an unreachable Redis is not a
+//! construction error.
+//!
+//! With the cargo feature `test-time` (test builds only) every script adds a per-scope offset
+//! (microseconds, key `{pgw:<scope>}:test_time_offset_us`) to `TIME`; [`RedisConnection::advance_time`]
+//! moves it, so the contract suites never sleep (05 R-31).
+
+mod breaker;
+mod cache;
+mod conn;
+mod keys;
+mod limiter;
+mod scripts;
+
+pub use breaker::RedisCircuitBreaker;
+pub use cache::RedisCache;
+pub use conn::{DEFAULT_OP_TIMEOUT, RedisConfigError, RedisConnection, RedisOptions};
+pub use keys::scope_tag;
+pub use limiter::{RedisPermit, RedisRateLimiter};

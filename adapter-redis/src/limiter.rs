@@ -1,0 +1,344 @@
+//! `RedisRateLimiter`: the `RateLimiter` port over Redis (10 §8.4; 30 G-73, G-74; D2, D11;
+//! 05 R-46). The arithmetic mirrors `gateway_core::memory::MemoryRateLimiter` exactly; the state
+//! lives in Redis under the scope's tag, so every process of the scope shares it (CT-LIM-13).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use gateway_ports::{
+    Acquire, BackendError, GlobalLimits, LimitGate, Permit, RateLimiter, SourceConfig, SourceStats,
+};
+
+use crate::conn::RedisConnection;
+use crate::keys::{scope_tag, time_offset_key};
+use crate::scripts::LIMITER;
+
+/// Upper bound of a lease in microseconds (~31 years): larger TTLs mean "never reclaim".
+const MAX_LEASE_US: u64 = 1_000_000_000_000_000;
+
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_concurrency: u32,
+    rpm: u32,
+    tpm: u64,
+}
+
+struct Inner {
+    scope: String,
+    conn: RedisConnection,
+    /// state, permits, win, lease, progress, time offset.
+    keys: Vec<String>,
+    sources: Vec<(String, Limits)>,
+    global: Limits,
+    lease_ttl_us: String,
+    closed: AtomicBool,
+    /// `close()` also quits the connection (the assembly built it for this port).
+    owns_conn: bool,
+}
+
+impl Inner {
+    async fn run(&self, args: Vec<String>) -> Result<Vec<String>, BackendError> {
+        self.conn.eval(&LIMITER, self.keys.clone(), args).await
+    }
+
+    fn check_open(&self) -> Result<(), BackendError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(BackendError::unavailable("redis limiter is closed"));
+        }
+        Ok(())
+    }
+
+    async fn finish(
+        &self,
+        id: &str,
+        settle: Option<u64>,
+        release: bool,
+    ) -> Result<(), BackendError> {
+        let args = vec![
+            "finish".to_owned(),
+            self.lease_ttl_us.clone(),
+            id.to_owned(),
+            settle.map(|t| t.to_string()).unwrap_or_default(),
+            if release { "1" } else { "0" }.to_owned(),
+        ];
+        self.run(args).await.map(|_| ())
+    }
+
+    async fn stats(&self, source: &str) -> Result<(SourceStats, usize), BackendError> {
+        let r = self
+            .run(vec![
+                "stats".to_owned(),
+                self.lease_ttl_us.clone(),
+                source.to_owned(),
+            ])
+            .await?;
+        let n = |i: usize| -> Result<u64, BackendError> {
+            r.get(i)
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or_else(|| BackendError::protocol("redis limiter: malformed stats reply"))
+        };
+        let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        Ok((
+            SourceStats::new(n(0)?, clamp(n(1)?), clamp(n(2)?)),
+            usize::try_from(n(3)?).unwrap_or(usize::MAX),
+        ))
+    }
+}
+
+/// The rate limiter shared through Redis (10 §8.4; 30 G-73, G-74; D11).
+///
+/// Built from `(scope, &[SourceConfig], GlobalLimits, lease_ttl_s, RedisConnection)`; only the
+/// sources it was built with are known (others → `SourceNotConfigured`, checked without I/O).
+/// Every process of a scope must be built with the same limits: each grant checks the limits of
+/// the process that asks. Each operation is one `EVALSHA`; any Redis error or timeout is
+/// `Unavailable` (never a grant). After `close()` the entry points answer `Unavailable` while
+/// permit `settle`/`release` keep working so cleanup never fails.
+#[derive(Clone)]
+pub struct RedisRateLimiter {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for RedisRateLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisRateLimiter")
+            .field("scope", &self.inner.scope)
+            .field("sources", &self.inner.sources.len())
+            .field("lease_ttl_us", &self.inner.lease_ttl_us)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lease_us(lease_ttl_s: f64) -> u64 {
+    if lease_ttl_s.is_nan() || lease_ttl_s <= 0.0 {
+        return 0;
+    }
+    let us = lease_ttl_s * 1e6;
+    if us >= MAX_LEASE_US as f64 {
+        MAX_LEASE_US
+    } else {
+        us as u64
+    }
+}
+
+impl RedisRateLimiter {
+    /// Builds a limiter for `sources` (`max_concurrency`, `rpm`, `tpm`; `0` = unlimited) and the
+    /// scope-wide `global` limits over `conn`. `lease_ttl_s` (seconds; default at assembly
+    /// `max timeout_s + 30`, D7) bounds how long a permit holds its concurrency slots without
+    /// `release` — also when its process died (D11). A duplicate source name keeps the first
+    /// configuration. No I/O.
+    pub fn new(
+        scope: &str,
+        sources: &[SourceConfig],
+        global: GlobalLimits,
+        lease_ttl_s: f64,
+        conn: RedisConnection,
+    ) -> Self {
+        let tag = scope_tag(scope);
+        let keys = vec![
+            format!("{tag}:lim:state"),
+            format!("{tag}:lim:permits"),
+            format!("{tag}:lim:window"),
+            format!("{tag}:lim:leases"),
+            format!("{tag}:lim:progress"),
+            time_offset_key(&tag),
+        ];
+        let mut list: Vec<(String, Limits)> = Vec::new();
+        for s in sources {
+            if list.iter().any(|(n, _)| n == &s.name) {
+                continue;
+            }
+            list.push((
+                s.name.clone(),
+                Limits {
+                    max_concurrency: s.max_concurrency,
+                    rpm: s.rpm,
+                    tpm: s.tpm,
+                },
+            ));
+        }
+        Self {
+            inner: Arc::new(Inner {
+                scope: scope.to_owned(),
+                conn,
+                keys,
+                sources: list,
+                global: Limits {
+                    max_concurrency: global.max_concurrency,
+                    rpm: global.rpm,
+                    tpm: global.tpm,
+                },
+                lease_ttl_us: lease_us(lease_ttl_s).to_string(),
+                closed: AtomicBool::new(false),
+                owns_conn: false,
+            }),
+        }
+    }
+
+    /// Makes `close()` also quit the connection (pending and later operations on it fail
+    /// closed). Call it right after `new`, before cloning; the assembly uses it for the ports it
+    /// builds from `REDIS_URL`.
+    pub fn owning_connection(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.owns_conn = true;
+        }
+        self
+    }
+
+    /// The scope this limiter was built for.
+    pub fn scope(&self) -> &str {
+        &self.inner.scope
+    }
+
+    /// Scope-wide usage (all sources and all processes), after ageing the window and reclaiming
+    /// expired leases.
+    pub async fn global_stats(&self) -> Result<SourceStats, BackendError> {
+        Ok(self.inner.stats("").await?.0)
+    }
+
+    /// Number of permits the scope still tracks (in the window or holding a slot): a leak check;
+    /// 0 once every permit was released or reclaimed and 60 s passed.
+    pub async fn tracked_permits(&self) -> Result<usize, BackendError> {
+        Ok(self.inner.stats("").await?.1)
+    }
+
+    fn limits(&self, source: &str) -> Result<Limits, BackendError> {
+        self.inner
+            .sources
+            .iter()
+            .find(|(n, _)| n == source)
+            .map(|(_, l)| *l)
+            .ok_or_else(|| BackendError::source_not_configured(source))
+    }
+}
+
+#[async_trait]
+impl RateLimiter for RedisRateLimiter {
+    async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
+        let l = self.limits(source)?;
+        self.inner.check_open()?;
+        let g = self.inner.global;
+        let r = self
+            .inner
+            .run(vec![
+                "acquire".to_owned(),
+                self.inner.lease_ttl_us.clone(),
+                source.to_owned(),
+                est_tokens.to_string(),
+                l.max_concurrency.to_string(),
+                l.rpm.to_string(),
+                l.tpm.to_string(),
+                g.max_concurrency.to_string(),
+                g.rpm.to_string(),
+                g.tpm.to_string(),
+            ])
+            .await?;
+        match (r.first().map(String::as_str), r.get(1)) {
+            (Some("ok"), Some(id)) => Ok(Acquire::Granted(Box::new(RedisPermit {
+                id_text: format!("{}:{id}", self.inner.scope),
+                member: id.clone(),
+                source: source.to_owned(),
+                est_tokens,
+                inner: Arc::clone(&self.inner),
+            }))),
+            (Some("deny"), Some(gate)) => {
+                let gate = LimitGate::from_wire(gate)
+                    .ok_or_else(|| BackendError::protocol("redis limiter: unknown gate"))?;
+                let wait_hint_s = r
+                    .get(2)
+                    .and_then(|h| h.parse::<f64>().ok())
+                    .filter(|h| h.is_finite() && *h >= 0.0);
+                Ok(Acquire::Denied { gate, wait_hint_s })
+            }
+            _ => Err(BackendError::protocol(
+                "redis limiter: malformed acquire reply",
+            )),
+        }
+    }
+
+    async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
+        self.limits(source)?;
+        self.inner.check_open()?;
+        Ok(self.inner.stats(source).await?.0)
+    }
+
+    async fn mark_progress(&self) -> Result<(), BackendError> {
+        self.inner.check_open()?;
+        self.inner
+            .run(vec!["mark".to_owned(), self.inner.lease_ttl_us.clone()])
+            .await
+            .map(|_| ())
+    }
+
+    async fn progress_age_s(&self) -> Result<f64, BackendError> {
+        self.inner.check_open()?;
+        let r = self
+            .inner
+            .run(vec!["age".to_owned(), self.inner.lease_ttl_us.clone()])
+            .await?;
+        r.first()
+            .and_then(|s| s.parse::<f64>().ok())
+            .ok_or_else(|| BackendError::protocol("redis limiter: malformed progress reply"))
+    }
+
+    async fn close(&self) {
+        let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);
+        if self.inner.owns_conn && !was_closed {
+            self.inner.conn.quit().await;
+        }
+    }
+}
+
+/// A permit of [`RedisRateLimiter`] (10 §8.4). Dropping it without `release` is a cancellation:
+/// its slots stay held until its lease expires (D11), in every process. `Debug` prints ids only.
+pub struct RedisPermit {
+    id_text: String,
+    member: String,
+    source: String,
+    est_tokens: u64,
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for RedisPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisPermit")
+            .field("id", &self.id_text)
+            .field("source", &self.source)
+            .field("est_tokens", &self.est_tokens)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Permit for RedisPermit {
+    fn id(&self) -> &str {
+        &self.id_text
+    }
+
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn est_tokens(&self) -> u64 {
+        self.est_tokens
+    }
+
+    async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError> {
+        self.inner
+            .finish(&self.member, Some(actual_tokens), false)
+            .await
+    }
+
+    async fn release(&self) -> Result<(), BackendError> {
+        self.inner.finish(&self.member, None, true).await
+    }
+
+    /// One `EVALSHA` for both (the core's exit path): admission plus settle/release cost two
+    /// round trips per call.
+    async fn settle_then_release(&self, actual_tokens: u64) -> Result<(), BackendError> {
+        self.inner
+            .finish(&self.member, Some(actual_tokens), true)
+            .await
+    }
+}

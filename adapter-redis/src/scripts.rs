@@ -1,0 +1,373 @@
+//! The Lua scripts (docs/decisions.md "Redis key layout and scripts"). Each limiter or breaker
+//! operation is one `EVALSHA` of one of these scripts; Redis runs a script atomically, so a grant
+//! takes all six gates or none and a breaker transition is never interleaved.
+//!
+//! Numbers travel as decimal strings; times are microseconds of Redis `TIME` (plus, in
+//! `test-time` builds only, the scope's offset key, always the last of `KEYS`). Replies are flat
+//! arrays of strings.
+
+use std::sync::LazyLock;
+
+use fred::types::scripts::Script;
+
+/// Reads the clock. In `test-time` builds the scope's offset key (last of `KEYS`) is added.
+#[cfg(not(feature = "test-time"))]
+const NOW: &str = r"
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+";
+
+#[cfg(feature = "test-time")]
+const NOW: &str = r"
+local function now_us()
+  local t = redis.call('TIME')
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return us + (tonumber(redis.call('GET', KEYS[#KEYS])) or 0)
+end
+";
+
+/// Limiter: KEYS = state (hash: usage counters `i:`/`r:`/`t:<source>`, `gi`/`gr`/`gt`, `seq`),
+/// permits (hash: id → record), win (zset: id by grant time), lease (zset: id by lease expiry),
+/// progress (string: µs of the last mark), time offset.
+/// ARGV[1] = op (`acquire`, `finish`, `stats`, `mark`, `age`).
+const LIMITER_BODY: &str = r"
+local K_STATE, K_PERM, K_WIN, K_LEASE, K_PROG = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local WINDOW = 60000000
+local op = ARGV[1]
+
+local function fmt(n) return string.format('%d', n) end
+local function flag(x) if x then return 1 end return 0 end
+local function parse(raw)
+  if not raw then return nil end
+  local e, t, g, w, s, st, rl, src = string.match(raw, '^(%d+) (%d+) (%d+) (%d) (%d) (%d) (%d) (.*)$')
+  if not e then return nil end
+  return { est = tonumber(e), tokens = tonumber(t), granted = tonumber(g), inwin = (w == '1'),
+    slot = (s == '1'), settled = (st == '1'), released = (rl == '1'), src = src }
+end
+local function load(id) return parse(redis.call('HGET', K_PERM, id)) end
+local function store(id, r)
+  if (not r.inwin) and (not r.slot) then
+    redis.call('HDEL', K_PERM, id)
+  else
+    redis.call('HSET', K_PERM, id, string.format('%d %d %d %d %d %d %d %s', r.est, r.tokens,
+      r.granted, flag(r.inwin), flag(r.slot), flag(r.settled), flag(r.released), r.src))
+  end
+end
+local function get(field) return tonumber(redis.call('HGET', K_STATE, field) or '0') or 0 end
+local function add(field, delta)
+  if delta == 0 then return end
+  local v = get(field) + delta
+  if v < 0 then v = 0 end
+  redis.call('HSET', K_STATE, field, fmt(v))
+end
+local function free_slot(id, r)
+  if not r.slot then return end
+  r.slot = false
+  add('i:' .. r.src, -1)
+  add('gi', -1)
+  redis.call('ZREM', K_LEASE, id)
+end
+-- Ages entries out of the 60 s window, then reclaims expired leases (D11).
+local function maintain(now)
+  local old = redis.call('ZRANGEBYSCORE', K_WIN, '-inf', fmt(now - WINDOW))
+  for _, id in ipairs(old) do
+    redis.call('ZREM', K_WIN, id)
+    local r = load(id)
+    if r and r.inwin then
+      add('r:' .. r.src, -1)
+      add('t:' .. r.src, -r.tokens)
+      add('gr', -1)
+      add('gt', -r.tokens)
+      r.inwin = false
+      store(id, r)
+    end
+  end
+  local expired = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', fmt(now))
+  for _, id in ipairs(expired) do
+    redis.call('ZREM', K_LEASE, id)
+    local r = load(id)
+    if r and r.slot then
+      free_slot(id, r)
+      store(id, r)
+    end
+  end
+end
+local function age_out(r, now) return string.format('%.6f', math.max(0, r.granted + WINDOW - now) / 1000000) end
+-- Seconds until one more request fits under `limit` (src = nil: all sources).
+local function hint_rpm(src, used, limit, now)
+  local must_free = used + 1 - limit
+  if must_free < 1 then return '' end
+  local n = 0
+  for _, id in ipairs(redis.call('ZRANGE', K_WIN, 0, -1)) do
+    local r = load(id)
+    if r and (src == nil or r.src == src) then
+      n = n + 1
+      if n == must_free then return age_out(r, now) end
+    end
+  end
+  return ''
+end
+-- Seconds until `est` more tokens fit under `limit`.
+local function hint_tpm(src, used, limit, est, now)
+  if est > limit then return '' end
+  local remaining = used + est
+  for _, id in ipairs(redis.call('ZRANGE', K_WIN, 0, -1)) do
+    local r = load(id)
+    if r and (src == nil or r.src == src) then
+      remaining = remaining - r.tokens
+      if remaining <= limit then return age_out(r, now) end
+    end
+  end
+  return ''
+end
+
+if op == 'acquire' then
+  local ttl, src, est = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+  local sc, sr, st = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  local gc, gr, gt = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+  local now = now_us()
+  maintain(now)
+  local u = redis.call('HMGET', K_STATE, 'i:' .. src, 'r:' .. src, 't:' .. src, 'gi', 'gr', 'gt')
+  local si, sru, stu = tonumber(u[1] or '0'), tonumber(u[2] or '0'), tonumber(u[3] or '0')
+  local gi, gru, gtu = tonumber(u[4] or '0'), tonumber(u[5] or '0'), tonumber(u[6] or '0')
+  if sc > 0 and si >= sc then return { 'deny', 'source_concurrency', '' } end
+  if sr > 0 and sru >= sr then return { 'deny', 'source_rpm', hint_rpm(src, sru, sr, now) } end
+  if st > 0 and stu + est > st then return { 'deny', 'source_tpm', hint_tpm(src, stu, st, est, now) } end
+  if gc > 0 and gi >= gc then return { 'deny', 'global_concurrency', '' } end
+  if gr > 0 and gru >= gr then return { 'deny', 'global_rpm', hint_rpm(nil, gru, gr, now) } end
+  if gt > 0 and gtu + est > gt then return { 'deny', 'global_tpm', hint_tpm(nil, gtu, gt, est, now) } end
+  local id = string.format('%015d', redis.call('HINCRBY', K_STATE, 'seq', 1))
+  store(id, { est = est, tokens = est, granted = now, inwin = true, slot = true, settled = false,
+    released = false, src = src })
+  redis.call('ZADD', K_WIN, fmt(now), id)
+  redis.call('ZADD', K_LEASE, fmt(now + ttl), id)
+  redis.call('HSET', K_STATE, 'i:' .. src, fmt(si + 1), 'r:' .. src, fmt(sru + 1),
+    't:' .. src, fmt(stu + est), 'gi', fmt(gi + 1), 'gr', fmt(gru + 1), 'gt', fmt(gtu + est))
+  return { 'ok', id }
+elseif op == 'finish' then
+  local id, actual, rel = ARGV[3], ARGV[4], ARGV[5] == '1'
+  maintain(now_us())
+  local r = load(id)
+  if not r then return { 'ok' } end
+  if actual ~= '' and not r.settled and not r.released then
+    r.settled = true
+    local old = r.tokens
+    local new = r.tokens + tonumber(actual) - r.est
+    if new < 0 then new = 0 end
+    r.tokens = new
+    if r.inwin then
+      add('t:' .. r.src, new - old)
+      add('gt', new - old)
+    end
+  end
+  if rel and not r.released then
+    r.released = true
+    free_slot(id, r)
+  end
+  store(id, r)
+  return { 'ok' }
+elseif op == 'stats' then
+  maintain(now_us())
+  local src = ARGV[3]
+  local u
+  if src == '' then
+    u = redis.call('HMGET', K_STATE, 'gt', 'gr', 'gi')
+  else
+    u = redis.call('HMGET', K_STATE, 't:' .. src, 'r:' .. src, 'i:' .. src)
+  end
+  return { u[1] or '0', u[2] or '0', u[3] or '0', tostring(redis.call('HLEN', K_PERM)) }
+elseif op == 'mark' then
+  redis.call('SET', K_PROG, fmt(now_us()))
+  return { 'ok' }
+elseif op == 'age' then
+  local now = now_us()
+  local last = tonumber(redis.call('GET', K_PROG) or '')
+  if not last then
+    redis.call('SET', K_PROG, fmt(now))
+    last = now
+  end
+  return { string.format('%.6f', math.max(0, now - last) / 1000000) }
+end
+return redis.error_reply('unknown limiter op')
+";
+
+/// Breaker: KEYS = state (hash: `ph` c/o/h, `until` µs, `hp` probe held, `po` probe owner, `pe`
+/// probe expiry µs, `ep` epoch, `cf` consecutive failures, `op` opens, `lc` last cooldown s),
+/// buckets (hash: `c:<second>` calls, `f:<second>` failures), time offset.
+/// ARGV[1] = op (`enter`, `success`, `failure`, `release`, `snap`); ARGV[2..8] = config.
+const BREAKER_BODY: &str = r"
+local S, B = KEYS[1], KEYS[2]
+local op = ARGV[1]
+local FT, FR, MC, WS = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local CD, CDM, PTTL = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+
+local function fmt(n) return string.format('%d', n) end
+local function load()
+  local v = redis.call('HMGET', S, 'ph', 'until', 'hp', 'po', 'pe', 'ep', 'cf', 'op', 'lc')
+  return { ph = v[1] or 'c', untl = tonumber(v[2] or '0'), hp = (v[3] == '1'), po = v[4] or '',
+    pe = tonumber(v[5] or '0'), ep = tonumber(v[6] or '0'), cf = tonumber(v[7] or '0'),
+    op = tonumber(v[8] or '0'), lc = tonumber(v[9] or '0') }
+end
+local function save(b)
+  local hp = '0'
+  if b.hp then hp = '1' end
+  redis.call('HSET', S, 'ph', b.ph, 'until', fmt(b.untl), 'hp', hp, 'po', b.po, 'pe', fmt(b.pe),
+    'ep', fmt(b.ep), 'cf', fmt(b.cf), 'op', fmt(b.op), 'lc', string.format('%.17g', b.lc))
+end
+local function cooldown_for(k)
+  return math.min(CD * (2 ^ math.min(k, 1023)), CDM)
+end
+-- Open → half-open after the cooldown; an expired probe lease is reclaimed. True if changed.
+local function refresh(b, now)
+  if b.ph == 'o' and now >= b.untl then
+    b.ph = 'h'
+    b.hp = false
+    return true
+  elseif b.ph == 'h' and b.hp and now >= b.pe then
+    b.hp = false
+    return true
+  end
+  return false
+end
+-- Drops buckets older than the window; returns (calls, failures) of the rest.
+local function window(now)
+  local cur = math.floor(now / 1000000)
+  local all = redis.call('HGETALL', B)
+  local calls, fails = 0, 0
+  for i = 1, #all, 2 do
+    local sec = tonumber(string.sub(all[i], 3))
+    if sec == nil or sec + WS <= cur then
+      redis.call('HDEL', B, all[i])
+    elseif string.sub(all[i], 1, 1) == 'c' then
+      calls = calls + tonumber(all[i + 1])
+    else
+      fails = fails + tonumber(all[i + 1])
+    end
+  end
+  return calls, fails
+end
+local function sample(now, failed)
+  window(now)
+  local cur = fmt(math.floor(now / 1000000))
+  redis.call('HINCRBY', B, 'c:' .. cur, 1)
+  if failed then redis.call('HINCRBY', B, 'f:' .. cur, 1) end
+end
+local function open(b, now)
+  local dur = cooldown_for(b.op)
+  b.op = b.op + 1
+  local untl = now + math.floor(dur * 1000000)
+  if b.ph == 'o' and b.untl > untl then untl = b.untl end
+  b.ph = 'o'
+  b.untl = untl
+  b.hp = false
+  b.ep = b.ep + 1
+  b.lc = dur
+end
+local function close_circuit(b)
+  b.ph = 'c'
+  b.hp = false
+  b.ep = b.ep + 1
+  b.cf = 0
+  b.op = 0
+  redis.call('DEL', B)
+end
+local function may_write(b, ep, is_probe, owner)
+  if ep ~= b.ep then return false end
+  if b.ph == 'c' then return not is_probe end
+  if b.ph == 'h' then return is_probe and b.hp and b.po == owner end
+  return false
+end
+
+local now = now_us()
+local b = load()
+local changed = refresh(b, now)
+if op == 'enter' then
+  local owner = ARGV[9]
+  local res
+  if b.ph == 'c' then
+    res = { '1', '0', fmt(b.ep), '' }
+  elseif b.ph == 'o' then
+    res = { '0', '0', fmt(b.ep), string.format('%.6f', math.max(0, b.untl - now) / 1000000) }
+  elseif b.hp then
+    res = { '0', '0', fmt(b.ep), '0' }
+  else
+    b.hp = true
+    b.po = owner
+    b.pe = now + PTTL
+    changed = true
+    res = { '1', '1', fmt(b.ep), '' }
+  end
+  if changed then save(b) end
+  return res
+elseif op == 'success' then
+  local ep, is_probe, owner, count = tonumber(ARGV[9]), ARGV[10] == '1', ARGV[11], ARGV[12] == '1'
+  if may_write(b, ep, is_probe, owner) then
+    if b.ph == 'h' then
+      close_circuit(b)
+    else
+      b.cf = 0
+      if count then sample(now, false) end
+    end
+    changed = true
+  end
+  if changed then save(b) end
+  return { 'ok' }
+elseif op == 'failure' then
+  local ep, is_probe, owner = tonumber(ARGV[9]), ARGV[10] == '1', ARGV[11]
+  local counted, force = ARGV[12] == '1', ARGV[13] == '1'
+  if may_write(b, ep, is_probe, owner) then
+    changed = true
+    if not counted then
+      if b.ph == 'h' then b.hp = false end
+    elseif b.ph == 'h' then
+      open(b, now)
+    else
+      b.cf = b.cf + 1
+      sample(now, true)
+      if force then
+        open(b, now)
+      else
+        local calls, fails = window(now)
+        local evidence = calls >= MC
+        local rate = 0
+        if calls > 0 then rate = fails / calls end
+        local healthy = evidence and rate < FR
+        if (evidence and rate >= FR) or (b.cf >= FT and not healthy) then open(b, now) end
+      end
+    end
+  end
+  if changed then save(b) end
+  return { 'ok' }
+elseif op == 'release' then
+  local ep, owner = tonumber(ARGV[9]), ARGV[10]
+  if b.ep == ep and b.ph == 'h' and b.hp and b.po == owner then
+    b.hp = false
+    changed = true
+  end
+  if changed then save(b) end
+  return { 'ok' }
+elseif op == 'snap' then
+  if changed then save(b) end
+  local calls, fails = window(now)
+  local state, untl, cd = 'closed', '', cooldown_for(b.op)
+  if b.ph == 'o' then
+    state = 'open'
+    untl = string.format('%.6f', b.untl / 1000000)
+    cd = b.lc
+  elseif b.ph == 'h' then
+    state = 'half_open'
+  end
+  return { state, fmt(b.ep), fmt(b.cf), fmt(calls), fmt(fails), untl, string.format('%.17g', cd) }
+end
+return redis.error_reply('unknown breaker op')
+";
+
+/// The limiter script (loaded once per server, reloaded on `NOSCRIPT`).
+pub(crate) static LIMITER: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(format!("{NOW}{LIMITER_BODY}")));
+
+/// The breaker script.
+pub(crate) static BREAKER: LazyLock<Script> =
+    LazyLock::new(|| Script::from_lua(format!("{NOW}{BREAKER_BODY}")));

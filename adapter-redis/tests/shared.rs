@@ -1,0 +1,427 @@
+//! Redis-only rows: CT-LIM-13 and CT-BRK-11 (two instances on one Redis and scope share all
+//! state, 10 §8.4, §8.5; 30 G-74), two OS processes sharing one scope (exact RPM and TPM under
+//! concurrent load), a killed holder's slots freed by the lease (D11), and the outage row (Redis
+//! killed mid-run → fail closed within the operation timeout, back within a second).
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
+use common::{REDIS_URL, connection, fresh_scope, require_redis};
+use contract_tests::breaker::harness_config;
+use contract_tests::{global, must_deny, must_grant, source, usage};
+use gateway_ports::{
+    Acquire, BackendErrorKind, BreakerState, CircuitBreaker, FailureReason, LimitGate, RateLimiter,
+};
+
+fn limiter(scope: &str, conn: RedisConnection, conc: u32, rpm: u32, tpm: u64) -> RedisRateLimiter {
+    RedisRateLimiter::new(
+        scope,
+        &[source("a", conc, rpm, tpm)],
+        global(0, 0, 0),
+        30.0,
+        conn,
+    )
+}
+
+/// CT-LIM-13: two limiter instances, each on its own connection, share every gate, the
+/// window, settle, release, lease reclaim and progress.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ct_lim_13_two_instances_share_all_state() {
+    let (c1, c2) = (connection(), connection());
+    require_redis(&c1).await;
+    let scope = fresh_scope("lim13");
+    let a = limiter(&scope, c1.clone(), 2, 3, 1000);
+    let b = limiter(&scope, c2, 2, 3, 1000);
+    let p = must_grant(&a, "a", 400).await;
+    assert_eq!(usage(&b, "a").await, (400, 1, 1), "b sees a's grant");
+    let q = must_grant(&b, "a", 500).await;
+    assert_eq!(must_deny(&a, "a", 1).await.0, LimitGate::SourceConcurrency);
+    p.settle(100).await.unwrap();
+    assert_eq!(usage(&b, "a").await, (600, 2, 2), "b sees a's settle");
+    p.release().await.unwrap();
+    q.release().await.unwrap();
+    assert_eq!(usage(&a, "a").await, (600, 2, 0), "a sees b's release");
+    let _r = must_grant(&a, "a", 100).await;
+    assert_eq!(must_deny(&b, "a", 1).await.0, LimitGate::SourceRpm);
+    // Lease reclaim of a permit granted by `b` is seen by `a`.
+    c1.advance_time(&scope, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        usage(&a, "a").await.2,
+        0,
+        "lease expired for every instance"
+    );
+    // Progress is scope-wide.
+    a.mark_progress().await.unwrap();
+    c1.advance_time(&scope, Duration::from_secs(4))
+        .await
+        .unwrap();
+    let age = b.progress_age_s().await.unwrap();
+    assert!((age - 4.0).abs() < 0.5, "b reads a's mark: {age}");
+    b.mark_progress().await.unwrap();
+    assert!(a.progress_age_s().await.unwrap() < 0.5);
+    // The window slides for both.
+    c1.advance_time(&scope, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(usage(&b, "a").await, (0, 0, 0));
+    assert_eq!(a.tracked_permits().await.unwrap(), 0, "nothing leaked");
+}
+
+/// CT-BRK-11: two breaker instances on one scope share state, probe and epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ct_brk_11_two_instances_share_state() {
+    let (c1, c2) = (connection(), connection());
+    require_redis(&c1).await;
+    let scope = fresh_scope("brk11");
+    let a = RedisCircuitBreaker::new(&scope, harness_config(), c1.clone());
+    let b = RedisCircuitBreaker::new(&scope, harness_config(), c2);
+    for i in 0..3 {
+        let d = a.try_enter("s", &format!("t{i}")).await.unwrap();
+        a.record_failure(&d, FailureReason::Timeout, false)
+            .await
+            .unwrap();
+    }
+    let denied = b.try_enter("s", "x").await.unwrap();
+    assert!(!denied.allowed, "b sees a's open");
+    assert_eq!(b.snapshot("s").await.unwrap().state, BreakerState::Open);
+    c1.advance_time(&scope, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let probe = b.try_enter("s", "p").await.unwrap();
+    assert!(probe.is_probe);
+    let other = a.try_enter("s", "q").await.unwrap();
+    assert!(
+        !other.allowed && other.retry_after_s == Some(0.0),
+        "one probe across instances"
+    );
+    b.record_success(&probe, true).await.unwrap();
+    let s = a.snapshot("s").await.unwrap();
+    assert_eq!((s.state, s.epoch), (BreakerState::Closed, probe.epoch + 1));
+    // A's stale decision (older epoch) is fenced for b's state too.
+    a.record_failure(&denied, FailureReason::SourceDead, true)
+        .await
+        .unwrap();
+    assert_eq!(b.snapshot("s").await.unwrap().state, BreakerState::Closed);
+}
+
+// ---- two OS processes -------------------------------------------------------------------
+
+const WORKER_ENV: &str = "PGW_REDIS_TEST_WORKER";
+
+/// Spawns this test binary again running only [`worker_process_entry`] in `mode`.
+fn spawn_worker(mode: &str, scope: &str) -> Child {
+    let exe = std::env::current_exe().expect("test binary path");
+    Command::new(exe)
+        .args([
+            "--exact",
+            "worker_process_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(WORKER_ENV, format!("{mode} {scope}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn worker process")
+}
+
+/// Reads the worker's stdout until a line starts with `prefix`; returns that line.
+fn read_line_with(child: &mut Child, prefix: &str) -> String {
+    let out = child.stdout.as_mut().expect("piped stdout");
+    let mut reader = BufReader::new(out);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).expect("read worker stdout");
+        assert!(n > 0, "worker ended before printing `{prefix}`");
+        // The harness may print `test worker_process_entry ... ` on the same line.
+        if let Some(at) = line.find(&format!("{prefix} ")) {
+            return line[at + prefix.len()..].trim().to_owned();
+        }
+    }
+}
+
+const RPM: u32 = 50;
+const EST: u64 = 100;
+const ACTUAL: u64 = 37;
+
+/// Not a test of its own: the body of the helper processes (does nothing unless spawned by
+/// `two_processes_*` with `PGW_REDIS_TEST_WORKER` set).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn worker_process_entry() {
+    let Ok(spec) = std::env::var(WORKER_ENV) else {
+        return;
+    };
+    let (mode, scope) = spec.split_once(' ').expect("mode scope");
+    let conn = connection();
+    match mode {
+        "load" => {
+            // 16 tasks hammer the shared scope for 1.5 s; every grant settles and releases.
+            let l = Arc::new(limiter(scope, conn, 0, RPM, 0));
+            let deadline = Instant::now() + Duration::from_millis(1500);
+            let mut tasks = Vec::new();
+            for _ in 0..16 {
+                let l = Arc::clone(&l);
+                tasks.push(tokio::spawn(async move {
+                    let mut granted = 0u32;
+                    while Instant::now() < deadline {
+                        match l.try_acquire("a", EST).await.expect("try_acquire") {
+                            Acquire::Granted(p) => {
+                                granted += 1;
+                                p.settle(ACTUAL).await.expect("settle");
+                                p.release().await.expect("release");
+                            }
+                            Acquire::Denied { .. } => tokio::task::yield_now().await,
+                        }
+                    }
+                    granted
+                }));
+            }
+            let mut total = 0;
+            for t in tasks {
+                total += t.await.expect("task");
+            }
+            println!("granted {total}");
+        }
+        "hold" => {
+            // Takes 3 slots, reports them, then waits to be killed without releasing.
+            let l = limiter(scope, conn, 3, 0, 0);
+            let mut held = Vec::new();
+            for _ in 0..3 {
+                held.push(must_grant(&l, "a", EST).await);
+            }
+            println!("held {}", held.len());
+            std::future::pending::<()>().await;
+        }
+        other => panic!("unknown worker mode {other}"),
+    }
+}
+
+/// Two OS processes sharing one scope with RPM = N grant exactly N between them under
+/// concurrent load (30 G-74: the reason multi-process deployments use Redis), and TPM is exact
+/// after settle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_share_rpm_and_tpm_exactly() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let scope = fresh_scope("procs");
+    let mut w1 = spawn_worker("load", &scope);
+    let mut w2 = spawn_worker("load", &scope);
+    let g1: u32 = read_line_with(&mut w1, "granted").parse().unwrap();
+    let g2: u32 = read_line_with(&mut w2, "granted").parse().unwrap();
+    assert!(w1.wait().unwrap().success() && w2.wait().unwrap().success());
+    assert_eq!(
+        g1 + g2,
+        RPM,
+        "exactly N grants between two processes ({g1} + {g2})"
+    );
+    let l = limiter(&scope, conn, 0, RPM, 0);
+    assert_eq!(
+        usage(&l, "a").await,
+        (u64::from(RPM) * ACTUAL, RPM, 0),
+        "TPM exact after settle, nothing in flight"
+    );
+}
+
+/// D11: a process killed while holding permits frees its slots when the leases expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_holder_slots_freed_by_lease() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let scope = fresh_scope("killed");
+    let mut w = spawn_worker("hold", &scope);
+    assert_eq!(read_line_with(&mut w, "held"), "3");
+    w.kill().expect("kill worker");
+    let _ = w.wait();
+    let l = limiter(&scope, conn.clone(), 3, 0, 0);
+    assert_eq!(
+        usage(&l, "a").await,
+        (3 * EST, 3, 3),
+        "slots still held by the dead process"
+    );
+    assert_eq!(must_deny(&l, "a", 1).await.0, LimitGate::SourceConcurrency);
+    conn.advance_time(&scope, Duration::from_secs(29))
+        .await
+        .unwrap();
+    assert_eq!(usage(&l, "a").await.2, 3);
+    conn.advance_time(&scope, Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        usage(&l, "a").await,
+        (3 * EST, 3, 0),
+        "leases reclaimed, TPM kept"
+    );
+    let p = must_grant(&l, "a", 1).await;
+    p.release().await.unwrap();
+}
+
+// ---- outage -----------------------------------------------------------------------------
+
+struct Server {
+    child: Child,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// Starts `redis-server` on `port` with an append-only file in `dir` (fsync always), so the
+/// state survives a kill; waits until it accepts connections.
+fn start_redis(port: u16, dir: &std::path::Path) -> Server {
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--dir",
+        ])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed for the outage test");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "redis-server did not start"
+        );
+        std::thread::yield_now();
+    }
+    Server { child }
+}
+
+/// Outage (CF-428 at the port level, issue 15): Redis killed mid-run → every entry point fails
+/// closed with `Unavailable` within the operation timeout, no panic, no grant; the held permit's
+/// release fails too and is retried after the restart; Redis restarted → calls succeed again
+/// within a second in the same process, and the state shows no leaked permit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outage_fails_closed_then_recovers() {
+    let dir = std::env::temp_dir().join(fresh_scope("aof"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let server = start_redis(port, &dir);
+    let op_timeout = Duration::from_millis(300);
+    let conn = RedisConnection::new(
+        &format!("redis://127.0.0.1:{port}"),
+        RedisOptions {
+            op_timeout,
+            ..RedisOptions::default()
+        },
+    )
+    .unwrap();
+    let scope = fresh_scope("outage");
+    let l = limiter(&scope, conn.clone(), 2, 0, 0);
+    let br = RedisCircuitBreaker::new(&scope, harness_config(), conn.clone());
+    let held = must_grant(&l, "a", 10).await;
+    assert!(br.try_enter("s", "c").await.unwrap().allowed);
+
+    drop(server); // killed (SIGKILL)
+    let bound = op_timeout + Duration::from_millis(250);
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        match l.try_acquire("a", 10).await {
+            Err(e) => assert_eq!(e.kind, BackendErrorKind::Unavailable),
+            Ok(a) => panic!("granted during an outage: {a:?}"),
+        }
+        assert!(
+            t0.elapsed() <= bound,
+            "acquire failed after {:?}",
+            t0.elapsed()
+        );
+        let t0 = Instant::now();
+        let e = br
+            .try_enter("s", "c")
+            .await
+            .expect_err("breaker fails closed");
+        assert_eq!(e.kind, BackendErrorKind::Unavailable);
+        assert!(
+            t0.elapsed() <= bound,
+            "try_enter failed after {:?}",
+            t0.elapsed()
+        );
+    }
+    assert_eq!(
+        l.source_stats("a").await.expect_err("stats").kind,
+        BackendErrorKind::Unavailable
+    );
+    assert!(held.release().await.is_err(), "release cannot reach Redis");
+
+    let _server = start_redis(port, &dir);
+    let t0 = Instant::now();
+    let p = loop {
+        match l.try_acquire("a", 10).await {
+            Ok(Acquire::Granted(p)) => break p,
+            Ok(Acquire::Denied { gate, .. }) => panic!("denied at {gate} after restart"),
+            Err(_) => {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(1),
+                    "not back within a second"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    // The failed acquires left nothing behind: only `held` and `p` were ever granted.
+    assert_eq!(usage(&l, "a").await, (20, 2, 2));
+    held.release().await.unwrap();
+    p.release().await.unwrap();
+    assert_eq!(usage(&l, "a").await.2, 0, "no leaked permit");
+    assert!(br.try_enter("s", "c").await.unwrap().allowed);
+    conn.quit().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn redis_url_is_the_shared_test_instance() {
+    assert!(REDIS_URL.starts_with("redis://127.0.0.1"));
+}
+
+/// The core's exit path `settle_then_release` is one script with the settle/release rules:
+/// at most once, idempotent, and the same as `settle` then `release` (CT-LIM-03..05).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_then_release_is_settle_and_release_in_one() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let l = limiter(&fresh_scope("str"), conn, 1, 0, 0);
+    let p = must_grant(&l, "a", 400).await;
+    p.settle_then_release(37).await.unwrap();
+    assert_eq!(usage(&l, "a").await, (37, 1, 0));
+    p.settle_then_release(999).await.unwrap();
+    p.release().await.unwrap();
+    assert_eq!(usage(&l, "a").await, (37, 1, 0), "idempotent");
+    let q = must_grant(&l, "a", 10).await;
+    q.release().await.unwrap();
+    q.settle_then_release(0).await.unwrap();
+    assert_eq!(usage(&l, "a").await, (47, 2, 0), "no settle after release");
+}
