@@ -359,7 +359,10 @@ impl PostgresRecorder {
     pub fn enqueue(&self, row: TelemetryRow) -> Result<(), RecordError> {
         let refused = |why: &'static str, kind| {
             self.shared.count_dropped(1, why);
-            Err(RecordError::new(kind, format!("Postgres telemetry row dropped: {why}")))
+            Err(RecordError::new(
+                kind,
+                format!("Postgres telemetry row dropped: {why}"),
+            ))
         };
         if self.closed.load(Ordering::Relaxed) {
             return refused("recorder closed", RecordErrorKind::Dropped);
@@ -410,7 +413,10 @@ impl PostgresRecorder {
         if ctl.send(Control::Close(ack)).is_err() {
             return;
         }
-        if tokio::time::timeout(self.close_timeout, done).await.is_err() {
+        if tokio::time::timeout(self.close_timeout, done)
+            .await
+            .is_err()
+        {
             self.shared.abort.store(true, Ordering::Relaxed);
             tracing::warn!(
                 code = "telemetry.close_timeout",
@@ -419,11 +425,7 @@ impl PostgresRecorder {
             );
             return;
         }
-        let handle = self
-            .worker
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let handle = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(handle) = handle {
             // The worker has acknowledged and is returning; joining takes microseconds.
             let _ = tokio::task::spawn_blocking(move || handle.join()).await;

@@ -77,7 +77,11 @@ pub const PHYSICAL: [PgColumn; 40] = [
     col("cache_hit", "BOOLEAN NOT NULL DEFAULT FALSE", PgKind::Bool),
     col("error", "TEXT", PgKind::Text),
     col("cost", "DOUBLE PRECISION", PgKind::Real),
-    col("created_at", "TIMESTAMPTZ NOT NULL DEFAULT now()", PgKind::Text),
+    col(
+        "created_at",
+        "TIMESTAMPTZ NOT NULL DEFAULT now()",
+        PgKind::Text,
+    ),
     col("cached_prompt_tokens", "INTEGER", PgKind::Int),
     col("model_reported", "TEXT", PgKind::Text),
     col("sampling", "TEXT", PgKind::Text),
@@ -168,10 +172,7 @@ pub fn telemetry_schema_sql() -> String {
 /// serves every batch size. `ON CONFLICT DO NOTHING` without a target (80 T-45): idempotent on
 /// `call_id`, and valid on a table partitioned with primary key `(call_id, created_at)`.
 pub fn batch_insert_sql(indexes: &[usize]) -> String {
-    let names: Vec<&str> = indexes
-        .iter()
-        .map(|&i| insert_column(i).name)
-        .collect();
+    let names: Vec<&str> = indexes.iter().map(|&i| insert_column(i).name).collect();
     let arrays: Vec<String> = indexes
         .iter()
         .enumerate()
@@ -236,7 +237,9 @@ mod tests {
         assert!(w.contains("schema_mode=manual"));
         assert!(w.contains("the following dimensions will not be recorded: scope, meta."));
         assert!(w.contains("\nALTER TABLE llm_calls ADD COLUMN scope TEXT;"));
-        assert!(w.contains("\nALTER TABLE llm_calls ADD COLUMN meta JSONB NOT NULL DEFAULT '{}'::jsonb;"));
+        assert!(w.contains(
+            "\nALTER TABLE llm_calls ADD COLUMN meta JSONB NOT NULL DEFAULT '{}'::jsonb;"
+        ));
     }
 
     /// 80 T-48: the bind kind agrees with the value variant the ports produce.
@@ -247,8 +250,10 @@ mod tests {
             let kind = insert_column(i).kind;
             let ok = matches!(
                 (kind, value),
-                (PgKind::Text | PgKind::Json, gateway_ports::SqlValue::Text(_))
-                    | (PgKind::Int, gateway_ports::SqlValue::Int(_))
+                (
+                    PgKind::Text | PgKind::Json,
+                    gateway_ports::SqlValue::Text(_)
+                ) | (PgKind::Int, gateway_ports::SqlValue::Int(_))
                     | (PgKind::Real, gateway_ports::SqlValue::Real(_))
                     | (PgKind::Bool, gateway_ports::SqlValue::Bool(_))
             );

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
+use deadpool_postgres::{
+    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+};
 use gateway_ports::{Clock, TelemetryRow};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -190,8 +192,8 @@ impl Worker {
                 .open_connections
                 .store(connections as u64, Ordering::Relaxed);
             let can_take = rows_open && self.inflight.len() < self.pool_max;
-            let reap_every = (self.idle_timeout / 4)
-                .clamp(Duration::from_millis(10), Duration::from_secs(1));
+            let reap_every =
+                (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
             tokio::select! {
                 biased;
                 ctl = control.recv() => match ctl {
@@ -532,12 +534,18 @@ async fn write_batch(
                 Some(r)
             }
             Failure::Timeout(r) => {
-                tracing::warn!(code = "telemetry.write_timeout", "Postgres telemetry write cancelled: {r}");
+                tracing::warn!(
+                    code = "telemetry.write_timeout",
+                    "Postgres telemetry write cancelled: {r}"
+                );
                 shared.count_dropped(n, "statement timeout");
                 None
             }
             Failure::Row(r) if rows.len() == 1 => {
-                tracing::warn!(code = "telemetry.row_rejected", "Postgres telemetry row rejected: {r}");
+                tracing::warn!(
+                    code = "telemetry.row_rejected",
+                    "Postgres telemetry row rejected: {r}"
+                );
                 shared.count_dropped(1, "row rejected");
                 None
             }
