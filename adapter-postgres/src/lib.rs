@@ -48,6 +48,9 @@ pub const DEFAULT_POOL_MAX: usize = 4;
 /// Default `PGW_TELEMETRY_PG_WRITE_TIMEOUT_S` (80 T-54): 5 s per write.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Largest write budget honoured (a day); longer values are clamped to it.
+pub const MAX_WRITE_TIMEOUT: Duration = Duration::from_secs(86_400);
+
 /// Recovery cooldown of a degraded recorder (80 T-57): 60 s.
 pub const RECOVERY_COOLDOWN: Duration = Duration::from_secs(60);
 
@@ -166,9 +169,9 @@ impl PostgresRecorderConfig {
         self
     }
 
-    /// With this write budget (raised to 1 ms).
+    /// With this write budget (kept within 1 ms ..= [`MAX_WRITE_TIMEOUT`]).
     pub fn with_write_timeout(mut self, budget: Duration) -> Self {
-        self.write_timeout = budget.max(Duration::from_millis(1));
+        self.write_timeout = budget.clamp(Duration::from_millis(1), MAX_WRITE_TIMEOUT);
         self
     }
 
