@@ -112,6 +112,63 @@ impl ParsedDsn {
         config
     }
 
+    /// `postgres://user@host:port/dbname` without the password or any option: safe to print.
+    pub fn redacted(&self) -> String {
+        use tokio_postgres::config::Host;
+        let user = self
+            .config
+            .get_user()
+            .map(|u| format!("{u}@"))
+            .unwrap_or_default();
+        let hosts: Vec<String> = self
+            .config
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let host = match h {
+                    Host::Tcp(name) => name.clone(),
+                    #[cfg(unix)]
+                    Host::Unix(path) => path.display().to_string(),
+                };
+                match self
+                    .config
+                    .get_ports()
+                    .get(i)
+                    .or(self.config.get_ports().first())
+                {
+                    Some(port) => format!("{host}:{port}"),
+                    None => host,
+                }
+            })
+            .collect();
+        format!(
+            "postgres://{user}{}/{}",
+            hosts.join(","),
+            self.config.get_dbname().unwrap_or_default()
+        )
+    }
+
+    /// One plain connection for operator tools (`pgw telemetry`, the demo's read-back):
+    /// TLS per `sslmode`, connect timeout `timeout`, the connection driven on the current
+    /// runtime. The error is secret-free.
+    pub async fn connect(&self, timeout: Duration) -> Result<tokio_postgres::Client, DsnError> {
+        let mut config = self.config.clone();
+        config.connect_timeout(timeout);
+        if config.get_application_name().is_none() {
+            config.application_name("pgw");
+        }
+        let tls = tls_connector()?;
+        let (client, connection) = config
+            .connect(tls)
+            .await
+            .map_err(|e| DsnError(format!("cannot connect to Postgres: {e}")))?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+
     /// The `sslmode` of the DSN (`disable`, `prefer` — the default — or `require`).
     pub fn ssl_mode(&self) -> SslMode {
         self.config.get_ssl_mode()

@@ -16,6 +16,7 @@ mod envmap;
 mod exit;
 mod out;
 mod sim;
+mod telemetry_cmd;
 
 use std::process::ExitCode;
 
@@ -63,6 +64,9 @@ enum Command {
         #[arg(value_enum)]
         backend: BackendArg,
     },
+    // Spec: 80 T-60, T-61.
+    /// Telemetry table operations: `stats` (calls, errors, latency, cost) and `retention`.
+    Telemetry(telemetry_cmd::TelemetryArgs),
 }
 
 /// `schema-sql` backends.
@@ -99,6 +103,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Embed(args) => embed::run(args).await,
         Command::Sim(args) => sim::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Telemetry(args) => telemetry_cmd::run(args).await,
         Command::SchemaSql { backend } => {
             let backend = match backend {
                 BackendArg::Sqlite => SqlBackend::Sqlite,
