@@ -248,7 +248,7 @@ mod tests {
 
     /// 80 T-42: `+driver` suffixes are stripped; other DSNs untouched.
     #[test]
-    fn t42_driver_suffix_is_stripped() {
+    fn t_42_driver_suffix_is_stripped() {
         assert_eq!(
             strip_driver_suffix("postgresql+asyncpg://u:p@h/db"),
             "postgresql://u:p@h/db"
@@ -263,7 +263,7 @@ mod tests {
 
     /// 80 T-56, CF-394: an unparseable DSN is refused without echoing any of it.
     #[test]
-    fn cf394_malformed_dsn_error_is_secret_free() {
+    fn cf_394_malformed_dsn_error_is_secret_free() {
         for dsn in [
             "postgres://user:s3cr3t-pw@127.0.0.1:notaport/test",
             "postgresql+asyncpg://user:s3cr3t-pw@[::1/test",

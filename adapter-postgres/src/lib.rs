@@ -390,6 +390,13 @@ impl PostgresRecorder {
         self.shared.batches.load(Ordering::Relaxed)
     }
 
+    /// Rows waiting in the queue now (diagnostics; 0 for a fatal recorder).
+    pub fn queued_rows(&self) -> usize {
+        self.rows
+            .as_ref()
+            .map_or(0, |tx| tx.max_capacity() - tx.capacity())
+    }
+
     /// Connections the pool holds now (diagnostics, 80 T-53: 0 while idle).
     pub fn open_connections(&self) -> u64 {
         self.shared.open_connections.load(Ordering::Relaxed)

@@ -208,7 +208,7 @@ mod tests {
 
     /// 80 T-8/T-43: the Postgres declarations follow the ports' INSERT order exactly.
     #[test]
-    fn t43_physical_order_matches_ports_columns() {
+    fn t_43_physical_order_matches_ports_columns() {
         for (i, name) in TelemetryRow::COLUMNS.iter().enumerate() {
             assert_eq!(insert_column(i).name, *name, "INSERT column {i}");
         }
@@ -219,7 +219,7 @@ mod tests {
 
     /// 80 T-45: every placeholder numbered without gaps; no conflict target.
     #[test]
-    fn t45_batch_insert_numbers_placeholders_without_gaps() {
+    fn t_45_batch_insert_numbers_placeholders_without_gaps() {
         let sql = batch_insert_sql(&[0, 3, 23]);
         assert_eq!(
             sql,
@@ -232,7 +232,7 @@ mod tests {
 
     /// 80 T-47 step 5: the exact sentence and one ALTER line per missing column.
     #[test]
-    fn t47_manual_warning_names_columns_and_alter_lines() {
+    fn t_47_manual_warning_names_columns_and_alter_lines() {
         let w = manual_mode_warning(&["scope", "meta"]);
         assert!(w.contains("schema_mode=manual"));
         assert!(w.contains("the following dimensions will not be recorded: scope, meta."));
@@ -244,7 +244,7 @@ mod tests {
 
     /// 80 T-48: the bind kind agrees with the value variant the ports produce.
     #[test]
-    fn t48_bind_kinds_agree_with_row_values() {
+    fn t_48_bind_kinds_agree_with_row_values() {
         let row = contract_row();
         for (i, (name, value)) in row.columns().into_iter().enumerate() {
             let kind = insert_column(i).kind;

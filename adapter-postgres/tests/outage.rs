@@ -160,9 +160,10 @@ async fn count_rows(dsn: &str) -> (i64, i64) {
     (row.get(0), row.get(1))
 }
 
+// covers: T-56, T-57
 /// CF-393, T-56, T-57: down then restored (≥ 60 s on the injected clock).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf393_server_down_then_restored_recovers_after_cooldown_without_restart() {
+async fn cf_393_server_down_then_restored_recovers_after_cooldown_without_restart() {
     let cluster = Cluster::init();
     let clock = Arc::new(ManualClock::default());
     let rec = PostgresRecorder::new(

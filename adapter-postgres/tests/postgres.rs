@@ -42,11 +42,12 @@ fn text(s: &str) -> Stored {
     Stored::Text(s.to_owned())
 }
 
+// covers: T-44
 /// CF-386, T-44, T-47 step 4: a 27-column (1.3.4) table in `auto` gains the 13 missing
 /// columns in T-44 order (40 physical columns, the current order); old rows read NULL in them;
 /// new rows round-trip all 39 columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf386_old_27_column_table_auto_backfills_to_40_in_order() {
+async fn cf_386_old_27_column_table_auto_backfills_to_40_in_order() {
     let schema = TestSchema::new("cf386").await;
     old_table(&schema, 27).await;
     schema
@@ -84,7 +85,7 @@ async fn cf386_old_27_column_table_auto_backfills_to_40_in_order() {
 /// existing ones round-trip, and exactly one notice names the 13 missing dimensions with one
 /// paste-ready ALTER line each; `degraded` stays false.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf387_old_27_column_table_manual_trims_and_warns_once() {
+async fn cf_387_old_27_column_table_manual_trims_and_warns_once() {
     let schema = TestSchema::new("cf387").await;
     old_table(&schema, 27).await;
     let logs = LogCapture::default();
@@ -125,7 +126,7 @@ async fn cf387_old_27_column_table_manual_trims_and_warns_once() {
 /// CF-388: mixed writers — a `manual` recorder (trimmed INSERT) keeps writing after an
 /// `auto` recorder upgraded the same table under it; no row is lost or doubled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf388_mixed_old_and_new_writers_share_the_table() {
+async fn cf_388_mixed_old_and_new_writers_share_the_table() {
     let schema = TestSchema::new("cf388").await;
     old_table(&schema, 27).await;
     let old = recorder(&schema, SchemaMode::Manual);
@@ -150,7 +151,7 @@ async fn cf388_mixed_old_and_new_writers_share_the_table() {
 
 /// CF-389: a 22-field table (INSERT columns 1–22) in `manual` names the 17 missing dimensions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf389_old_22_field_table_manual_names_17_dimensions() {
+async fn cf_389_old_22_field_table_manual_names_17_dimensions() {
     let schema = TestSchema::new("cf389").await;
     old_table(&schema, 23).await;
     let rec = recorder(&schema, SchemaMode::Manual);
@@ -163,10 +164,11 @@ async fn cf389_old_22_field_table_manual_names_17_dimensions() {
     assert!(!s.degraded);
 }
 
+// covers: T-49
 /// CF-390, T-49: the shipped script on an empty schema yields exactly COLUMNS ∪ {created_at}
 /// in order, and is re-runnable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf390_schema_sql_on_empty_schema_is_complete_and_rerunnable() {
+async fn cf_390_schema_sql_on_empty_schema_is_complete_and_rerunnable() {
     let schema = TestSchema::new("cf390").await;
     let client = schema.client().await;
     client.batch_execute(&telemetry_schema_sql()).await.unwrap();
@@ -186,7 +188,7 @@ async fn cf390_schema_sql_on_empty_schema_is_complete_and_rerunnable() {
 /// CF-391: caller dimensions (parent/session/tenant/meta) land on a table upgraded by `auto`
 /// from the 22-field shape; `meta` is JSONB, `cache_hit` boolean.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf391_caller_dimensions_on_an_upgraded_table() {
+async fn cf_391_caller_dimensions_on_an_upgraded_table() {
     let schema = TestSchema::new("cf391").await;
     old_table(&schema, 23).await;
     let rec = recorder(&schema, SchemaMode::Auto);
@@ -216,12 +218,13 @@ async fn cf391_caller_dimensions_on_an_upgraded_table() {
     assert_eq!(got.get::<_, String>(6), "jsonb");
 }
 
+// covers: T-54, T-55
 /// CT-TEL-05, CF-392, T-54: the write budget covers pool acquisition and execution. With one
 /// connection and the table locked by another session, every write exceeds its budget: the
 /// rows are dropped and counted, `degraded` stays false, the flush is bounded, and writes
 /// resume once the lock is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ct_tel_05_cf392_saturated_pool_drops_within_budget_and_stays_healthy() {
+async fn ct_tel_05_cf_392_saturated_pool_drops_within_budget_and_stays_healthy() {
     let schema = TestSchema::new("cf392").await;
     let rec = PostgresRecorder::new(
         PostgresRecorderConfig::new(schema.dsn("pgw_cf392"))
@@ -260,10 +263,11 @@ async fn ct_tel_05_cf392_saturated_pool_drops_within_budget_and_stays_healthy() 
     assert_eq!(schema.rows().await.len(), 2);
 }
 
+// covers: T-46, T-58
 /// T-47 step 1, T-56: `manual` sends no DDL; a missing table degrades with the exact reason
 /// and creates nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t47_manual_missing_table_degrades_without_ddl() {
+async fn t_47_manual_missing_table_degrades_without_ddl() {
     let schema = TestSchema::new("t47miss").await;
     let rec = recorder(&schema, SchemaMode::Manual);
     rec.record(full_row("c-1")).await.unwrap();
@@ -285,7 +289,7 @@ async fn t47_manual_missing_table_degrades_without_ddl() {
 
 /// T-47 step 3: a table lacking any of columns 1–18 is incompatible: degraded, no writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t47_table_without_core_columns_is_incompatible() {
+async fn t_47_table_without_core_columns_is_incompatible() {
     let schema = TestSchema::new("t47core").await;
     old_table(&schema, 10).await;
     let rec = recorder(&schema, SchemaMode::Auto);
@@ -304,7 +308,7 @@ async fn t47_table_without_core_columns_is_incompatible() {
 /// T-56: a row the server rejects (invalid JSON in `meta`) drops that row only; the rest of
 /// its batch is written and the state is unchanged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t56_rejected_row_drops_only_that_row() {
+async fn t_56_rejected_row_drops_only_that_row() {
     let schema = TestSchema::new("t56row").await;
     let rec = recorder(&schema, SchemaMode::Auto);
     rec.record(full_row("c-0")).await.unwrap();
@@ -333,7 +337,7 @@ async fn t56_rejected_row_drops_only_that_row() {
 /// CF-394, T-56: a DSN that passes the scheme check but cannot be parsed makes the recorder
 /// fatal (forever), with a secret-free reason; recording never fails and counts the drops.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf394_malformed_dsn_is_fatal_and_secret_free() {
+async fn cf_394_malformed_dsn_is_fatal_and_secret_free() {
     let dsn = "postgresql+asyncpg://app:hunter2-secret@127.0.0.1:notaport/test";
     let rec = PostgresRecorder::open(dsn);
     for i in 0..3 {
@@ -354,7 +358,7 @@ async fn cf394_malformed_dsn_is_fatal_and_secret_free() {
 /// T-56 secrets: an unreachable server degrades with a reason that carries no password, and
 /// neither the recorder's nor the config's `Debug` shows the DSN.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t56_unreachable_server_reason_and_debug_are_secret_free() {
+async fn t_56_unreachable_server_reason_and_debug_are_secret_free() {
     let dsn = "postgres://app:hunter2-secret@127.0.0.1:1/test?sslmode=prefer";
     let config = PostgresRecorderConfig::new(dsn);
     assert!(!format!("{config:?}").contains("hunter2"));
@@ -373,7 +377,7 @@ async fn t56_unreachable_server_reason_and_debug_are_secret_free() {
 
 /// T-42: a SQLAlchemy `+driver` DSN is stripped and works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t42_driver_suffix_dsn_writes() {
+async fn t_42_driver_suffix_dsn_writes() {
     let schema = TestSchema::new("t42").await;
     let dsn = schema
         .dsn("pgw_t42")
@@ -388,7 +392,7 @@ async fn t42_driver_suffix_dsn_writes() {
 /// T-53: no connection at construction; connections idle past the limit are closed by the
 /// recorder's worker (0 while idle); `close()` leaves none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t53_no_connection_at_construction_none_while_idle() {
+async fn t_53_no_connection_at_construction_none_while_idle() {
     let schema = TestSchema::new("t53").await;
     let app = format!("pgw_t53_{}", std::process::id());
     let rec = Arc::new(PostgresRecorder::new(
@@ -428,11 +432,12 @@ async fn t53_no_connection_at_construction_none_while_idle() {
     }
 }
 
+// covers: T-58
 /// T-57 with the injected clock: degraded until the cooldown ends (read through the clock,
 /// not the wall), then the next row re-prepares — a table created by a DBA meanwhile heals
 /// the recorder without a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t57_cooldown_read_through_injected_clock_then_heals() {
+async fn t_57_cooldown_read_through_injected_clock_then_heals() {
     let schema = TestSchema::new("t57").await;
     let clock = Arc::new(ManualClock::default());
     let rec = PostgresRecorder::new(

@@ -65,7 +65,7 @@ impl Drop for Schema {
 /// failed calls" holds, `stats` agrees, and `retention` deletes them in batches; no output
 /// shows the DSN's password.
 #[test]
-fn t61_demo_into_postgres_then_stats_and_retention() {
+fn t_61_demo_into_postgres_then_stats_and_retention() {
     let schema = Schema::new("demo");
     let pgw = Pgw::new();
     let dsn = schema.dsn();
@@ -139,11 +139,12 @@ fn t61_demo_into_postgres_then_stats_and_retention() {
     assert_eq!(after["rows"], 0);
 }
 
+// covers: T-60
 /// T-60, T-61: on the production layout (partitioned by created_at, primary key
 /// (call_id, created_at)) `--drop-partitions` detaches and drops only partitions entirely older
 /// than the cutoff; `--dry-run` only lists them.
 #[test]
-fn t61_drop_partitions_on_the_partitioned_layout() {
+fn t_61_drop_partitions_on_the_partitioned_layout() {
     let schema = Schema::new("part");
     let s = &schema.0;
     sql(&format!(
@@ -195,7 +196,7 @@ fn t61_drop_partitions_on_the_partitioned_layout() {
 /// T-61 SQLite: `--rotate-dir DIR --keep-days N` deletes whole files older than N days (with
 /// their -wal/-shm); row deletion from one file needs `--force`.
 #[test]
-fn t61_sqlite_rotation_and_forced_row_deletion() {
+fn t_61_sqlite_rotation_and_forced_row_deletion() {
     let pgw = Pgw::new();
     let dir = pgw.dir.path().join("runs");
     std::fs::create_dir(&dir).unwrap();

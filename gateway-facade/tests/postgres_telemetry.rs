@@ -25,7 +25,7 @@ async fn admin() -> tokio_postgres::Client {
 /// T-42, T-47 (`auto`), R-24: every attempt row and the terminal row of a failed call land in
 /// Postgres; `quiesce()` flushes them. A fresh schema, dropped at the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t42_postgres_backend_writes_attempt_and_terminal_rows() {
+async fn t_42_postgres_backend_writes_attempt_and_terminal_rows() {
     let schema = format!("pgw_facade_{}", std::process::id());
     let db = admin().await;
     db.batch_execute(&format!(
@@ -84,7 +84,7 @@ async fn t42_postgres_backend_writes_attempt_and_terminal_rows() {
 /// CF-394, T-56: a DSN that passes the scheme check but cannot be parsed is not an assembly
 /// error: the client assembles, the call succeeds, telemetry is fatal with a secret-free reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cf394_malformed_dsn_is_fatal_and_the_call_succeeds() {
+async fn cf_394_malformed_dsn_is_fatal_and_the_call_succeeds() {
     let sim = sim_completion(r#"{"content":"ok"}"#);
     let env = chat_env(
         &sim,
