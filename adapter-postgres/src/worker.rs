@@ -186,14 +186,18 @@ impl Worker {
         mut control: mpsc::UnboundedReceiver<Control>,
     ) {
         let mut rows_open = true;
+        // One persistent timer: a steady trickle of rows must not keep postponing the reap of
+        // the connections it does not use.
+        let mut reap = tokio::time::interval(
+            (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1)),
+        );
+        reap.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let connections = self.pool.status().size;
             self.shared
                 .open_connections
                 .store(connections as u64, Ordering::Relaxed);
             let can_take = rows_open && self.inflight.len() < self.pool_max;
-            let reap_every =
-                (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
             tokio::select! {
                 biased;
                 ctl = control.recv() => match ctl {
@@ -231,7 +235,7 @@ impl Worker {
                     }
                     None => rows_open = false,
                 },
-                () = tokio::time::sleep(reap_every), if connections > 0 => self.reap(),
+                _ = reap.tick(), if connections > 0 => self.reap(),
             }
         }
     }
