@@ -68,8 +68,9 @@ pub struct DemoArgs {
     /// Seed of the storm simulator's faults.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Telemetry file (default `./pgw-demo-<unix_ts>.db`).
-    #[arg(long, value_name = "PATH")]
+    /// Telemetry file (default `./pgw-demo-<unix_ts>.db`), or a `postgres://` DSN: the rows
+    /// go to its `llm_calls` table (created if missing) and only this run's rows are counted.
+    #[arg(long, value_name = "PATH|DSN")]
     pub telemetry: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
@@ -124,6 +125,55 @@ pub struct TelemetryTotals {
     pub completion_tokens: u64,
     /// Σ `cost` over priced rows (`None` when no row was priced).
     pub cost: Option<f64>,
+}
+
+/// The Postgres DSN of `--telemetry`, when it is one.
+fn postgres_target(telemetry: &std::path::Path) -> Option<String> {
+    let text = telemetry.to_str()?;
+    let scheme = text.split("://").next()?;
+    (text.contains("://") && matches!(scheme.split('+').next(), Some("postgres" | "postgresql")))
+        .then(|| text.to_owned())
+}
+
+/// The server's clock before the workload: this run's rows are those created at or after it.
+async fn postgres_run_start(
+    dsn: &adapter_postgres::ParsedDsn,
+) -> Result<std::time::SystemTime, String> {
+    let client = dsn
+        .connect(std::time::Duration::from_secs(10))
+        .await
+        .map_err(|e| e.0)?;
+    client
+        .query_one("SELECT now()", &[])
+        .await
+        .map(|row| row.get(0))
+        .map_err(|e| format!("cannot read the server clock: {e}"))
+}
+
+/// This run's totals from Postgres (rows created since `start`).
+async fn read_postgres_telemetry(
+    dsn: &adapter_postgres::ParsedDsn,
+    start: std::time::SystemTime,
+) -> Result<TelemetryTotals, String> {
+    let client = dsn
+        .connect(std::time::Duration::from_secs(10))
+        .await
+        .map_err(|e| e.0)?;
+    let row = client
+        .query_one(
+            "SELECT count(*)::int8, COALESCE(sum(prompt_tokens), 0)::int8, \
+             COALESCE(sum(completion_tokens), 0)::int8, sum(cost)::float8 FROM llm_calls \
+             WHERE created_at >= $1",
+            &[&start],
+        )
+        .await
+        .map_err(|e| format!("cannot read llm_calls: {e}"))?;
+    Ok(TelemetryTotals {
+        rows: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+        prompt_tokens: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
+        completion_tokens: u64::try_from(row.get::<_, i64>(2)).unwrap_or(0),
+        cost: row.get::<_, Option<f64>>(3),
+    })
 }
 
 fn read_telemetry(path: &std::path::Path) -> Result<TelemetryTotals, rusqlite::Error> {
@@ -474,7 +524,13 @@ fn assemble(
     pricing: &std::path::Path,
 ) -> Result<GatewayClient, ConfigError> {
     let urls: Vec<String> = sims.0.iter().map(SimHandle::base_url).collect();
-    let map = demo_env_map([&urls[0], &urls[1], &urls[2]], telemetry, pricing);
+    let mut map = demo_env_map([&urls[0], &urls[1], &urls[2]], telemetry, pricing);
+    if let Some(dsn) = postgres_target(telemetry) {
+        map.remove("PGW_TELEMETRY_SQLITE_PATH");
+        map.insert("PGW_TELEMETRY_BACKEND".into(), "postgres".into());
+        map.insert("PGW_TELEMETRY_PG_DSN".into(), dsn);
+        map.insert("PGW_TELEMETRY_SCHEMA_MODE".into(), "auto".into());
+    }
     GatewayClient::from_env_map("LLM", &map)
 }
 
@@ -498,16 +554,40 @@ pub async fn run(args: DemoArgs) -> u8 {
             return exit::INTERNAL;
         }
     };
+    // A Postgres target: the password never printed; the run's rows are those created after
+    // the server's clock reading taken here.
+    let postgres = match postgres_target(&telemetry_path)
+        .map(|d| adapter_postgres::ParsedDsn::parse(&d))
+        .transpose()
+    {
+        Ok(dsn) => dsn,
+        Err(e) => {
+            out::stderr_line(&format!("pgw demo: {e}"));
+            return exit::CONFIG;
+        }
+    };
+    let shown = postgres.as_ref().map_or_else(
+        || telemetry_path.display().to_string(),
+        adapter_postgres::ParsedDsn::redacted,
+    );
+    let run_start = match &postgres {
+        Some(dsn) => match postgres_run_start(dsn).await {
+            Ok(t) => Some(t),
+            Err(e) => {
+                out::stderr_line(&format!("pgw demo: {e}"));
+                return exit::CONFIG;
+            }
+        },
+        None => None,
+    };
     let client = match assemble(&sims, &telemetry_path, pricing.path()) {
         Ok(c) => c,
         Err(e) => return config::report_config_error(&e, args.json),
     };
     config::print_warnings(client.assembly_warnings());
     out::stderr_line(&format!(
-        "pgw demo: {} calls at concurrency {} over healthy_1, hang_1, storm_1; telemetry {}",
-        args.calls,
-        args.concurrency,
-        telemetry_path.display()
+        "pgw demo: {} calls at concurrency {} over healthy_1, hang_1, storm_1; telemetry {shown}",
+        args.calls, args.concurrency,
     ));
     let bar = progress_bar(args.calls);
     let started = Instant::now();
@@ -532,12 +612,15 @@ pub async fn run(args: DemoArgs) -> u8 {
     for sim in &sims.0 {
         sim.shutdown();
     }
-    let totals = match read_telemetry(&telemetry_path) {
+    let read = match (&postgres, run_start) {
+        (Some(dsn), Some(start)) => read_postgres_telemetry(dsn, start).await,
+        _ => read_telemetry(&telemetry_path).map_err(|e| e.to_string()),
+    };
+    let totals = match read {
         Ok(t) => t,
         Err(e) => {
             out::stderr_line(&format!(
-                "pgw demo: cannot read the telemetry file {}: {e}",
-                telemetry_path.display()
+                "pgw demo: cannot read the telemetry of {shown}: {e}"
             ));
             TelemetryTotals::default()
         }
@@ -547,7 +630,7 @@ pub async fn run(args: DemoArgs) -> u8 {
         &facts,
         elapsed_s,
         breaker_opens,
-        &telemetry_path,
+        std::path::Path::new(&shown),
         &totals,
     );
     if args.json {

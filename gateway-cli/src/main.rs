@@ -17,6 +17,7 @@ mod exit;
 mod ocr;
 mod out;
 mod sim;
+mod telemetry_cmd;
 
 use std::process::ExitCode;
 
@@ -66,6 +67,9 @@ enum Command {
         #[arg(value_enum)]
         backend: BackendArg,
     },
+    // Spec: 80 T-60, T-61.
+    /// Telemetry table operations: `stats` (calls, errors, latency, cost) and `retention`.
+    Telemetry(telemetry_cmd::TelemetryArgs),
 }
 
 /// `schema-sql` backends.
@@ -103,6 +107,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Ocr(args) => ocr::run(args).await,
         Command::Sim(args) => sim::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Telemetry(args) => telemetry_cmd::run(args).await,
         Command::SchemaSql { backend } => {
             let backend = match backend {
                 BackendArg::Sqlite => SqlBackend::Sqlite,

@@ -170,6 +170,9 @@ impl Assembly {
         let recorder = match settings.telemetry_backend {
             TelemetryBackend::None => RecorderSource::None,
             TelemetryBackend::Sqlite => RecorderSource::Owned(sqlite_recorder(settings, origin)?),
+            #[cfg(feature = "postgres")]
+            TelemetryBackend::Postgres => RecorderSource::Owned(postgres_recorder(settings)?),
+            #[allow(unreachable_patterns)]
             other => {
                 // Validation (C6b, 05 R-43) refuses it first; kept as a guard.
                 return Err(ConfigError::new(
@@ -382,6 +385,37 @@ fn sqlite_recorder(
         "PGW_TELEMETRY_BACKEND",
         "PGW_TELEMETRY_BACKEND=sqlite: the backend is not in this build: cargo feature `sqlite` (off in this build)",
     ))
+}
+
+/// The Postgres recorder of `PGW_TELEMETRY_BACKEND=postgres` (80 T-53..T-58): no connection
+/// at assembly; an unparseable DSN makes the recorder fatal (status), never an assembly error
+/// (20 §8.3). Schema mode unset → `manual` (README D6).
+#[cfg(feature = "postgres")]
+fn postgres_recorder(
+    settings: &ValidatedSettings,
+) -> Result<Arc<dyn TelemetryRecorder>, ConfigError> {
+    use adapter_postgres::{PostgresRecorder, PostgresRecorderConfig, SchemaMode as PgMode};
+
+    let Some(dsn) = settings.telemetry_pg_dsn.clone() else {
+        // Validation refuses it first; kept as a guard.
+        return Err(ConfigError::new(
+            "telemetry.pg_dsn",
+            "PGW_TELEMETRY_PG_DSN",
+            "PGW_TELEMETRY_BACKEND=postgres needs PGW_TELEMETRY_PG_DSN",
+        ));
+    };
+    let mode = match settings.telemetry_schema_mode {
+        Some(crate::settings::SchemaMode::Auto) => PgMode::Auto,
+        _ => PgMode::Manual,
+    };
+    let config = PostgresRecorderConfig::new(dsn)
+        .with_pool_max(usize::try_from(settings.telemetry_pg_pool_max).unwrap_or(usize::MAX))
+        .with_write_timeout(
+            std::time::Duration::try_from_secs_f64(settings.telemetry_pg_write_timeout_s)
+                .unwrap_or(adapter_postgres::MAX_WRITE_TIMEOUT),
+        )
+        .with_schema_mode(mode);
+    Ok(Arc::new(PostgresRecorder::new(config)))
 }
 
 /// The permit lease of the builder path (D7: max `timeout_s` + 30 s).

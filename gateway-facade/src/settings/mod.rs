@@ -143,12 +143,8 @@ fn availability(backend: &str) -> Result<(), &'static str> {
         "redis" => Err("cargo feature `redis` (off in this build)"),
         "redis-cache" if cfg!(feature = "redis") => Ok(()),
         "redis-cache" => Err("cargo feature `redis` (off in this build)"),
-        "postgres" if cfg!(feature = "postgres") => {
-            Err("cargo feature `postgres` (on, but the Postgres adapter is not implemented yet)")
-        }
-        _ => {
-            Err("cargo feature `postgres` (off in this build; the adapter is not implemented yet)")
-        }
+        "postgres" if cfg!(feature = "postgres") => Ok(()),
+        _ => Err("cargo feature `postgres` (off in this build)"),
     }
 }
 
