@@ -19,6 +19,7 @@ mod embedding;
 mod report;
 pub mod settings;
 mod status;
+mod structured;
 mod wiring;
 
 pub use client::{
@@ -29,6 +30,15 @@ pub use embedding::{EMBED_DEADLINE_ORIGIN, EmbeddingClient, gather_bounded};
 pub use report::{ConfigErrorReport, ErrorReport, ErrorSummary};
 pub use status::SourceStatus;
 pub use wiring::GovernanceComponents;
+
+pub use gateway_core::effort::{CapabilityEntry, Evidence, EvidenceKind, ThinkingWire};
+#[cfg(feature = "structured")]
+pub use gateway_core::structured::{JsonRepairStrategy, JsonSchemaStrategy};
+pub use gateway_core::thinking::{ProviderProfile, ProviderRegistry};
+pub use gateway_ports::{StructuredFailure, StructuredOutputStrategy, StructuredSpec};
+#[cfg(feature = "schemars")]
+pub use structured::SchemaOf;
+pub use structured::{DEFAULT_STRUCTURED_MAX_RETRIES, StructuredConfig};
 
 #[cfg(feature = "openai")]
 pub use adapter_openai::{OpenAiTransport, TransportOptions};
