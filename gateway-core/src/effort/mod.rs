@@ -237,6 +237,21 @@ pub fn cheapest_usable(supported: &[Effort]) -> Option<Effort> {
         .or_else(|| sorted.first().copied())
 }
 
+/// Parses a level from text (C-21): the eight names, ASCII case-insensitive after trimming.
+/// Anything else is `InvalidArgument` naming `origin` and listing the eight names.
+pub fn parse_effort(text: &str, origin: &str) -> Result<Effort, GatewayError> {
+    Effort::from_wire(&text.trim().to_ascii_lowercase()).ok_or_else(|| {
+        let names: Vec<&str> = EFFORT_ORDER.iter().map(|l| l.as_str()).collect();
+        GatewayError::invalid_argument(
+            origin,
+            format!(
+                "unknown reasoning effort level; use one of: {}",
+                names.join(", ")
+            ),
+        )
+    })
+}
+
 /// The source-level intent (C-22): `REASONING_EFFORT` if set, else `ENABLE_THINKING`
 /// (`true` → `auto`, `false` → `none`), else `None`.
 pub fn source_intent(source: &SourceConfig) -> Option<Effort> {
