@@ -512,6 +512,7 @@ pub async fn run(args: DemoArgs) -> u8 {
     for sim in &sims.0 {
         sim.shutdown();
     }
+    crate::demo_structured::showcase().await;
     let totals = match read_telemetry(&telemetry_path) {
         Ok(t) => t,
         Err(e) => {

@@ -1253,7 +1253,11 @@ fn c_38_failed_chat_row_request_level_first() {
         Arc::new(s),
         AttemptRowOutcome::Failed(transient("x")),
     ));
-    assert_eq!(failed.reasoning_effort, Some(Effort::Medium), "request first");
+    assert_eq!(
+        failed.reasoning_effort,
+        Some(Effort::Medium),
+        "request first"
+    );
     let mut sugar = SourceConfig::new("qwen_1", "qwen", "http://127.0.0.1:9", None, "qwen3-8b");
     sugar.enable_thinking = Some(true);
     let call = call_with(CallOperation::Chat, RowInput::chat(&ChatRequest::default()));
