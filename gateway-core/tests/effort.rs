@@ -24,11 +24,13 @@ use serde_json::json;
 use Effort::{Auto, High, Low, Max, Medium, Minimal, Off, Xhigh};
 
 fn source(provider: &str, model: &str) -> SourceConfig {
-    let mut s = SourceConfig::default();
-    s.name = format!("{provider}_1");
-    s.provider = provider.to_owned();
-    s.model = model.to_owned();
-    s
+    SourceConfig::new(
+        format!("{provider}_1"),
+        provider,
+        "http://127.0.0.1:9",
+        None,
+        model,
+    )
 }
 
 fn profile(provider: &str) -> ProviderProfile {
@@ -383,8 +385,10 @@ fn c_31_c_32_plan_attempt() {
     raw_source
         .extra_body
         .insert("reasoning_effort".into(), json!("low"));
-    let mut leveled = ChatRequest::default();
-    leveled.reasoning_effort = Some(High);
+    let mut leveled = ChatRequest {
+        reasoning_effort: Some(High),
+        ..ChatRequest::default()
+    };
     let text = rejected(plan_attempt(&leveled, &raw_source, &openai, Some("llm")));
     assert!(text.contains("LLM__OPENAI__1__EXTRA_BODY"), "{text}");
     // A request level the model cannot hit under `error` → RR naming the key to set.
@@ -411,7 +415,7 @@ fn c_31_c_27_assembly_checks() {
     s.extra_body.insert("reasoning".into(), json!({}));
     let e = check_source(&s, &registry, &key).unwrap_err();
     assert_eq!(
-        (e.code.as_ref(), e.origin.as_str()),
+        (e.code, e.origin.as_str()),
         ("effort.raw_conflict", "LLM__OPENAI__1__EXTRA_BODY")
     );
     let mut s = source("openai", "o3-mini");

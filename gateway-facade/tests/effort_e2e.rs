@@ -22,12 +22,13 @@ use serde_json::{Value, json};
 use upstream_sim::SimHandle;
 
 fn source(sim: &SimHandle, provider: &str, model: &str) -> SourceConfig {
-    let mut s = SourceConfig::default();
-    s.name = format!("{provider}_1");
-    s.provider = provider.to_owned();
-    s.base_url = sim.base_url();
-    s.api_key = Some(polygateway::Secret::new(KEY.to_owned()));
-    s.model = model.to_owned();
+    let mut s = SourceConfig::new(
+        format!("{provider}_1"),
+        provider,
+        sim.base_url(),
+        Some(polygateway::Secret::new(KEY.to_owned())),
+        model,
+    );
     s.timeout_s = 10.0;
     s
 }

@@ -175,12 +175,13 @@ async fn chat_json_decodes_the_validated_value() {
 }
 
 fn builder_source(sim: &SimHandle) -> SourceConfig {
-    let mut s = SourceConfig::default();
-    s.name = "sim_1".into();
-    s.provider = "sim".into();
-    s.base_url = sim.base_url();
-    s.api_key = Some(polygateway::Secret::new(client_support::KEY.to_owned()));
-    s.model = "sim-model".into();
+    let mut s = SourceConfig::new(
+        "sim_1",
+        "sim",
+        sim.base_url(),
+        Some(polygateway::Secret::new(client_support::KEY.to_owned())),
+        "sim-model",
+    );
     s.timeout_s = 10.0;
     s
 }

@@ -587,12 +587,16 @@ pub fn check_intent_pair(
 /// Most keys the contradiction throttle remembers (C-37).
 pub const CONTRADICTION_THROTTLE_MAX: usize = 1024;
 
+/// `(source_name, model, applied level)` keys already warned, and whether the saturation notice
+/// was logged.
+type ThrottleState = (HashSet<(String, String, Effort)>, bool);
+
 /// The contradiction warning of C-36, throttled per client (C-37): at most one warning per
 /// `(source_name, model, applied level)`; bounded at [`CONTRADICTION_THROTTLE_MAX`] keys, with
 /// one saturation notice after which nothing more is remembered (or warned). Names only.
 #[derive(Debug, Default)]
 pub struct ContradictionThrottle {
-    state: Mutex<(HashSet<(String, String, Effort)>, bool)>,
+    state: Mutex<ThrottleState>,
 }
 
 impl ContradictionThrottle {

@@ -43,13 +43,10 @@ pub fn first_fence(text: &str) -> String {
     // none when the text after the backticks starts with a bracket.
     let body_start = match after.find('\n') {
         Some(nl) if !after[..nl].trim_start().starts_with(['{', '[']) => nl + 1,
-        _ => {
-            let tag_len = after
-                .char_indices()
-                .find(|(_, c)| !c.is_ascii_alphanumeric())
-                .map_or(after.len(), |(i, _)| i);
-            tag_len
-        }
+        _ => after
+            .char_indices()
+            .find(|(_, c)| !c.is_ascii_alphanumeric())
+            .map_or(after.len(), |(i, _)| i),
     };
     let body = &after[body_start..];
     match body.find(FENCE) {
