@@ -231,8 +231,11 @@ pub fn validate_source(
     // capability check (C-27) and the raw-root conflict (C-31.3) need the client's provider
     // registry and run at client assembly (`crate::effort::check_source`).
     if kind == ScopeKind::Chat {
-        crate::effort::check_intent_pair(source, &|field| {
-            source_field_origin(name, &field.to_ascii_lowercase())
+        // The message names the key suffixes; the origin is rewritten to the exact key by
+        // each path (environment key, settings path, builder option).
+        crate::effort::check_intent_pair(source, &|field| field.to_owned()).map_err(|mut e| {
+            e.origin = source_field_origin(name, "reasoning_effort");
+            e
         })?;
     }
 
