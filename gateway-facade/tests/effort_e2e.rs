@@ -285,3 +285,53 @@ async fn c_31_c_32_raw_overlays() {
     );
     client.close().await;
 }
+
+// covers: C-23 (a retry on another source re-resolves the call's level in that source's
+// dialect), C-24
+#[tokio::test]
+async fn c_23_failover_re_resolves_per_source() {
+    let failing = client_support::sim(
+        r#"{"version":1,"responses":[{"status":500,"chunks":[{"text":"{\"error\":{\"message\":\"boom\"}}"}]}]}"#,
+    );
+    let healthy = sim_completion(r#"{"content":"ok","chunks":1}"#);
+    let a = source(&failing, "openai", "o3-mini");
+    let b = source(&healthy, "qwen", "qwen3-8b");
+    let sources = vec![a, b];
+    let transport: Arc<dyn gateway_ports::ChatTransport> = Arc::new(
+        polygateway::OpenAiTransport::new(&sources, polygateway::TransportOptions::default())
+            .unwrap(),
+    );
+    let client = GatewayClient::builder()
+        .scope("LLM")
+        .sources(sources)
+        .selector(gateway_ports::SelectorKind::RoundRobin)
+        .retry(gateway_ports::RetryPolicy {
+            backoff_base_s: 0.001,
+            backoff_max_s: 0.002,
+            ..gateway_ports::RetryPolicy::default()
+        })
+        .transport(transport)
+        .build()
+        .unwrap();
+    for _ in 0..4 {
+        let r = client
+            .chat("hi", ChatOptions::new().reasoning_effort(Effort::Low))
+            .await
+            .unwrap();
+        assert_eq!(r.source_name, "qwen_1");
+        assert_eq!(r.applied_effort, Some(Effort::Low));
+    }
+    assert!(failing.request_count() >= 1, "the failing source was tried");
+    for request in failing.requests() {
+        let body = request.body.unwrap();
+        assert_eq!(body["reasoning_effort"], "low");
+        assert!(body.get("enable_thinking").is_none());
+    }
+    for request in healthy.requests() {
+        let body = request.body.unwrap();
+        assert_eq!(body["enable_thinking"], true);
+        assert_eq!(body["thinking_budget"], 1024);
+        assert!(body.get("reasoning_effort").is_none());
+    }
+    client.close().await;
+}
