@@ -341,6 +341,10 @@ struct ClientInner {
     runtime: Runtime,
     transport: Arc<dyn ChatTransport>,
     executor_options: ExecutorOptions,
+    #[cfg_attr(
+        not(feature = "structured"),
+        allow(dead_code, reason = "read by the structured path only")
+    )]
     structured: StructuredConfig,
     profiles: Arc<ProviderRegistry>,
 }
