@@ -1,10 +1,10 @@
 //! Provider profiles, inline think tags and the thinking observation (05 R-48; 40 S-100;
 //! 70 C-35).
 //!
-//! Owns three small pure pieces the judgment path needs before the capability table of 70
-//! exists:
-//! - the minimal [`ProviderProfile`] `{ name, inline_think_tags }` and its [`ProviderRegistry`]
-//!   (built-in `qwen` with inline think tags; every other provider without);
+//! Owns three small pure pieces of the judgment path:
+//! - the [`ProviderProfile`] `{ name, inline_think_tags, entries, managed_roots }` and its
+//!   [`ProviderRegistry`] (built-in: one profile per capability-table profile of
+//!   `crate::effort::table`, `qwen` with inline think tags; every other provider without);
 //! - [`strip_think_tags`] / [`finalize_text`]: moving `<think>…</think>` spans out of the content
 //!   into the thinking projection for profiles that enable it (40 S-100);
 //! - [`observe_thinking`]: `Observed` / `Absent` / `Unknown` from the thinking projection and the

@@ -535,10 +535,13 @@ impl GatewayClient {
     ///
     /// Errors: `ClientClosed` after [`close`](Self::close) (05 R-17); `InvalidArgument` for a
     /// bad combination found before any I/O (20 §11.8: fidelity with structured output or
-    /// `n ≠ 1`, structured output (not enabled), library-controlled overlay keys, caller
-    /// dimensions, a request-level effort (05 R-48), a zero deadline); otherwise the call's
-    /// error (`AllSourcesExhausted`, `CircuitOpen`, `RequestRejected`, `ResultInvalid`,
-    /// `CallDeadlineExceeded`, …). Cancel-safe (module docs).
+    /// `n ≠ 1`, structured output not in this build or an invalid schema / schema name,
+    /// library-controlled overlay keys, caller dimensions, a managed reasoning key in the
+    /// overlay together with `reasoning_effort`, a zero deadline); otherwise the call's error
+    /// (`AllSourcesExhausted`, `CircuitOpen`, `RequestRejected` — also a reasoning level the
+    /// selected model cannot use —, `ResultInvalid` — also an exhausted structured-output
+    /// ladder —, `CallDeadlineExceeded`, …). With `structured`, `structured_data` holds the
+    /// validated value (70 Part A). Cancel-safe (module docs).
     pub async fn chat(
         &self,
         input: impl Into<ChatInput>,
