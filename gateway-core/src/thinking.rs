@@ -139,8 +139,15 @@ impl ProviderRegistry {
 
 /// The process-wide built-in registry (built once; read by the row shaper, 70 C-38).
 pub fn builtin_registry() -> &'static ProviderRegistry {
-    static BUILTIN: std::sync::OnceLock<ProviderRegistry> = std::sync::OnceLock::new();
-    BUILTIN.get_or_init(ProviderRegistry::builtin)
+    shared_builtin_registry()
+}
+
+/// The process-wide built-in registry as a shared `Arc` (built once, so a call that uses the
+/// built-in table allocates nothing for it; 05 R-56).
+pub fn shared_builtin_registry() -> &'static std::sync::Arc<ProviderRegistry> {
+    static BUILTIN: std::sync::OnceLock<std::sync::Arc<ProviderRegistry>> =
+        std::sync::OnceLock::new();
+    BUILTIN.get_or_init(|| std::sync::Arc::new(ProviderRegistry::builtin()))
 }
 
 /// Content with its inline think spans removed (40 S-100).

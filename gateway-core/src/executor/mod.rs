@@ -140,7 +140,7 @@ impl ChatExecutor {
         Self {
             transport,
             request,
-            profiles: Arc::new(ProviderRegistry::builtin()),
+            profiles: Arc::clone(crate::thinking::shared_builtin_registry()),
             options: ExecutorOptions::default(),
         }
     }
