@@ -9,7 +9,10 @@
 use std::io::{IsTerminal as _, Read as _};
 
 use clap::{Args, ValueEnum};
-use polygateway::{ChatOptions, GatewayClient, JsonObject, LlmResponse, ResponseMode};
+use polygateway::parse_effort;
+use polygateway::{
+    ChatOptions, GatewayClient, JsonObject, LlmResponse, ResponseMode, StructuredSpec,
+};
 use serde_json::{Value, json};
 
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
@@ -56,6 +59,19 @@ pub struct ChatArgs {
     /// The cache namespace of this call (overrides `PGW_CACHE_NAMESPACE`).
     #[arg(long, value_name = "NAME")]
     pub cache_namespace: Option<String>,
+    /// Ask for a JSON answer validated against the JSON Schema in FILE (draft 2020-12 or
+    /// draft-07); a reply that does not parse or validate is re-asked up to
+    /// PGW_STRUCTURED_MAX_RETRIES times (default 2). Implies --mode text.
+    #[arg(long, value_name = "FILE", conflicts_with = "json_object")]
+    pub schema: Option<std::path::PathBuf>,
+    /// Ask for any JSON object (re-asked like --schema). Implies --mode text.
+    #[arg(long)]
+    pub json_object: bool,
+    /// Reasoning effort for this call: none, auto, minimal, low, medium, high, xhigh or max.
+    /// A level the model cannot use is refused unless the source sets
+    /// {SCOPE}__{PROVIDER}__{N}__EFFORT_FALLBACK=nearest.
+    #[arg(long, value_name = "LEVEL")]
+    pub effort: Option<String>,
     /// Configuration flags.
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -97,8 +113,60 @@ fn message(role: &str, content: &str) -> JsonObject {
     m
 }
 
+/// The structured spec of `--schema FILE` / `--json-object`: the schema's name is the file
+/// stem with characters outside `[A-Za-z0-9_-]` replaced by `_` (at most 64).
+fn structured_spec(args: &ChatArgs) -> Result<Option<StructuredSpec>, String> {
+    if args.json_object {
+        return Ok(Some(StructuredSpec::Json));
+    }
+    let Some(path) = &args.schema else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--schema {}: cannot read the file: {e}", path.display()))?;
+    let schema: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("--schema {}: not JSON: {e}", path.display()))?;
+    let mut name: String = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        name.push_str("schema");
+    }
+    Ok(Some(StructuredSpec::Schema {
+        name,
+        schema,
+        strict: true,
+    }))
+}
+
 /// Runs `pgw chat`; returns the exit code.
 pub async fn run(args: ChatArgs) -> u8 {
+    let structured = match structured_spec(&args) {
+        Ok(spec) => spec,
+        Err(e) => {
+            out::stderr_line(&format!("pgw: {e}"));
+            return exit::USAGE;
+        }
+    };
+    let effort = match args.effort.as_deref().map(|t| parse_effort(t, "--effort")) {
+        None => None,
+        Some(Ok(level)) => Some(level),
+        Some(Err(e)) => {
+            out::stderr_line(&format!("pgw: {e}"));
+            return exit::USAGE;
+        }
+    };
     let scope = args.config.scope_or("LLM");
     let mut map = match args.config.env_map(&scope) {
         Ok(map) => map,
@@ -132,6 +200,7 @@ pub async fn run(args: ChatArgs) -> u8 {
     }
     messages.push(message("user", &prompt));
     let mode = match args.mode {
+        _ if structured.is_some() => ResponseMode::Text,
         ModeArg::Openai => ResponseMode::OpenAi,
         ModeArg::Text => ResponseMode::Text,
     };
@@ -143,6 +212,12 @@ pub async fn run(args: ChatArgs) -> u8 {
     }
     if let Some(namespace) = &args.cache_namespace {
         options = options.cache_namespace(namespace.clone());
+    }
+    if let Some(spec) = structured {
+        options = options.structured(spec);
+    }
+    if let Some(level) = effort {
+        options = options.reasoning_effort(level);
     }
     let outcome = tokio::select! {
         outcome = client.chat_outcome(messages, options) => outcome,
@@ -198,6 +273,10 @@ fn describe_failure(report: &Value) -> String {
 }
 
 fn print_response(response: &LlmResponse) {
+    if let Some(value) = &response.structured_data {
+        out::stdout_line(&value.to_string());
+        return;
+    }
     if !response.content.is_empty() {
         out::stdout_line(&response.content);
     }

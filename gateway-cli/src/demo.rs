@@ -612,6 +612,7 @@ pub async fn run(args: DemoArgs) -> u8 {
     for sim in &sims.0 {
         sim.shutdown();
     }
+    crate::demo_structured::showcase().await;
     let read = match (&postgres, run_start) {
         (Some(dsn), Some(start)) => read_postgres_telemetry(dsn, start).await,
         _ => read_telemetry(&telemetry_path).map_err(|e| e.to_string()),

@@ -10,6 +10,7 @@
 mod chat;
 mod config;
 mod demo;
+mod demo_structured;
 mod doctor;
 mod embed;
 mod envmap;

@@ -94,9 +94,9 @@ fn positive_finite(v: f64) -> bool {
 /// a chat/embedding source whose `auth_style` is not `none` (05 R-33), an empty key on an OCR
 /// source, a `base_url` that is not an absolute http(s) URL), `source.est_tokens` (B2),
 /// `source.watchdog` (B3: `timeout_s` not finite > 0, exactly one watchdog set, or not
-/// `0 < inter_token < ttft < timeout_s`), `source.stall_threshold` (B4), `effort.unsupported`
-/// (B5 under 05 R-48: a chat source with `reasoning_effort` or `enable_thinking` set, until the
-/// capability table of 70 exists; embedding and OCR sources accept them unused, 20 §7),
+/// `0 < inter_token < ttft < timeout_s`), `source.stall_threshold` (B4), `effort.conflict`
+/// (B5, 70 C-22: `enable_thinking` contradicting `reasoning_effort` on a chat source; embedding
+/// and OCR sources accept both unused, 20 §7),
 /// `source.extra_body` (B6), and — beyond the table, so the struct and builder paths keep the
 /// environment's domains (chosen) — `source.max_response_bytes` (`0`) and `source.headers`
 /// (an invalid or reserved header name, or a value with a control character).
@@ -227,26 +227,16 @@ pub fn validate_source(
         ));
     }
 
-    // B5 thinking (05 R-48: fail closed until the capability table exists).
+    // B5 thinking (70 C-22): a contradictory ENABLE_THINKING / REASONING_EFFORT pair. The
+    // capability check (C-27) and the raw-root conflict (C-31.3) need the client's provider
+    // registry and run at client assembly (`crate::effort::check_source`).
     if kind == ScopeKind::Chat {
-        if source.reasoning_effort.is_some() {
-            return Err(err(
-                "effort.unsupported",
-                "reasoning_effort",
-                format!(
-                    "source {name}: a source-level reasoning_effort needs the effort capability table, which is not built yet"
-                ),
-            ));
-        }
-        if source.enable_thinking.is_some() {
-            return Err(err(
-                "effort.unsupported",
-                "enable_thinking",
-                format!(
-                    "source {name}: a source-level enable_thinking needs the effort capability table, which is not built yet"
-                ),
-            ));
-        }
+        // The message names the key suffixes; the origin is rewritten to the exact key by
+        // each path (environment key, settings path, builder option).
+        crate::effort::check_intent_pair(source, &|field| field.to_owned()).map_err(|mut e| {
+            e.origin = source_field_origin(name, "reasoning_effort");
+            e
+        })?;
     }
 
     // B6 extra_body.

@@ -758,6 +758,30 @@ impl Governor {
         })
     }
 
+    /// Opens one logical chat call for the structured-output re-ask ladder (70 C-15): like
+    /// [`begin_call`](Self::begin_call) (one context, attempts accumulating over the rounds, one
+    /// deadline), except that `generation_ms` is **overwritten** by the last successful round
+    /// instead of summed.
+    pub fn begin_ladder_call(&self, options: CallOptions) -> Result<CallHandle, GatewayError> {
+        let OpenedCall {
+            ctx,
+            guard,
+            deadline,
+            stream,
+            span,
+        } = self.open_call(options, CallOperation::Chat, false)?;
+        Ok(CallHandle {
+            inner: Arc::clone(&self.inner),
+            ctx,
+            guard,
+            deadline,
+            deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+            stream,
+            span,
+            ended: None,
+        })
+    }
+
     /// The opening shared by [`run_with_hook`](Self::run_with_hook) and
     /// [`begin_call`](Self::begin_call): the closed check (`ClientClosed`, R-17: before the
     /// statistics boundary), the deadline resolution, then the statistics boundary (G-117) —

@@ -16,6 +16,7 @@ pub mod cleanup;
 pub mod clock;
 pub mod config;
 pub mod deadline;
+pub mod effort;
 pub mod executor;
 pub mod governor;
 pub mod hedge;
@@ -30,6 +31,8 @@ pub mod rows;
 pub mod select;
 pub mod stall;
 pub mod stats;
+#[cfg(feature = "structured")]
+pub mod structured;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;

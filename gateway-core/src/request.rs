@@ -10,10 +10,9 @@
 //! its position and takes the overlay's value), then `stream` and, when streaming,
 //! `stream_options`.
 //!
-//! Not here yet: structured-output injection (70, above the overlay) and managed reasoning keys
-//! (70's capability table). Until that table exists a source-level or request-level effort is
-//! refused before any body is built (05 R-48), so raw reasoning keys of the overlay or
-//! `extra_body` simply pass through.
+//! Structured-output injection (70 C-8) reaches this builder already merged into the request
+//! overlay (`crate::structured::inject`); the managed reasoning fragment (70 C-24) is merged last
+//! by [`build_chat_body_with`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -43,6 +42,18 @@ static PROTECTED_KEY_WARNED: AtomicBool = AtomicBool::new(false);
 /// warning with code `request.protected_key_ignored` is logged per process (no value is ever
 /// logged). Never fails, never panics.
 pub fn build_chat_body(source: &SourceConfig, request: &ChatRequest, stream: bool) -> Value {
+    build_chat_body_with(source, request, stream, &JsonObject::new())
+}
+
+/// [`build_chat_body`] plus the reasoning `fragment` of the attempt's `ThinkingDirective`
+/// (70 C-24), merged after the overlay: a managed encoding is never overridden by a raw key
+/// (C-31.4 — a raw managed root together with managed intent is refused before this point).
+pub fn build_chat_body_with(
+    source: &SourceConfig,
+    request: &ChatRequest,
+    stream: bool,
+    fragment: &JsonObject,
+) -> Value {
     let mut body = Map::with_capacity(4 + source.extra_body.len() + request.overlay.len());
     body.insert("model".to_owned(), Value::String(source.model.clone()));
     body.insert(
@@ -58,6 +69,7 @@ pub fn build_chat_body(source: &SourceConfig, request: &ChatRequest, stream: boo
     );
     merge_unprotected(&mut body, &source.extra_body, &source.name, "extra_body");
     merge_unprotected(&mut body, &request.overlay, &source.name, "overlay");
+    merge_unprotected(&mut body, fragment, &source.name, "reasoning");
     body.insert("stream".to_owned(), Value::Bool(stream));
     if stream {
         let mut options = Map::with_capacity(1);

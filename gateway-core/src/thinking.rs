@@ -1,10 +1,10 @@
 //! Provider profiles, inline think tags and the thinking observation (05 R-48; 40 S-100;
 //! 70 C-35).
 //!
-//! Owns three small pure pieces the judgment path needs before the capability table of 70
-//! exists:
-//! - the minimal [`ProviderProfile`] `{ name, inline_think_tags }` and its [`ProviderRegistry`]
-//!   (built-in `qwen` with inline think tags; every other provider without);
+//! Owns three small pure pieces of the judgment path:
+//! - the [`ProviderProfile`] `{ name, inline_think_tags, entries, managed_roots }` and its
+//!   [`ProviderRegistry`] (built-in: one profile per capability-table profile of
+//!   `crate::effort::table`, `qwen` with inline think tags; every other provider without);
 //! - [`strip_think_tags`] / [`finalize_text`]: moving `<think>…</think>` spans out of the content
 //!   into the thinking projection for profiles that enable it (40 S-100);
 //! - [`observe_thinking`]: `Observed` / `Absent` / `Unknown` from the thinking projection and the
@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 
 use gateway_ports::ThinkingObservation;
 
+use crate::effort::CapabilityEntry;
+
 /// The name of the built-in profile with inline think tags (05 R-48).
 pub const QWEN: &str = "qwen";
 
@@ -22,12 +24,16 @@ const THINK_CLOSE: &str = "</think>";
 
 /// A provider profile, minimal form (05 R-48; 70 C-29 note): the provider name and whether its
 /// models write reasoning inline as `<think>…</think>` in the content (40 S-100).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderProfile {
     /// The provider name, matched against `SourceConfig.provider` (lower-cased, 20 §3.3).
     pub name: String,
     /// `true` = strip `<think>…</think>` spans from the content into the thinking projection.
     pub inline_think_tags: bool,
+    /// The capability entries of this profile, scanned in order (70 C-25, C-26).
+    pub entries: Vec<CapabilityEntry>,
+    /// Managed roots this profile adds to the built-in ones (70 C-30).
+    pub managed_roots: Vec<String>,
 }
 
 impl ProviderProfile {
@@ -36,7 +42,22 @@ impl ProviderProfile {
         Self {
             name: name.into(),
             inline_think_tags,
+            entries: Vec::new(),
+            managed_roots: Vec::new(),
         }
+    }
+
+    /// The same profile with these capability entries appended (70 C-29: a custom profile
+    /// brings its own entries).
+    pub fn with_entries(mut self, entries: impl IntoIterator<Item = CapabilityEntry>) -> Self {
+        self.entries.extend(entries);
+        self
+    }
+
+    /// The same profile with one more managed root (70 C-30).
+    pub fn with_managed_root(mut self, root: impl Into<String>) -> Self {
+        self.managed_roots.push(root.into());
+        self
     }
 
     /// The profile of a provider nobody registered: no inline think tags (R-48: "others false").
@@ -67,10 +88,23 @@ impl ProviderRegistry {
         }
     }
 
-    /// The built-in registry: `qwen` with inline think tags; every other provider plain.
+    /// The built-in registry: one profile per provider of the capability table (70 C-25;
+    /// `crate::effort::table`), `qwen` with inline think tags; every other provider
+    /// plain.
     pub fn builtin() -> Self {
         let mut registry = Self::empty();
-        registry.register(ProviderProfile::new(QWEN, true));
+        for entry in crate::effort::table::builtin_entries() {
+            let name = entry.profile.clone();
+            let profile = registry
+                .profiles
+                .entry(name.clone())
+                .or_insert_with(|| ProviderProfile::new(name.as_str(), name == QWEN));
+            profile.entries.push(entry);
+        }
+        registry
+            .profiles
+            .entry(QWEN.to_owned())
+            .or_insert_with(|| ProviderProfile::new(QWEN, true));
         registry
     }
 
@@ -101,6 +135,19 @@ impl ProviderRegistry {
     pub fn profiles(&self) -> impl Iterator<Item = &ProviderProfile> {
         self.profiles.values()
     }
+}
+
+/// The process-wide built-in registry (built once; read by the row shaper, 70 C-38).
+pub fn builtin_registry() -> &'static ProviderRegistry {
+    shared_builtin_registry()
+}
+
+/// The process-wide built-in registry as a shared `Arc` (built once, so a call that uses the
+/// built-in table allocates nothing for it; 05 R-56).
+pub fn shared_builtin_registry() -> &'static std::sync::Arc<ProviderRegistry> {
+    static BUILTIN: std::sync::OnceLock<std::sync::Arc<ProviderRegistry>> =
+        std::sync::OnceLock::new();
+    BUILTIN.get_or_init(|| std::sync::Arc::new(ProviderRegistry::builtin()))
 }
 
 /// Content with its inline think spans removed (40 S-100).

@@ -83,7 +83,7 @@ fn r_14_s_5_chat_body_table() {
             expected: r#"{"model":"m-1","messages":[{"role":"user","content":"hi"}],"max_tokens":null,"stream":false}"#,
         },
         Row {
-            name: "R-48 raw reasoning keys pass through until the capability table exists",
+            name: "70 C-32 raw-only reasoning keys pass through verbatim",
             extra_body: json!({"enable_thinking": false}),
             overlay: json!({"reasoning_effort": "max", "thinking": {"type": "enabled"}}),
             stream: true,

@@ -10,14 +10,15 @@ use proptest::prelude::*;
 
 // ---------------------------------------------------------------- R-48 registry
 
+/// R-48 + 70 C-25: `qwen` alone has inline think tags; the built-in profiles are those of the
+/// capability table, each holding only its own entries; unregistered providers are plain.
 #[test]
 fn r_48_builtin_registry_qwen_true_others_false() {
     let registry = ProviderRegistry::builtin();
     assert!(registry.inline_think_tags(QWEN));
-    assert_eq!(
-        registry.profile_for("qwen"),
-        ProviderProfile::new("qwen", true)
-    );
+    let qwen = registry.profile_for("qwen");
+    assert_eq!((qwen.name.as_str(), qwen.inline_think_tags), ("qwen", true));
+    assert!(qwen.entries.iter().all(|e| e.profile == "qwen"));
     for other in [
         "openai",
         "azure",
@@ -28,11 +29,29 @@ fn r_48_builtin_registry_qwen_true_others_false() {
         "qwen3",
     ] {
         assert!(!registry.inline_think_tags(other), "{other}");
-        assert_eq!(registry.profile_for(other), ProviderProfile::plain(other));
-        assert!(registry.get(other).is_none());
+    }
+    for unregistered in ["azure", "glm", "", "qwen3"] {
+        assert_eq!(
+            registry.profile_for(unregistered),
+            ProviderProfile::plain(unregistered)
+        );
+        assert!(registry.get(unregistered).is_none());
     }
     assert_eq!(ProviderRegistry::default(), registry);
-    assert_eq!(registry.profiles().count(), 1);
+    let names: Vec<&str> = registry.profiles().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "anthropic",
+            "deepseek",
+            "gemini",
+            "openai",
+            "openrouter",
+            "qwen",
+            "vllm",
+            "zhipu"
+        ]
+    );
 }
 
 #[test]
@@ -52,7 +71,7 @@ fn r_48_profiles_are_registrable_and_replaceable() {
     assert!(registry.inline_think_tags("vllm_local"));
     // Replacing the built-in turns its tags off.
     let old = registry.register(ProviderProfile::plain("qwen"));
-    assert_eq!(old, Some(ProviderProfile::new("qwen", true)));
+    assert!(old.is_some_and(|p| p.inline_think_tags && !p.entries.is_empty()));
     assert!(!registry.inline_think_tags("qwen"));
     assert!(!ProviderRegistry::empty().inline_think_tags("qwen"));
 }

@@ -18,7 +18,7 @@ use gateway_ports::config::{
 use gateway_ports::vocab::{ScopeKind, SelectorKind, WaitPolicy};
 use gateway_ports::{
     ChatTransport, CircuitBreaker, Clock, ConfigError, ConfigWarning, EmbeddingTransport,
-    RateLimiter, ResponseCache, TelemetryRecorder,
+    RateLimiter, ResponseCache, StructuredOutputStrategy, TelemetryRecorder,
 };
 
 use crate::settings::{
@@ -513,6 +513,8 @@ pub struct GatewayClientBuilder {
     core: CoreOptions,
     transport: Option<Arc<dyn ChatTransport>>,
     components: InjectedComponents,
+    pub(crate) structured: crate::structured::StructuredConfig,
+    pub(crate) profiles: gateway_core::thinking::ProviderRegistry,
 }
 
 impl Default for GatewayClientBuilder {
@@ -540,6 +542,8 @@ impl GatewayClientBuilder {
             core: CoreOptions::new(DEFAULT_CHAT_SCOPE),
             transport: None,
             components: InjectedComponents::default(),
+            structured: crate::structured::StructuredConfig::default(),
+            profiles: gateway_core::thinking::ProviderRegistry::builtin(),
         }
     }
 
@@ -569,6 +573,33 @@ impl GatewayClientBuilder {
     /// The chat transport (required: F5 `builder.missing_transport`).
     pub fn transport(mut self, transport: Arc<dyn ChatTransport>) -> Self {
         self.transport = Some(transport);
+        self
+    }
+
+    /// The structured-output strategy of the first round (70 C-5; default the built-in
+    /// `JsonRepairStrategy`).
+    pub fn structured_strategy(mut self, strategy: Arc<dyn StructuredOutputStrategy>) -> Self {
+        self.structured.strategy = Some(strategy);
+        self
+    }
+
+    /// The strategy of every round after a failed one (70 C-11; default: unchanged).
+    pub fn escalation_strategy(mut self, strategy: Arc<dyn StructuredOutputStrategy>) -> Self {
+        self.structured.escalation = Some(strategy);
+        self
+    }
+
+    /// Re-asks after a reply that does not parse or validate (70 C-16; default 2, like
+    /// `PGW_STRUCTURED_MAX_RETRIES`; 0 = no re-ask).
+    pub fn structured_max_retries(mut self, max_retries: u32) -> Self {
+        self.structured.max_retries = max_retries;
+        self
+    }
+
+    /// Registers a provider profile (70 C-29): its capability entries and managed roots serve
+    /// sources whose provider segment has its name, replacing a built-in profile of that name.
+    pub fn register_provider(mut self, profile: gateway_core::thinking::ProviderProfile) -> Self {
+        self.profiles.register(profile);
         self
     }
 

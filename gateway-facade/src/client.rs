@@ -34,9 +34,10 @@ use gateway_core::cache::{check_cache_options, namespace_problem};
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
 use gateway_core::governor::CallOptions;
 use gateway_core::telemetry::RowInput;
+use gateway_core::thinking::ProviderRegistry;
 use gateway_ports::{
     CachePolicy, ChatRequest, ChatTransport, ConfigError, ConfigWarning, Effort, GatewayError,
-    JsonObject, LlmResponse, Meta, MetaValue, ResponseMode, TelemetryStatus,
+    JsonObject, LlmResponse, Meta, MetaValue, ResponseMode, StructuredSpec, TelemetryStatus,
 };
 use serde_json::Value;
 
@@ -44,6 +45,7 @@ use crate::assembly::{ClientPlan, GatewayClientBuilder, SettingsRef};
 use crate::report::ErrorReport;
 use crate::settings::{EnvMap, GatewaySettings, ValidatedSettings};
 use crate::status::SourceStatus;
+use crate::structured::StructuredConfig;
 use crate::wiring::{Assembly, GovernanceComponents, Runtime};
 
 /// Origin of an invalid per-call deadline (05 R-19).
@@ -113,9 +115,12 @@ pub struct ChatOptions {
     /// Sampling overrides merged over the request's overlay (`temperature`, `max_tokens`,
     /// `tools`, …). `model`, `messages`, `stream`, `stream_options` are refused.
     pub overlay: JsonObject,
-    /// Request-level effort: until the capability table of 70 exists, `Some(_)` is
-    /// `InvalidArgument` (05 R-48, fail closed).
+    /// Request-level effort (70 C-23): wins over the source intent, resolved against each
+    /// source's capability entry on every attempt; `None` inherits the source intent.
     pub reasoning_effort: Option<Effort>,
+    /// Structured output (70 C-1): the reply is parsed, repaired, validated and re-asked;
+    /// `LlmResponse::structured_data` holds the value.
+    pub structured: Option<StructuredSpec>,
     /// Per-call deadline; `None` inherits the assembled one; zero is `InvalidArgument`.
     pub call_deadline: Option<Duration>,
     /// Caller tenant (telemetry only): 1–128 characters, no control characters.
@@ -176,9 +181,17 @@ impl ChatOptions {
         self.sampling("max_tokens", max_tokens)
     }
 
-    /// Request-level reasoning effort (05 R-48: refused until the capability table exists).
+    /// Request-level reasoning effort (70 C-23): sent in each source's wire dialect; a level
+    /// the selected model cannot hit is `RequestRejected` unless the source sets
+    /// `EFFORT_FALLBACK=nearest`.
     pub fn reasoning_effort(mut self, effort: Effort) -> Self {
         self.reasoning_effort = Some(effort);
+        self
+    }
+
+    /// Structured output (70 C-1): `StructuredSpec::Json` (any JSON object) or a JSON Schema.
+    pub fn structured(mut self, spec: StructuredSpec) -> Self {
+        self.structured = Some(spec);
         self
     }
 
@@ -247,6 +260,9 @@ impl ChatOptions {
         request.overlay.extend(self.overlay);
         if self.reasoning_effort.is_some() {
             request.reasoning_effort = self.reasoning_effort;
+        }
+        if self.structured.is_some() {
+            request.structured = self.structured;
         }
         if self.call_deadline.is_some() {
             request.call_deadline = self.call_deadline;
@@ -326,10 +342,44 @@ impl<R: AttemptRunner> AttemptRunner for Counting<'_, R> {
     }
 }
 
+/// An owned [`AttemptRunner`] counting into a shared counter (one per ladder round).
+#[cfg(feature = "structured")]
+struct SharedCounting<R> {
+    inner: R,
+    count: Arc<AtomicU32>,
+}
+
+#[cfg(feature = "structured")]
+impl<R: AttemptRunner> AttemptRunner for SharedCounting<R> {
+    fn run(
+        &self,
+        ctx: AttemptCtx,
+        signals: Option<LegSignals>,
+        control: LegControl,
+    ) -> impl Future<Output = AttemptOutcome> + Send {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.inner.run(ctx, signals, control)
+    }
+}
+
 struct ClientInner {
     runtime: Runtime,
     transport: Arc<dyn ChatTransport>,
     executor_options: ExecutorOptions,
+    #[cfg_attr(
+        not(feature = "structured"),
+        allow(dead_code, reason = "read by the structured path only")
+    )]
+    structured: StructuredConfig,
+    profiles: Arc<ProviderRegistry>,
+}
+
+/// What a chat client adds to its assembly beyond the governance components (70): the
+/// structured-output configuration and the provider registry of the capability table.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChatExtras {
+    pub(crate) structured: StructuredConfig,
+    pub(crate) profiles: ProviderRegistry,
 }
 
 /// The governed chat client (10 §10; 05 R-1, R-40). `Clone + Send + Sync`: clones share one
@@ -463,8 +513,15 @@ impl GatewayClient {
         #[cfg(feature = "openai")]
         let assembly =
             Assembly::from_validated(plan, settings, true, "GatewayClient::from_settings")?;
+        let extras = ChatExtras {
+            structured: StructuredConfig {
+                max_retries: settings.structured_max_retries,
+                ..StructuredConfig::default()
+            },
+            profiles: ProviderRegistry::builtin(),
+        };
         #[cfg(feature = "openai")]
-        Self::start(assembly, transport)
+        Self::start(assembly, transport, extras, style)
     }
 
     /// Path 3 (20 §9.2): a builder for injected components.
@@ -472,17 +529,32 @@ impl GatewayClient {
         GatewayClientBuilder::new()
     }
 
-    fn start(assembly: Assembly, transport: Arc<dyn ChatTransport>) -> Result<Self, ConfigError> {
+    pub(crate) fn start(
+        assembly: Assembly,
+        transport: Arc<dyn ChatTransport>,
+        extras: ChatExtras,
+        style: KeyStyle,
+    ) -> Result<Self, ConfigError> {
+        // 70 C-22, C-27, C-31.3: source-level reasoning checked against this client's registry.
+        let scope = assembly.plan.scope.clone();
+        for source in &assembly.plan.sources {
+            gateway_core::effort::check_source(source, &extras.profiles, &|field| {
+                transport_key(style, &scope, &source.name, Some(field))
+            })?;
+        }
         let runtime = Runtime::start(assembly)?;
         let mut executor_options = ExecutorOptions::default()
             .with_clock(Arc::clone(&runtime.clock))
             .with_warnings(Arc::new(WarningThrottle::new()));
         executor_options.redact_ips = runtime.redact_ips;
+        executor_options.scope = Some(scope);
         Ok(Self {
             inner: Arc::new(ClientInner {
                 runtime,
                 transport,
                 executor_options,
+                structured: extras.structured,
+                profiles: Arc::new(extras.profiles),
             }),
         })
     }
@@ -493,10 +565,13 @@ impl GatewayClient {
     ///
     /// Errors: `ClientClosed` after [`close`](Self::close) (05 R-17); `InvalidArgument` for a
     /// bad combination found before any I/O (20 §11.8: fidelity with structured output or
-    /// `n ≠ 1`, structured output (not enabled), library-controlled overlay keys, caller
-    /// dimensions, a request-level effort (05 R-48), a zero deadline); otherwise the call's
-    /// error (`AllSourcesExhausted`, `CircuitOpen`, `RequestRejected`, `ResultInvalid`,
-    /// `CallDeadlineExceeded`, …). Cancel-safe (module docs).
+    /// `n ≠ 1`, structured output not in this build or an invalid schema / schema name,
+    /// library-controlled overlay keys, caller dimensions, a managed reasoning key in the
+    /// overlay together with `reasoning_effort`, a zero deadline); otherwise the call's error
+    /// (`AllSourcesExhausted`, `CircuitOpen`, `RequestRejected` — also a reasoning level the
+    /// selected model cannot use —, `ResultInvalid` — also an exhausted structured-output
+    /// ladder —, `CallDeadlineExceeded`, …). With `structured`, `structured_data` holds the
+    /// validated value (70 Part A). Cancel-safe (module docs).
     pub async fn chat(
         &self,
         input: impl Into<ChatInput>,
@@ -525,14 +600,19 @@ impl GatewayClient {
             return failed(error);
         }
         let request = Arc::new(request);
-        let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
-            .with_options(inner.executor_options.clone());
-        let runner = Counting::new(&executor);
         let mut call = CallOptions::default()
             .with_row_input(Arc::new(RowInput::chat(&request)))
             .with_stream(request.stream);
         call.call_deadline = request.call_deadline;
         call.deadline_origin = Some(CHAT_DEADLINE_ORIGIN.to_owned());
+        #[cfg(feature = "structured")]
+        if request.structured.is_some() {
+            return self.chat_structured(&request, call).await;
+        }
+        let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
+            .with_options(inner.executor_options.clone())
+            .with_profiles(Arc::clone(&inner.profiles));
+        let runner = Counting::new(&executor);
         let cache = inner
             .runtime
             .cache
@@ -546,6 +626,75 @@ impl GatewayClient {
         ChatOutcome {
             result,
             attempts: runner.count(),
+        }
+    }
+
+    /// The structured path (70 C-10…C-15): one logical call, every ladder round a full governed
+    /// loop under the call's one deadline; `structured_data` holds the validated value.
+    #[cfg(feature = "structured")]
+    async fn chat_structured(&self, request: &ChatRequest, call: CallOptions) -> ChatOutcome {
+        use gateway_core::structured::{Ladder, ladder};
+        let inner = &*self.inner;
+        let mut handle = match inner.runtime.governor.begin_ladder_call(call) {
+            Ok(handle) => handle,
+            Err(error) => {
+                return ChatOutcome {
+                    result: Err(error),
+                    attempts: 0,
+                };
+            }
+        };
+        let count = Arc::new(AtomicU32::new(0));
+        let mut state = Ladder::new(request, inner.structured.ladder());
+        let outcome = ladder::run(&mut handle, &mut state, |round| SharedCounting {
+            inner: ChatExecutor::new(Arc::clone(&inner.transport), round)
+                .with_options(inner.executor_options.clone())
+                .with_profiles(Arc::clone(&inner.profiles)),
+            count: Arc::clone(&count),
+        })
+        .await;
+        let result = outcome.map(|success| {
+            let mut governed = success.governed;
+            governed.stats = handle.finish();
+            let mut response = governed.into_response();
+            response.structured_data = Some(success.value);
+            response
+        });
+        ChatOutcome {
+            result,
+            attempts: count.load(Ordering::Relaxed),
+        }
+    }
+
+    /// [`chat`](Self::chat) with structured output decoded into `T` (beyond the original):
+    /// `spec` (default `StructuredSpec::Json`) asks for JSON, the ladder parses, repairs,
+    /// validates and re-asks, and the validated value is deserialized.
+    ///
+    /// Errors: those of [`chat`](Self::chat); a value that validates but does not deserialize
+    /// into `T` is `ResultInvalid` whose validation error names the serde error (the text is in
+    /// the error's details, never its message).
+    #[cfg(feature = "structured")]
+    pub async fn chat_json<T: serde::de::DeserializeOwned>(
+        &self,
+        input: impl Into<ChatInput>,
+        options: ChatOptions,
+    ) -> Result<(T, LlmResponse), GatewayError> {
+        let options = if options.structured.is_none() {
+            options.structured(StructuredSpec::Json)
+        } else {
+            options
+        };
+        let response = self.chat(input, options).await?;
+        let value = response.structured_data.clone().unwrap_or(Value::Null);
+        match serde_json::from_value::<T>(value) {
+            Ok(typed) => Ok((typed, response)),
+            Err(e) => Err(gateway_core::structured::ladder::exhausted_error(
+                gateway_ports::StructuredFailure {
+                    validation_errors: vec![format!("/: {e}")],
+                    repair_error: None,
+                },
+                &response.content,
+            )),
         }
     }
 
@@ -613,6 +762,10 @@ impl GatewayClientBuilder {
         self,
         governance: GovernanceComponents,
     ) -> Result<GatewayClient, ConfigError> {
+        let extras = ChatExtras {
+            structured: self.structured.clone(),
+            profiles: self.profiles.clone(),
+        };
         let (plan, transport, components) = self.plan()?;
         for (field, value) in [
             ("cache_namespace", &components.cache_options.namespace),
@@ -640,7 +793,7 @@ impl GatewayClientBuilder {
             true,
             "GatewayClientBuilder::build",
         );
-        GatewayClient::start(assembly, transport)
+        GatewayClient::start(assembly, transport, extras, KeyStyle::Settings)
     }
 }
 
@@ -663,11 +816,8 @@ pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
             ));
         }
     }
-    if request.structured.is_some() {
-        return Err(GatewayError::invalid_argument(
-            "ChatRequest::structured",
-            "structured output not enabled (no structured-output strategy is configured)",
-        ));
+    if let Some(spec) = &request.structured {
+        check_structured(spec)?;
     }
     for key in ["model", "messages", "stream", "stream_options"] {
         if request.overlay.contains_key(key) {
@@ -679,14 +829,37 @@ pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
     }
     check_dimensions(request.tenant_id.as_deref(), &request.meta, "ChatOptions")?;
     check_cache_options(request, "ChatOptions")?;
-    if request.reasoning_effort.is_some() {
+    // 70 C-31.1: a managed reasoning root in the overlay together with a request level.
+    if request.reasoning_effort.is_some()
+        && let Some(root) = gateway_core::effort::managed_root_in(
+            &request.overlay,
+            &gateway_core::thinking::ProviderProfile::plain(""),
+        )
+    {
         return Err(GatewayError::invalid_argument(
-            "ChatOptions::reasoning_effort",
-            "a request-level reasoning_effort needs the provider capability table (spec 70), \
-             which is not built yet (05 R-48: fail closed); set no effort or use a raw overlay key",
+            "ChatOptions::overlay",
+            format!(
+                "`{root}` in the overlay cannot be combined with ChatOptions::reasoning_effort; \
+                 use one of them"
+            ),
         ));
     }
     Ok(())
+}
+
+/// 70 C-2 steps 2–3: structured support is in this build (cargo feature `structured`) and the
+/// spec's schema compiles with a valid name.
+#[cfg(feature = "structured")]
+fn check_structured(spec: &StructuredSpec) -> Result<(), GatewayError> {
+    gateway_core::structured::check_spec(spec)
+}
+
+#[cfg(not(feature = "structured"))]
+fn check_structured(_spec: &StructuredSpec) -> Result<(), GatewayError> {
+    Err(GatewayError::invalid_argument(
+        "ChatRequest::structured",
+        "structured output not enabled: this build lacks the cargo feature `structured` of polygateway",
+    ))
 }
 
 /// `^[a-z][a-z0-9_]{0,63}$` (80 T-33).

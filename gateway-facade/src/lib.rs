@@ -25,6 +25,7 @@ mod ocr;
 mod report;
 mod settings;
 mod status;
+mod structured;
 mod wiring;
 
 /// The ports (SPI) a custom backend implements or a caller injects through
@@ -57,6 +58,17 @@ pub use report::{ConfigErrorReport, ErrorReport, ErrorSummary};
 pub use status::SourceStatus;
 pub use wiring::GovernanceComponents;
 
+pub use gateway_core::effort::{
+    CapabilityEntry, Evidence, EvidenceKind, ThinkingWire, parse_effort,
+};
+#[cfg(feature = "structured")]
+pub use gateway_core::structured::{JsonRepairStrategy, JsonSchemaStrategy};
+pub use gateway_core::thinking::{ProviderProfile, ProviderRegistry};
+pub use gateway_ports::{StructuredFailure, StructuredOutputStrategy, StructuredSpec};
+#[cfg(feature = "schemars")]
+pub use structured::SchemaOf;
+pub use structured::{DEFAULT_STRUCTURED_MAX_RETRIES, StructuredConfig};
+
 #[cfg(feature = "openai")]
 pub use adapter_openai::{OpenAiTransport, TransportOptions};
 pub use gateway_ports::schema::telemetry_schema_sql;
@@ -80,10 +92,10 @@ pub use gateway_ports::{
 pub use settings::{
     CacheBackend, DEFAULT_BATCH_SIZE, DEFAULT_CACHE_MEMORY_MAX_ENTRIES, DEFAULT_CACHE_TTL_S,
     DEFAULT_CHAT_SCOPE, DEFAULT_EMBED_SCOPE, DEFAULT_MAX_WAITERS, DEFAULT_OCR_MODEL,
-    DEFAULT_OCR_SCOPE, DEFAULT_STRUCTURED_MAX_RETRIES, DEFAULT_TELEMETRY_PG_POOL_MAX,
-    DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S, EmbeddingSettings, EnvMap, GatewaySettings,
-    LEASE_GRACE_S, OcrSettings, PROBE_GRACE_S, SOURCE_FIELDS, SchemaMode, StateBackend,
-    TelemetryBackend, ValidatedEmbeddingSettings, ValidatedSettings, is_scope_name,
+    DEFAULT_OCR_SCOPE, DEFAULT_TELEMETRY_PG_POOL_MAX, DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S,
+    EmbeddingSettings, EnvMap, GatewaySettings, LEASE_GRACE_S, OcrSettings, PROBE_GRACE_S,
+    SOURCE_FIELDS, SchemaMode, StateBackend, TelemetryBackend, ValidatedEmbeddingSettings,
+    ValidatedSettings, is_scope_name,
 };
 
 /// The crate version (95 CF-024).

@@ -1,4 +1,4 @@
-//! Stage A — the environment path (20 §2, §3, §4, §6, §11.1; 05 ):
+//! Stage A — the environment path (20 §2, §3, §4, §6, §11.1; 05 ):
 //! key grammar, parsing by type, origin discipline, unknown keys, aliases and legacy keys.
 //! Every error assertion checks the stable `code` and the key, never message text.
 
@@ -413,12 +413,20 @@ fn bad_source_segments_and_urls() {
     assert_err(&e, "config.parse", "LLM__QWEN__1__BASE_URL");
 }
 
+// 70 C-21, C-22: the source keys parse; a contradictory pair is refused naming both keys.
 #[test]
-fn r_48_source_level_effort_is_unsupported() {
-    let e = env_err(&env_with(&[("LLM__QWEN__1__REASONING_EFFORT", "low")]));
-    assert_err(&e, "effort.unsupported", "LLM__QWEN__1__REASONING_EFFORT");
-    let e = env_err(&env_with(&[("LLM__QWEN__1__ENABLE_THINKING", "true")]));
-    assert_err(&e, "effort.unsupported", "LLM__QWEN__1__ENABLE_THINKING");
+fn c_22_source_level_effort_keys() {
+    let e = env_err(&env_with(&[
+        ("LLM__QWEN__1__REASONING_EFFORT", "low"),
+        ("LLM__QWEN__1__ENABLE_THINKING", "false"),
+    ]));
+    assert_err(&e, "effort.conflict", "LLM__QWEN__1__REASONING_EFFORT");
+    assert!(e.message.contains("ENABLE_THINKING"), "{e:?}");
+    let e = env_err(&env_with(&[
+        ("LLM__QWEN__1__REASONING_EFFORT", "none"),
+        ("LLM__QWEN__1__ENABLE_THINKING", "true"),
+    ]));
+    assert_err(&e, "effort.conflict", "LLM__QWEN__1__REASONING_EFFORT");
     let e = env_err(&env_with(&[("LLM__QWEN__1__REASONING_EFFORT", "huge")]));
     assert_err(&e, "config.parse", "LLM__QWEN__1__REASONING_EFFORT");
 }

@@ -143,24 +143,25 @@ fn cf_055_guard_b4_stall_threshold_zero() {
     assert_err(&e, "config.domain", "LLM__STREAM__STALL_THRESHOLD_MS");
 }
 
+// 70 C-22: ENABLE_THINKING contradicting REASONING_EFFORT is refused on every path.
 #[test]
-fn guard_b5_r_48_effort_unsupported() {
+fn guard_b5_c_22_effort_conflict() {
     let mut s = source("qwen_1", 120.0);
     s.reasoning_effort = Some(Effort::Low);
-    struct_and_builder(
-        vec![s],
-        "effort.unsupported",
-        "sources[qwen_1].reasoning_effort",
-    );
-    let mut s = source("qwen_1", 120.0);
     s.enable_thinking = Some(false);
     struct_and_builder(
         vec![s],
-        "effort.unsupported",
-        "sources[qwen_1].enable_thinking",
+        "effort.conflict",
+        "sources[qwen_1].reasoning_effort",
     );
-    let e = env_err(&env_with(&[("LLM__QWEN__1__REASONING_EFFORT", "none")]));
-    assert_err(&e, "effort.unsupported", "LLM__QWEN__1__REASONING_EFFORT");
+    let mut s = source("qwen_1", 120.0);
+    s.reasoning_effort = Some(Effort::Off);
+    s.enable_thinking = Some(true);
+    struct_and_builder(
+        vec![s],
+        "effort.conflict",
+        "sources[qwen_1].reasoning_effort",
+    );
 }
 
 #[test]

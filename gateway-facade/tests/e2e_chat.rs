@@ -308,22 +308,23 @@ async fn cf_317_zero_deadline_is_invalid_argument_without_io() {
     assert_eq!(sim.request_count(), 0);
 }
 
+// 70 C-27, C-28: a request level on a model without a capability entry is refused before any
+// byte (RequestRejected naming the model), not retried.
 #[tokio::test]
-async fn r_48_request_effort_is_invalid_argument() {
+async fn c_28_request_effort_unknown_model_is_rejected_before_io() {
     let sim = sim_completion(r#"{"content":"ok"}"#);
     let client = client(&chat_env(&sim, &[]));
     let r = client
         .chat("hi", ChatOptions::new().reasoning_effort(Effort::High))
         .await;
     match &r {
-        Err(GatewayError::InvalidArgument(d)) => {
-            assert_eq!(d.origin, "ChatOptions::reasoning_effort");
+        Err(GatewayError::RequestRejected(f)) => {
             assert!(
-                d.message.contains("capability table"),
-                "names the table: {d:?}"
+                f.message.contains("no capability entry for model"),
+                "names the missing entry: {f:?}"
             );
         }
-        other => panic!("expected InvalidArgument, got {other:?}"),
+        other => panic!("expected RequestRejected, got {other:?}"),
     }
     assert_eq!(sim.request_count(), 0);
 }
@@ -368,14 +369,18 @@ async fn g_25_call_boundary_guards() {
         )
         .await;
     assert!(ok.is_ok(), "{ok:?}");
-    // Structured output is not enabled yet (70 C-2).
+    // 70 C-2 step 3: a schema name outside ^[A-Za-z0-9_-]{1,64}$.
     let request = ChatRequest {
-        structured: Some(gateway_ports::StructuredSpec::Json),
+        structured: Some(gateway_ports::StructuredSpec::Schema {
+            name: "bad name".into(),
+            schema: serde_json::json!({"type": "object"}),
+            strict: true,
+        }),
         ..ChatRequest::new(vec![user("hi")])
     };
     assert_invalid(
         client.chat(request, ChatOptions::new()).await,
-        "ChatRequest::structured",
+        "ChatRequest::structured.name",
     );
     assert_eq!(
         sim.request_count(),

@@ -113,7 +113,7 @@ pub struct ChatRequest {
     pub overlay: JsonObject,
     /// Structured output request (70).
     pub structured: Option<StructuredSpec>,
-    /// Request-level effort; `None` inherits the source intent (05 R-48: `Some` refused for now).
+    /// Request-level effort; `None` inherits the source intent (70 C-23).
     pub reasoning_effort: Option<Effort>,
     /// Caller session correlation; telemetry only.
     pub session_id: Option<String>,

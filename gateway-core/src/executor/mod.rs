@@ -30,8 +30,8 @@ use std::sync::Arc;
 use futures_util::StreamExt as _;
 use gateway_ports::{
     AttemptFailure, Category, ChatRequest, ChatTransport, ChunkJson, Clock, Endpoint,
-    ErrorOperation, ReasonCode, ResponseMode, StreamEnd, WireEvent, WireEventStream, WireRequest,
-    WireResponse, is_json_content_type,
+    ErrorOperation, JsonObject, ReasonCode, ResponseMode, StreamEnd, WireEvent, WireEventStream,
+    WireRequest, WireResponse, is_json_content_type,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -48,8 +48,10 @@ use crate::classify::{
     classify_liveness_timeout, classify_read_error, classify_wire_failure,
 };
 use crate::clock::TokioClock;
+use crate::effort::{ContradictionThrottle, plan_attempt};
 use crate::redact::{ScrubOptions, scrubbed_summary};
-use crate::request::build_chat_body;
+use crate::request::build_chat_body_with;
+use crate::thinking::ProviderProfile;
 use crate::thinking::{ProviderRegistry, observe_thinking};
 use crate::verdict::{AttemptFacts, StreamFacts, StreamTerminal, Verdict, judge_attempt};
 
@@ -65,6 +67,11 @@ pub struct ExecutorOptions {
     pub warnings: Arc<WarningThrottle>,
     /// `PGW_REDACT_IPS` (05 R-34): redact IP addresses in summaries; default `true`.
     pub redact_ips: bool,
+    /// The scope label, for the keys a reasoning-effort refusal names (70 C-27); `None` renders
+    /// `{SCOPE}`.
+    pub scope: Option<String>,
+    /// The client's reasoning contradiction throttle (70 C-36, C-37: one per client).
+    pub contradictions: Arc<ContradictionThrottle>,
 }
 
 impl Default for ExecutorOptions {
@@ -73,6 +80,8 @@ impl Default for ExecutorOptions {
             clock: Arc::new(TokioClock::new()),
             warnings: Arc::new(WarningThrottle::new()),
             redact_ips: true,
+            scope: None,
+            contradictions: Arc::new(ContradictionThrottle::new()),
         }
     }
 }
@@ -131,7 +140,7 @@ impl ChatExecutor {
         Self {
             transport,
             request,
-            profiles: Arc::new(ProviderRegistry::builtin()),
+            profiles: Arc::clone(crate::thinking::shared_builtin_registry()),
             options: ExecutorOptions::default(),
         }
     }
@@ -153,6 +162,9 @@ impl ChatExecutor {
         &self.request
     }
 
+    /// One attempt: the reasoning decision for this source (70 C-24, C-27, C-31; a refusal is
+    /// `RequestRejected` before any byte), the exchange, then `applied_effort` and the
+    /// contradiction check on a delivered result (C-34, C-36).
     async fn attempt(
         &self,
         ctx: AttemptCtx,
@@ -160,8 +172,48 @@ impl ChatExecutor {
         control: LegControl,
     ) -> AttemptOutcome {
         let source = Arc::clone(&ctx.source);
+        let plain;
+        let profile = match self.profiles.get(&source.provider) {
+            Some(profile) => profile,
+            None => {
+                plain = ProviderProfile::plain(source.provider.as_str());
+                &plain
+            }
+        };
+        let directive = match plan_attempt(
+            &self.request,
+            &source,
+            profile,
+            self.options.scope.as_deref(),
+        ) {
+            Ok(directive) => directive,
+            Err(error) => return AttemptOutcome::Failed(error),
+        };
+        let mut outcome = self
+            .exchange(ctx, signals, control, &directive.fragment)
+            .await;
+        if let AttemptOutcome::Success(result) = &mut outcome {
+            result.applied_effort = directive.applied;
+            self.options.contradictions.check(
+                &source.name,
+                &source.model,
+                directive.applied,
+                result.thinking_observation,
+            );
+        }
+        outcome
+    }
+
+    async fn exchange(
+        &self,
+        ctx: AttemptCtx,
+        signals: Option<LegSignals>,
+        control: LegControl,
+        fragment: &JsonObject,
+    ) -> AttemptOutcome {
+        let source = Arc::clone(&ctx.source);
         let stream = self.request.stream;
-        let body = build_chat_body(&source, &self.request, stream);
+        let body = build_chat_body_with(&source, &self.request, stream, fragment);
         let wire = WireRequest {
             source: Arc::clone(&source),
             call_id: ctx.call_id.clone(),
@@ -246,11 +298,10 @@ struct Judge<'a> {
 impl<'a> Judge<'a> {
     fn new(executor: &'a ChatExecutor, ctx: &'a AttemptCtx) -> Self {
         let source = ctx.source.as_ref();
-        let profile = executor.profiles.profile_for(&source.provider);
         let mut acc_options = AccumulateOptions::new(ctx.call_id.clone(), source.name.clone());
         acc_options.max_response_bytes =
             usize::try_from(source.max_response_bytes).unwrap_or(usize::MAX);
-        acc_options.inline_think_tags = profile.inline_think_tags;
+        acc_options.inline_think_tags = executor.profiles.inline_think_tags(&source.provider);
         Self {
             source_name: &source.name,
             source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),

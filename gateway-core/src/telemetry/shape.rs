@@ -755,8 +755,15 @@ impl RowShaper {
         } else {
             None
         };
+        // 70 C-38: the level that was (or would have been) applied on this source — the
+        // request level first, then the source intent (with the ENABLE_THINKING sugar), with
+        // `nearest` applied (resolved against the built-in capability table).
         let fallback_effort = if chat {
-            source.reasoning_effort.or(input.reasoning_effort)
+            crate::effort::row_effort(
+                input.reasoning_effort,
+                source,
+                &crate::thinking::builtin_registry().profile_for(&source.provider),
+            )
         } else {
             None
         };

@@ -1117,3 +1117,31 @@ fn t_12_owned_attempt_row_equals_borrowed_row() {
         );
     }
 }
+
+/// 70 C-38 (the row-shaper fix of issue 17): a failed chat attempt records the level that would
+/// have been applied on its source — the request level first (it used to be the source level),
+/// then the source intent including the `ENABLE_THINKING` sugar.
+#[test]
+fn c_38_failed_chat_row_request_level_first() {
+    let mut s = SourceConfig::new("openai_1", "openai", "http://127.0.0.1:9", None, "o3-mini");
+    s.reasoning_effort = Some(Effort::Low);
+    let failed = priced().attempt_row(&attempt(
+        chat_call(),
+        Arc::new(s),
+        AttemptRowOutcome::Failed(transient("x")),
+    ));
+    assert_eq!(
+        failed.reasoning_effort,
+        Some(Effort::Medium),
+        "request first"
+    );
+    let mut sugar = SourceConfig::new("qwen_1", "qwen", "http://127.0.0.1:9", None, "qwen3-8b");
+    sugar.enable_thinking = Some(true);
+    let call = call_with(CallOperation::Chat, RowInput::chat(&ChatRequest::default()));
+    let failed = priced().attempt_row(&attempt(
+        call,
+        Arc::new(sugar),
+        AttemptRowOutcome::Failed(transient("x")),
+    ));
+    assert_eq!(failed.reasoning_effort, Some(Effort::Auto), "sugar counted");
+}

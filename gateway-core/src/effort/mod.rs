@@ -1,0 +1,673 @@
+//! Reasoning effort (70 Part B): source intent, the capability table, resolution of a level
+//! against a model, managed roots versus raw overlays, and the contradiction warning.
+//!
+//! - [`source_intent`] / [`effective_effort`] (C-22, C-23): the request level wins; `None`
+//!   inherits the source intent (`REASONING_EFFORT`, else the `ENABLE_THINKING` sugar).
+//! - [`CapabilityEntry`] rows live on the provider profiles of [`ProviderRegistry`] (C-25, C-26);
+//!   the built-in rows are in [`table`]; [`ProviderRegistry::register`] extends them (C-29).
+//! - [`resolve`] (C-27, C-28): supported → send; `nearest` → smallest distance in
+//!   `EFFORT_ORDER`, tie → weaker; `error` → an [`EffortRefusal`] naming model, level, supported
+//!   levels, the cheapest usable level and the key to set.
+//! - [`plan_attempt`] (C-24, C-31, C-32): the per-attempt decision the executor applies — the
+//!   fragment merged into the body, or a `RequestRejected` before any byte.
+//! - [`check_source`] (C-22, C-27, C-31.3): the assembly-time checks of a chat source.
+//! - [`ContradictionThrottle`] (C-36, C-37): one warning per `(source, model, applied level)`.
+
+pub mod table;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Mutex;
+
+use gateway_ports::config::SourceConfig;
+use gateway_ports::request::{ChatRequest, JsonObject};
+use gateway_ports::{
+    AttemptFailure, ConfigError, EFFORT_ORDER, Effort, EffortFallback, ErrorOperation,
+    GatewayError, ThinkingObservation,
+};
+use serde_json::Value;
+
+use crate::thinking::{ProviderProfile, ProviderRegistry};
+
+/// The wire family of a capability entry (C-29): the shape of the fragment each level sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ThinkingWire {
+    /// `{"reasoning_effort": "<level>"}` (OpenAI, Gemini's OpenAI-compatible endpoint).
+    ReasoningEffort,
+    /// `{"enable_thinking": bool}` plus an optional `{"thinking_budget": int}` (DashScope).
+    EnableThinking,
+    /// `{"chat_template_kwargs": {"enable_thinking": bool}}` (vLLM / SGLang chat templates).
+    ChatTemplateKwargs,
+    /// `{"thinking": {"type": "enabled" | "disabled", "budget_tokens"?: int}}` (Anthropic, GLM).
+    ThinkingType,
+    /// `{"reasoning": {"effort": "<level>"}}` or `{"reasoning": {"enabled": bool}}` (OpenRouter).
+    OpenRouterReasoning,
+    /// Nothing is sent: the model always runs at its one listed level.
+    Fixed,
+}
+
+impl ThinkingWire {
+    /// The lowercase name used in docs and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReasoningEffort => "reasoning_effort",
+            Self::EnableThinking => "enable_thinking",
+            Self::ChatTemplateKwargs => "chat_template_kwargs",
+            Self::ThinkingType => "thinking_type",
+            Self::OpenRouterReasoning => "openrouter_reasoning",
+            Self::Fixed => "fixed",
+        }
+    }
+}
+
+/// How an entry's facts were established (C-25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EvidenceKind {
+    /// Observed against the live provider (a test id names the run).
+    Measured,
+    /// Taken from the provider's published documentation.
+    Documented,
+}
+
+/// Where an entry's facts come from (C-25): required on every entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Evidence {
+    /// Measured or documented.
+    pub kind: EvidenceKind,
+    /// A URL or a test id.
+    pub source: String,
+    /// `YYYY-MM-DD`: when the documentation stated it (or the measurement ran).
+    pub date: String,
+}
+
+impl Evidence {
+    /// Documented evidence at `source` dated `date`.
+    pub fn documented(source: impl Into<String>, date: impl Into<String>) -> Self {
+        Self {
+            kind: EvidenceKind::Documented,
+            source: source.into(),
+            date: date.into(),
+        }
+    }
+
+    /// `true` when `source` is non-empty and `date` is a valid `YYYY-MM-DD` calendar date.
+    pub fn is_valid(&self) -> bool {
+        !self.source.trim().is_empty() && is_iso_date(&self.date)
+    }
+}
+
+fn is_iso_date(date: &str) -> bool {
+    let parts: Vec<&str> = date.split('-').collect();
+    let [y, m, d] = parts.as_slice() else {
+        return false;
+    };
+    if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return false;
+    }
+    let (Ok(y), Ok(m), Ok(d)) = (y.parse::<u32>(), m.parse::<u32>(), d.parse::<u32>()) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// One row of the capability table (C-25): which levels a model family supports under a
+/// provider profile, and the JSON fragment each level sends (merged at the payload top level).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityEntry {
+    /// The provider profile (`SourceConfig.provider`, lower case).
+    pub profile: String,
+    /// A glob over `SourceConfig.model` (`*` any run, `?` one character), ASCII
+    /// case-insensitive.
+    pub model_pattern: String,
+    /// The wire family of the fragments.
+    pub wire: ThinkingWire,
+    /// Supported levels (in `EFFORT_ORDER`) and the fragment each sends (a JSON object; empty
+    /// for [`ThinkingWire::Fixed`]).
+    pub levels: Vec<(Effort, JsonObject)>,
+    /// Where these facts come from.
+    pub evidence: Evidence,
+}
+
+impl CapabilityEntry {
+    /// An entry; `levels` pairs each supported level with its fragment (`Value::Object`; any
+    /// other value sends nothing).
+    pub fn new(
+        profile: impl Into<String>,
+        model_pattern: impl Into<String>,
+        wire: ThinkingWire,
+        levels: Vec<(Effort, Value)>,
+        evidence: Evidence,
+    ) -> Self {
+        let mut levels: Vec<(Effort, JsonObject)> = levels
+            .into_iter()
+            .map(|(level, fragment)| match fragment {
+                Value::Object(map) => (level, map),
+                _ => (level, JsonObject::new()),
+            })
+            .collect();
+        levels.sort_by_key(|(level, _)| effort_index(*level));
+        Self {
+            profile: profile.into().to_ascii_lowercase(),
+            model_pattern: model_pattern.into(),
+            wire,
+            levels,
+            evidence,
+        }
+    }
+
+    /// The supported levels, weakest first.
+    pub fn supported(&self) -> Vec<Effort> {
+        self.levels.iter().map(|(level, _)| *level).collect()
+    }
+
+    /// The fragment of `level`, if supported.
+    pub fn fragment(&self, level: Effort) -> Option<&JsonObject> {
+        self.levels
+            .iter()
+            .find(|(l, _)| *l == level)
+            .map(|(_, fragment)| fragment)
+    }
+
+    /// Whether `model` matches this entry's pattern.
+    pub fn matches(&self, model: &str) -> bool {
+        glob_match(&self.model_pattern, model)
+    }
+}
+
+/// `pattern` matches `text` (`*` any run, `?` one character), ASCII case-insensitive.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let t: Vec<char> = text.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// The position of `level` in `EFFORT_ORDER` (weakest = 0).
+pub fn effort_index(level: Effort) -> usize {
+    EFFORT_ORDER
+        .iter()
+        .position(|l| *l == level)
+        .unwrap_or_default()
+}
+
+/// The supported level nearest to `level` (C-27 step 2): smallest `|index(l) − index(x)|` in
+/// `EFFORT_ORDER`, a tie going to the weaker level. `None` when `supported` is empty.
+pub fn nearest(level: Effort, supported: &[Effort]) -> Option<Effort> {
+    let target = effort_index(level);
+    supported
+        .iter()
+        .copied()
+        .min_by_key(|x| (effort_index(*x).abs_diff(target), effort_index(*x)))
+}
+
+/// The cheapest usable level (C-27 step 3): the first supported level in `EFFORT_ORDER` other
+/// than `none`/`auto`, else the first supported level.
+pub fn cheapest_usable(supported: &[Effort]) -> Option<Effort> {
+    let mut sorted = supported.to_vec();
+    sorted.sort_by_key(|l| effort_index(*l));
+    sorted
+        .iter()
+        .copied()
+        .find(|l| !matches!(l, Effort::Off | Effort::Auto))
+        .or_else(|| sorted.first().copied())
+}
+
+/// Parses a level from text (C-21): the eight names, ASCII case-insensitive after trimming.
+/// Anything else is `InvalidArgument` naming `origin` and listing the eight names.
+pub fn parse_effort(text: &str, origin: &str) -> Result<Effort, GatewayError> {
+    Effort::from_wire(&text.trim().to_ascii_lowercase()).ok_or_else(|| {
+        let names: Vec<&str> = EFFORT_ORDER.iter().map(|l| l.as_str()).collect();
+        GatewayError::invalid_argument(
+            origin,
+            format!(
+                "unknown reasoning effort level; use one of: {}",
+                names.join(", ")
+            ),
+        )
+    })
+}
+
+/// The source-level intent (C-22): `REASONING_EFFORT` if set, else `ENABLE_THINKING`
+/// (`true` → `auto`, `false` → `none`), else `None`.
+pub fn source_intent(source: &SourceConfig) -> Option<Effort> {
+    source.reasoning_effort.or(match source.enable_thinking {
+        Some(true) => Some(Effort::Auto),
+        Some(false) => Some(Effort::Off),
+        None => None,
+    })
+}
+
+/// The level in effect for `source` (C-23): the request level if `Some`, else the source intent.
+pub fn effective_effort(request: Option<Effort>, source: &SourceConfig) -> Option<Effort> {
+    request.or_else(|| source_intent(source))
+}
+
+/// Where an effective level came from (it decides which key a refusal names, C-27).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LevelOrigin {
+    /// `ChatOptions::reasoning_effort`.
+    Request,
+    /// The source's `REASONING_EFFORT` / `ENABLE_THINKING`.
+    Source,
+}
+
+/// What the library sends for reasoning on one attempt (C-24).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ThinkingDirective {
+    /// The matched entry's wire family; `None` when nothing was resolved.
+    pub wire: Option<ThinkingWire>,
+    /// Keys merged at the payload top level (after `extra_body` and the overlay).
+    pub fragment: JsonObject,
+    /// The level actually encoded (`LlmResponse::applied_effort`, C-34).
+    pub applied: Option<Effort>,
+}
+
+/// A level the model cannot hit under `EFFORT_FALLBACK=error`, or a model without an entry
+/// (C-27 step 3, C-28).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffortRefusal {
+    /// The source's configured model.
+    pub model: String,
+    /// The requested level.
+    pub level: Effort,
+    /// Supported levels (empty for an unknown model).
+    pub supported: Vec<Effort>,
+    /// The cheapest usable level, if the model has one.
+    pub cheapest: Option<Effort>,
+    /// `true` when no entry (and no catch-all) matched the model.
+    pub unknown_model: bool,
+}
+
+impl EffortRefusal {
+    /// The refusal text: model, requested level, supported levels and what to set.
+    /// `fallback_key` / `effort_key` are the keys of the source (e.g.
+    /// `CHAT__OPENAI__1__EFFORT_FALLBACK`); `origin` picks the advice.
+    pub fn message(&self, origin: LevelOrigin, fallback_key: &str, effort_key: &str) -> String {
+        if self.unknown_model {
+            return format!(
+                "no capability entry for model {}: reasoning effort `{}` cannot be sent; remove the \
+                 effort, or register a provider profile with an entry for this model",
+                self.model, self.level
+            );
+        }
+        let supported: Vec<&str> = self.supported.iter().map(|l| l.as_str()).collect();
+        let cheapest = self.cheapest.map_or("none", Effort::as_str);
+        let advice = match origin {
+            LevelOrigin::Request => format!(
+                "set {fallback_key}=nearest to use the nearest supported level, or request one of the supported levels"
+            ),
+            LevelOrigin::Source => format!(
+                "set {effort_key}={cheapest} (the cheapest usable level) or {fallback_key}=nearest"
+            ),
+        };
+        format!(
+            "model {} does not support reasoning effort `{}` (supported: {}; cheapest usable: {}); {}",
+            self.model,
+            self.level,
+            supported.join(", "),
+            cheapest,
+            advice
+        )
+    }
+}
+
+impl fmt::Display for EffortRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message(LevelOrigin::Request, "EFFORT_FALLBACK", "REASONING_EFFORT"))
+    }
+}
+
+/// The first entry of `profile` whose pattern matches `model` (C-26: declaration order).
+pub fn lookup<'a>(profile: &'a ProviderProfile, model: &str) -> Option<&'a CapabilityEntry> {
+    profile.entries.iter().find(|e| e.matches(model))
+}
+
+/// Resolves `level` for `model` under `profile` (C-27, C-28). `None` sends nothing.
+pub fn resolve(
+    level: Option<Effort>,
+    model: &str,
+    profile: &ProviderProfile,
+    fallback: EffortFallback,
+) -> Result<ThinkingDirective, EffortRefusal> {
+    let Some(level) = level else {
+        return Ok(ThinkingDirective::default());
+    };
+    let Some(entry) = lookup(profile, model) else {
+        return Err(EffortRefusal {
+            model: model.to_owned(),
+            level,
+            supported: Vec::new(),
+            cheapest: None,
+            unknown_model: true,
+        });
+    };
+    let supported = entry.supported();
+    let send = if supported.contains(&level) {
+        Some(level)
+    } else if fallback == EffortFallback::Nearest {
+        nearest(level, &supported)
+    } else {
+        None
+    };
+    match send.and_then(|l| entry.fragment(l).map(|f| (l, f))) {
+        Some((applied, fragment)) => Ok(ThinkingDirective {
+            wire: Some(entry.wire),
+            fragment: fragment.clone(),
+            applied: Some(applied),
+        }),
+        None => Err(EffortRefusal {
+            model: model.to_owned(),
+            level,
+            cheapest: cheapest_usable(&supported),
+            supported,
+            unknown_model: false,
+        }),
+    }
+}
+
+/// The managed roots of C-30: top-level keys plus `chat_template_kwargs.enable_thinking`.
+pub const MANAGED_ROOTS: [&str; 5] = [
+    "reasoning_effort",
+    "enable_thinking",
+    "thinking",
+    "thinking_budget",
+    "reasoning",
+];
+
+/// The first managed root present in `object` (C-30): a [`MANAGED_ROOTS`] key, the nested
+/// `chat_template_kwargs.enable_thinking`, or a root the profile adds. Returned as a path.
+pub fn managed_root_in(object: &JsonObject, profile: &ProviderProfile) -> Option<String> {
+    if let Some(key) = MANAGED_ROOTS.iter().find(|k| object.contains_key(**k)) {
+        return Some((*key).to_owned());
+    }
+    if object
+        .get("chat_template_kwargs")
+        .and_then(Value::as_object)
+        .is_some_and(|kw| kw.contains_key("enable_thinking"))
+    {
+        return Some("chat_template_kwargs.enable_thinking".to_owned());
+    }
+    profile
+        .managed_roots
+        .iter()
+        .find(|k| object.contains_key(k.as_str()))
+        .cloned()
+}
+
+/// The environment-style key of one source field: `{SCOPE}__{PROVIDER}__{N}__{FIELD}` (the
+/// source name is `{provider}_{n}`); `{SCOPE}` when the scope is unknown.
+pub fn source_key(scope: Option<&str>, source_name: &str, field: &str) -> String {
+    let (provider, n) = source_name.rsplit_once('_').unwrap_or((source_name, "1"));
+    format!(
+        "{}__{}__{}__{}",
+        scope.map_or_else(|| "{SCOPE}".to_owned(), str::to_ascii_uppercase),
+        provider.to_ascii_uppercase(),
+        n,
+        field
+    )
+}
+
+/// The per-attempt reasoning decision (C-24, C-27, C-31, C-32) for `request` on `source`.
+///
+/// - caller overlay holds a managed root and the source has intent → `RequestRejected` (C-31.2);
+/// - a request level routed to a raw-only source (its `extra_body` holds a managed root) →
+///   `RequestRejected` (C-31.3);
+/// - a managed root anywhere and no intent → raw-only: nothing added, `applied = None` (C-32);
+/// - otherwise [`resolve`] the effective level; a refusal is `RequestRejected` (C-27).
+///
+/// A `RequestRejected` here is raised before any byte is sent.
+pub fn plan_attempt(
+    request: &ChatRequest,
+    source: &SourceConfig,
+    profile: &ProviderProfile,
+    scope: Option<&str>,
+) -> Result<ThinkingDirective, GatewayError> {
+    let reject = |message: String| {
+        let mut failure = AttemptFailure::new(message, ErrorOperation::Chat);
+        failure.source_name = Some(source.name.clone());
+        GatewayError::request_rejected(failure)
+    };
+    let intent = source_intent(source);
+    let overlay_root = managed_root_in(&request.overlay, profile);
+    let extra_root = managed_root_in(&source.extra_body, profile);
+    if let (Some(root), Some(_)) = (&overlay_root, intent) {
+        return Err(reject(format!(
+            "{}: the overlay sets `{root}` while the source manages reasoning ({} / {}); remove \
+             `{root}` from the overlay or unset the source's reasoning keys",
+            source.name,
+            source_key(scope, &source.name, "REASONING_EFFORT"),
+            source_key(scope, &source.name, "ENABLE_THINKING"),
+        )));
+    }
+    if let (Some(root), Some(_)) = (&extra_root, request.reasoning_effort) {
+        return Err(reject(format!(
+            "{}: a request-level reasoning effort cannot be combined with `{root}` in {}; remove \
+             one of them",
+            source.name,
+            source_key(scope, &source.name, "EXTRA_BODY"),
+        )));
+    }
+    if overlay_root.is_some() || extra_root.is_some() {
+        return Ok(ThinkingDirective::default()); // raw-only (C-32)
+    }
+    let origin = if request.reasoning_effort.is_some() {
+        LevelOrigin::Request
+    } else {
+        LevelOrigin::Source
+    };
+    let level = effective_effort(request.reasoning_effort, source);
+    resolve(level, &source.model, profile, source.effort_fallback).map_err(|refusal| {
+        reject(format!(
+            "{}: {}",
+            source.name,
+            refusal.message(
+                origin,
+                &source_key(scope, &source.name, "EFFORT_FALLBACK"),
+                &source_key(scope, &source.name, "REASONING_EFFORT"),
+            )
+        ))
+    })
+}
+
+/// The level telemetry records for a chat attempt without a response (C-38): the level that
+/// was (or would have been) applied on `source` — the request level first, then the source
+/// intent, `nearest` applied; the effective level itself when it would be refused.
+pub fn row_effort(
+    request: Option<Effort>,
+    source: &SourceConfig,
+    profile: &ProviderProfile,
+) -> Option<Effort> {
+    let level = effective_effort(request, source)?;
+    match resolve(Some(level), &source.model, profile, source.effort_fallback) {
+        Ok(directive) => directive.applied.or(Some(level)),
+        Err(_) => Some(level),
+    }
+}
+
+/// Assembly-time checks of one chat source (C-22, C-27, C-31.3), with `key(field)` naming the
+/// source's keys (`{SCOPE}__{P}__{N}__{FIELD}` or a settings path):
+/// - `ENABLE_THINKING=false` with `REASONING_EFFORT≠none`, or `ENABLE_THINKING=true` with
+///   `REASONING_EFFORT=none` → `effort.conflict` naming both keys;
+/// - an `EXTRA_BODY` holding a managed root on a source with intent → `effort.raw_conflict`;
+/// - a source level its model cannot hit (or an unknown model) → `effort.unsupported`.
+pub fn check_source(
+    source: &SourceConfig,
+    registry: &ProviderRegistry,
+    key: &dyn Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    check_intent_pair(source, key)?;
+    let Some(level) = source_intent(source) else {
+        return Ok(());
+    };
+    let profile = registry.profile_for(&source.provider);
+    if let Some(root) = managed_root_in(&source.extra_body, &profile) {
+        return Err(ConfigError::new(
+            "effort.raw_conflict",
+            key("EXTRA_BODY"),
+            format!(
+                "source {}: {} sets `{root}` while the source also sets a reasoning level; remove \
+                 `{root}` from it or unset {} / {}",
+                source.name,
+                key("EXTRA_BODY"),
+                key("REASONING_EFFORT"),
+                key("ENABLE_THINKING")
+            ),
+        ));
+    }
+    resolve(Some(level), &source.model, &profile, source.effort_fallback)
+        .map(|_| ())
+        .map_err(|refusal| {
+            ConfigError::new(
+                "effort.unsupported",
+                key("REASONING_EFFORT"),
+                format!(
+                    "source {}: {}",
+                    source.name,
+                    refusal.message(
+                        LevelOrigin::Source,
+                        &key("EFFORT_FALLBACK"),
+                        &key("REASONING_EFFORT")
+                    )
+                ),
+            )
+        })
+}
+
+/// C-22: `ENABLE_THINKING=false` with `REASONING_EFFORT≠none`, or `ENABLE_THINKING=true` with
+/// `REASONING_EFFORT=none`, is `effort.conflict` naming both keys (`key(field)` renders them).
+pub fn check_intent_pair(
+    source: &SourceConfig,
+    key: &dyn Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    let conflict = match (source.enable_thinking, source.reasoning_effort) {
+        (Some(false), Some(level)) => level != Effort::Off,
+        (Some(true), Some(level)) => level == Effort::Off,
+        _ => false,
+    };
+    if conflict {
+        return Err(ConfigError::new(
+            "effort.conflict",
+            key("REASONING_EFFORT"),
+            format!(
+                "source {}: {} and {} contradict each other; set only one of them",
+                source.name,
+                key("ENABLE_THINKING"),
+                key("REASONING_EFFORT")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Most keys the contradiction throttle remembers (C-37).
+pub const CONTRADICTION_THROTTLE_MAX: usize = 1024;
+
+/// `(source_name, model, applied level)` keys already warned, and whether the saturation notice
+/// was logged.
+type ThrottleState = (HashSet<(String, String, Effort)>, bool);
+
+/// The contradiction warning of C-36, throttled per client (C-37): at most one warning per
+/// `(source_name, model, applied level)`; bounded at [`CONTRADICTION_THROTTLE_MAX`] keys, with
+/// one saturation notice after which nothing more is remembered (or warned). Names only.
+#[derive(Debug, Default)]
+pub struct ContradictionThrottle {
+    state: Mutex<ThrottleState>,
+}
+
+impl ContradictionThrottle {
+    /// An empty throttle.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checks one delivered attempt: returns the warning text when `applied` and `observation`
+    /// contradict (C-36) and the key was not warned yet; logs it (target
+    /// `polygateway::effort`). `Unknown` and `applied = None` never warn.
+    pub fn check(
+        &self,
+        source_name: &str,
+        model: &str,
+        applied: Option<Effort>,
+        observation: ThinkingObservation,
+    ) -> Option<String> {
+        let applied = applied?;
+        let text = match (applied, observation) {
+            (Effort::Off, ThinkingObservation::Observed) => {
+                "reasoning observed although `none` was sent".to_owned()
+            }
+            (level, ThinkingObservation::Absent) if level != Effort::Off => {
+                format!("level `{level}` sent but no reasoning observed")
+            }
+            _ => return None,
+        };
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (seen, saturated) = &mut *guard;
+        let key = (source_name.to_owned(), model.to_owned(), applied);
+        if seen.contains(&key) {
+            return None;
+        }
+        if seen.len() >= CONTRADICTION_THROTTLE_MAX {
+            if !*saturated {
+                *saturated = true;
+                tracing::warn!(
+                    target: "polygateway::effort",
+                    code = "effort.throttle_saturated",
+                    "reasoning contradiction warnings: {CONTRADICTION_THROTTLE_MAX} keys remembered; further ones are not logged"
+                );
+            }
+            return None;
+        }
+        seen.insert(key);
+        tracing::warn!(
+            target: "polygateway::effort",
+            code = "effort.contradiction",
+            source = source_name,
+            model,
+            level = applied.as_str(),
+            "{text} (stale capability table, enabling not effective, or injected but not observed)"
+        );
+        Some(text)
+    }
+
+    /// Keys remembered.
+    pub fn len(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0
+            .len()
+    }
+
+    /// `true` when nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
