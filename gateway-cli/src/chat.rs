@@ -22,7 +22,7 @@ use crate::out;
 /// Response mode of `pgw chat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
-    /// Fidelity mode: `response.completion` holds the OpenAI message with its tool calls (05 R-50).
+    /// Fidelity mode: `response.completion` holds the OpenAI message with its tool calls.
     Openai,
     /// Text mode: no `completion`; the verdict's text-mode rules apply (e.g. `MISSING_DONE=salvage`).
     Text,

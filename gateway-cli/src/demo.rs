@@ -1,14 +1,24 @@
-//! `pgw demo` (05 R-54, R-55): the main job on embedded defaults.
+//! `pgw demo` (05 R-54, R-55): what governance buys, on embedded defaults.
 //!
-//! Starts three in-process simulators on ephemeral ports — `healthy_1` (TTFT 30 ms, 20 chunks ×
-//! 5 ms, usage), `hang_1` (sends its head, then hangs before the first body byte) and `storm_1`
-//! (429 with `Retry-After: 1` on 80 % of requests, fault seed `--seed`) — assembles one chat
-//! scope over them **from an environment map** through `GatewayClient::from_env_map` (so the demo
-//! exercises the real configuration layer), runs `--calls` governed calls at `--concurrency`
-//! with a progress bar on stderr, closes the client and prints the R-55 summary: errors by type,
-//! retries, hedges sent/won, breaker opens (`sources_status()`), latency and TTFT percentiles,
-//! tokens and cost summed from the telemetry file, and the check "rows = attempts + failed
-//! calls". The constants are listed in `docs/cli.md`.
+//! Starts four in-process upstreams on ephemeral ports — `healthy_1` (TTFT 30 ms, 20 chunks ×
+//! 5 ms, usage), `hang_1` (sends its head, then hangs before the first body byte), `storm_1`
+//! (429 with `Retry-After: 1` on 80 % of requests, fault seed `--seed`) and `down_1` (a port
+//! that refuses connections) — and sends the same batch of `--calls` calls twice, at
+//! `--concurrency`, with a progress bar on stderr:
+//!
+//! 1. **naive**: each call goes to one source (round robin), one attempt, no hedging, no
+//!    breaker, no cache — what a plain client with a list of endpoints does;
+//! 2. **governed**: the real configuration (retries with backoff, hedging, a breaker that opens
+//!    on `down_1`, the in-memory response cache).
+//!
+//! Both clients are assembled **from an environment map** through `GatewayClient::from_env_map`
+//! (so the demo exercises the real configuration layer). The summary puts the two side by side
+//! (succeeded, latency and TTFT p50/p99, cost) and adds the governed run's details: errors by
+//! type, retries, hedges sent/won, cache hits, breaker opens (`sources_status()`), tokens and
+//! the check "rows = attempts + failed calls + cache hits". Telemetry goes to
+//! `./pgw-demo/telemetry.db` (governed) and `./pgw-demo/telemetry-naive.db` (naive) unless
+//! `--telemetry` names the governed file; the demo leaves exactly those two files (no `-wal` /
+//! `-shm`). The constants are listed in `docs/cli.md`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,7 +50,7 @@ const DEMO_KEY: &str = "sk-demo-not-a-secret";
 /// response cache (`PGW_CACHE_BACKEND=memory`) serves a share of the calls (70 Part C).
 pub const DEMO_REPEAT_EVERY: usize = 4;
 
-/// Scope keys of the demo (05 R-54), besides the per-source ones.
+/// Scope keys of the governed run (05 R-54), besides the per-source ones.
 pub const DEMO_SCOPE_KEYS: &[(&str, &str)] = &[
     ("LLM__HEDGE__AFTER_S", "0.3"),
     ("LLM__HEDGE__STALL_AFTER_S", "0.5"),
@@ -48,7 +58,22 @@ pub const DEMO_SCOPE_KEYS: &[(&str, &str)] = &[
     ("LLM__RETRY__BACKOFF_MAX_S", "1.0"),
     ("LLM__CALL_DEADLINE_S", "10"),
     ("LLM__CIRCUIT_OPEN", "wait"),
+    ("LLM__BREAKER__FAIL_THRESHOLD", "1"),
 ];
+/// Scope keys of the naive run: one source per call in turn, one attempt, no hedging, a breaker
+/// that never opens, no cache.
+pub const NAIVE_SCOPE_KEYS: &[(&str, &str)] = &[
+    ("LLM__SELECTOR", "round_robin"),
+    ("LLM__RETRY__MAX_ATTEMPTS", "1"),
+    ("LLM__CALL_DEADLINE_S", "10"),
+    ("LLM__BREAKER__FAIL_THRESHOLD", "1000000"),
+    ("LLM__BREAKER__FAIL_RATE", "1"),
+    ("LLM__BREAKER__MIN_CALLS", "1000000"),
+];
+/// The providers of the demo's sources (`{provider}_1`), in configuration order.
+pub const DEMO_PROVIDERS: [&str; 4] = ["HEALTHY", "HANG", "STORM", "DOWN"];
+/// The demo's output folder (created when missing) and its default telemetry file names.
+pub const DEMO_DIR: &str = "pgw-demo";
 /// Per-source keys of the demo (05 R-54), the same for the three sources.
 pub const DEMO_SOURCE_KEYS: &[(&str, &str)] = &[
     ("TIMEOUT_S", "5"),
@@ -68,8 +93,10 @@ pub struct DemoArgs {
     /// Seed of the storm simulator's faults.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Telemetry file (default `./pgw-demo-<unix_ts>.db`), or a `postgres://` DSN: the rows
-    /// go to its `llm_calls` table (created if missing) and only this run's rows are counted.
+    /// Telemetry file of the governed run (default `./pgw-demo/telemetry.db`, in a folder the
+    /// demo creates); the naive run writes next to it, with `-naive` added to the name. Existing
+    /// files are appended to. A `postgres://` DSN sends the governed rows to its `llm_calls`
+    /// table (created if missing; only this run's rows are counted) and records no naive rows.
     #[arg(long, value_name = "PATH|DSN")]
     pub telemetry: Option<PathBuf>,
     /// Print the summary as one JSON object.
@@ -177,9 +204,13 @@ async fn read_postgres_telemetry(
 }
 
 fn read_telemetry(path: &std::path::Path) -> Result<TelemetryTotals, rusqlite::Error> {
-    let conn =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    conn.query_row(
+    // Read-write (never create): a read-only connection to a WAL database cannot remove the
+    // `-wal` / `-shm` files when it closes, and the demo must leave only the files it names.
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    let totals = conn.query_row(
         "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
          SUM(cost) FROM llm_calls",
         [],
@@ -191,7 +222,9 @@ fn read_telemetry(path: &std::path::Path) -> Result<TelemetryTotals, rusqlite::E
                 cost: row.get::<_, Option<f64>>(3)?,
             })
         },
-    )
+    )?;
+    conn.close().map_err(|(_, e)| e)?;
+    Ok(totals)
 }
 
 fn script(value: &Value) -> Result<Script, String> {
@@ -211,15 +244,43 @@ fn demo_scripts(seed: u64) -> Result<[Script; 3], String> {
     Ok([script(&healthy)?, script(&hang)?, script(&storm)?])
 }
 
-/// The demo's environment map (05 R-54): three sources, the scope keys, SQLite telemetry at
-/// `telemetry` and the price table at `pricing`.
+/// The governed run's environment map (05 R-54): four sources, the scope keys, the memory
+/// cache, SQLite telemetry at `telemetry` and the price table at `pricing`.
 pub fn demo_env_map(
-    base_urls: [&str; 3],
+    base_urls: [&str; 4],
+    telemetry: &std::path::Path,
+    pricing: &std::path::Path,
+) -> EnvMap {
+    let mut map = sources_env_map(base_urls, telemetry, pricing);
+    for (key, value) in DEMO_SCOPE_KEYS {
+        map.insert((*key).to_owned(), (*value).to_owned());
+    }
+    map.insert("PGW_CACHE_BACKEND".into(), "memory".into());
+    map
+}
+
+/// The naive run's environment map: the same sources, telemetry and prices, the
+/// [`NAIVE_SCOPE_KEYS`], no cache.
+pub fn naive_env_map(
+    base_urls: [&str; 4],
+    telemetry: &std::path::Path,
+    pricing: &std::path::Path,
+) -> EnvMap {
+    let mut map = sources_env_map(base_urls, telemetry, pricing);
+    for (key, value) in NAIVE_SCOPE_KEYS {
+        map.insert((*key).to_owned(), (*value).to_owned());
+    }
+    map.insert("PGW_CACHE_BACKEND".into(), "none".into());
+    map
+}
+
+fn sources_env_map(
+    base_urls: [&str; 4],
     telemetry: &std::path::Path,
     pricing: &std::path::Path,
 ) -> EnvMap {
     let mut map = EnvMap::new();
-    for (provider, base_url) in ["HEALTHY", "HANG", "STORM"].into_iter().zip(base_urls) {
+    for (provider, base_url) in DEMO_PROVIDERS.into_iter().zip(base_urls) {
         let key = |field: &str| format!("LLM__{provider}__1__{field}");
         map.insert(key("BASE_URL"), base_url.to_owned());
         map.insert(key("API_KEY"), DEMO_KEY.to_owned());
@@ -228,10 +289,6 @@ pub fn demo_env_map(
             map.insert(key(field), (*value).to_owned());
         }
     }
-    for (key, value) in DEMO_SCOPE_KEYS {
-        map.insert((*key).to_owned(), (*value).to_owned());
-    }
-    map.insert("PGW_CACHE_BACKEND".into(), "memory".into());
     map.insert("PGW_TELEMETRY_BACKEND".into(), "sqlite".into());
     map.insert(
         "PGW_TELEMETRY_SQLITE_PATH".into(),
@@ -245,20 +302,30 @@ pub fn demo_env_map(
 }
 
 fn default_telemetry_path() -> PathBuf {
-    let ts = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    PathBuf::from(format!("./pgw-demo-{ts}.db"))
+    PathBuf::from(".").join(DEMO_DIR).join("telemetry.db")
 }
 
-fn progress_bar(calls: u32) -> ProgressBar {
+/// The naive run's telemetry file: `telemetry` with `-naive` added to its stem
+/// (`telemetry.db` → `telemetry-naive.db`).
+pub fn naive_telemetry_path(telemetry: &std::path::Path) -> PathBuf {
+    let stem = telemetry
+        .file_stem()
+        .map_or_else(|| "telemetry".into(), |s| s.to_string_lossy().into_owned());
+    let name = match telemetry.extension() {
+        Some(ext) => format!("{stem}-naive.{}", ext.to_string_lossy()),
+        None => format!("{stem}-naive"),
+    };
+    telemetry.with_file_name(name)
+}
+
+fn progress_bar(calls: u32, label: &'static str) -> ProgressBar {
     let bar = ProgressBar::new(u64::from(calls));
     if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} calls")
+        ProgressStyle::with_template("{prefix:>8} [{elapsed_precise}] {wide_bar} {pos}/{len} calls")
     {
         bar.set_style(style);
     }
+    bar.set_prefix(label);
     bar
 }
 
@@ -341,7 +408,58 @@ async fn run_workload(
     facts.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
-/// The R-55 summary (the `--json` object without `schema_version`).
+/// The naive run's figures, for the side-by-side comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct NaiveSummary {
+    /// Wall time of the naive workload in seconds.
+    pub elapsed_s: f64,
+    /// Calls that returned a response.
+    pub succeeded: u64,
+    /// Calls that returned an error.
+    pub failed: u64,
+    /// Failed calls by error type.
+    pub errors_by_type: BTreeMap<String, u64>,
+    /// Latency over all calls (failed calls: their wall time).
+    pub latency_ms: Percentiles,
+    /// TTFT over successful streams.
+    pub ttft_ms: Percentiles,
+    /// Σ cost from the naive telemetry file.
+    pub cost: Option<f64>,
+    /// The naive run's telemetry file.
+    pub telemetry_path: String,
+}
+
+fn errors_by_type(facts: &[CallFacts]) -> BTreeMap<String, u64> {
+    let mut errors = BTreeMap::new();
+    for f in facts {
+        if let Some(t) = f.error_type {
+            *errors.entry(t.to_owned()).or_insert(0u64) += 1;
+        }
+    }
+    errors
+}
+
+fn summarize_naive(
+    facts: &[CallFacts],
+    elapsed_s: f64,
+    telemetry_path: &std::path::Path,
+    totals: &TelemetryTotals,
+) -> NaiveSummary {
+    let failed = facts.iter().filter(|f| f.error_type.is_some()).count() as u64;
+    NaiveSummary {
+        elapsed_s,
+        succeeded: facts.len() as u64 - failed,
+        failed,
+        errors_by_type: errors_by_type(facts),
+        latency_ms: percentiles(facts.iter().map(|f| f.latency_ms as f64).collect()),
+        ttft_ms: percentiles(facts.iter().filter_map(|f| f.ttft_ms).collect()),
+        cost: totals.cost,
+        telemetry_path: telemetry_path.to_string_lossy().into_owned(),
+    }
+}
+
+/// The R-55 summary of the governed run, with the naive run beside it (the `--json` object
+/// without `schema_version`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     /// Calls made.
@@ -380,22 +498,19 @@ pub struct Summary {
     pub cost: Option<f64>,
     /// The telemetry file and the rows check.
     pub telemetry: Value,
+    /// The same batch sent naively (one source per call, one attempt, no hedging, no cache).
+    pub naive: NaiveSummary,
 }
 
 fn summarize(
     args: &DemoArgs,
-    facts: &[CallFacts],
-    elapsed_s: f64,
-    breaker_opens: BTreeMap<String, u32>,
+    governed: &Phase,
     telemetry_path: &std::path::Path,
-    totals: &TelemetryTotals,
+    naive: NaiveSummary,
 ) -> (Summary, bool) {
-    let mut errors_by_type = BTreeMap::new();
-    for f in facts {
-        if let Some(t) = f.error_type {
-            *errors_by_type.entry(t.to_owned()).or_insert(0u64) += 1;
-        }
-    }
+    let (facts, elapsed_s, totals) = (&governed.facts, governed.elapsed_s, &governed.totals);
+    let breaker_opens = governed.breaker_opens.clone();
+    let errors_by_type = errors_by_type(facts);
     let failed = facts.iter().filter(|f| f.error_type.is_some()).count() as u64;
     let attempts: u64 = facts.iter().map(|f| u64::from(f.attempts)).sum();
     let retries: u64 = facts
@@ -436,6 +551,7 @@ fn summarize(
             "check": "rows = attempts + failed calls + cache hits",
             "check_holds": holds,
         }),
+        naive,
     };
     (summary, holds)
 }
@@ -444,57 +560,87 @@ fn fmt_ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
 }
 
-fn print_summary(s: &Summary, holds: bool) {
-    let errors = if s.errors_by_type.is_empty() {
+fn fmt_cost(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |c| format!("{c:.6}"))
+}
+
+fn fmt_errors(errors: &BTreeMap<String, u64>) -> String {
+    if errors.is_empty() {
         "none".to_owned()
     } else {
-        s.errors_by_type
+        errors
             .iter()
             .map(|(t, n)| format!("{t} {n}"))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// The summary lines: the side-by-side table, then the governed run's details.
+fn summary_lines(s: &Summary, holds: bool) -> Vec<String> {
+    let n = &s.naive;
+    let row = |label: &str, naive: String, governed: String| {
+        format!("  {label:<18} {naive:<16} {governed}")
     };
     let opens = s
         .breaker_opens
         .iter()
+        .filter(|(_, n)| **n > 0)
         .map(|(name, n)| format!("{name} {n}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let lines = [
+    vec![
         format!(
-            "pgw demo: {} calls at concurrency {} in {:.2} s (seed {})",
-            s.calls, s.concurrency, s.elapsed_s, s.seed
+            "pgw demo: {} calls at concurrency {} (seed {}), sent naively then governed",
+            s.calls, s.concurrency, s.seed
         ),
-        format!("  succeeded        {}, failed {}", s.succeeded, s.failed),
-        format!("  errors by type   {errors}"),
+        row("", "naive".into(), "governed".into()),
+        row(
+            "succeeded",
+            format!("{}/{}", n.succeeded, s.calls),
+            format!("{}/{}", s.succeeded, s.calls),
+        ),
+        row(
+            "latency p50 ms",
+            fmt_ms(n.latency_ms.p50),
+            fmt_ms(s.latency_ms.p50),
+        ),
+        row(
+            "latency p99 ms",
+            fmt_ms(n.latency_ms.p99),
+            fmt_ms(s.latency_ms.p99),
+        ),
+        row("TTFT p50 ms", fmt_ms(n.ttft_ms.p50), fmt_ms(s.ttft_ms.p50)),
+        row("TTFT p99 ms", fmt_ms(n.ttft_ms.p99), fmt_ms(s.ttft_ms.p99)),
+        row("cost", fmt_cost(n.cost), fmt_cost(s.cost)),
+        row(
+            "wall time s",
+            format!("{:.2}", n.elapsed_s),
+            format!("{:.2}", s.elapsed_s),
+        ),
+        "  naive: one source per call in turn, one attempt, no hedging, no breaker, no cache"
+            .to_owned(),
+        format!("  naive errors       {}", fmt_errors(&n.errors_by_type)),
+        "governed run:".to_owned(),
+        format!("  errors by type   {}", fmt_errors(&s.errors_by_type)),
         format!("  retries          {}", s.retries),
         format!(
             "  hedges           sent {}, won {}",
             s.hedges_sent, s.hedges_won
         ),
         format!("  cache hits       {}", s.cache_hits),
-        format!("  breaker opens    {opens}"),
         format!(
-            "  latency ms       p50 {}, p99 {}",
-            fmt_ms(s.latency_ms.p50),
-            fmt_ms(s.latency_ms.p99)
-        ),
-        format!(
-            "  TTFT ms          p50 {}, p99 {}",
-            fmt_ms(s.ttft_ms.p50),
-            fmt_ms(s.ttft_ms.p99)
+            "  breaker opens    {}",
+            if opens.is_empty() { "none" } else { &opens }
         ),
         format!(
             "  tokens           prompt {}, completion {}",
             s.tokens["prompt"], s.tokens["completion"]
         ),
         format!(
-            "  cost             {}",
-            s.cost.map_or_else(|| "-".to_owned(), |c| format!("{c:.6}"))
-        ),
-        format!(
-            "  telemetry        {}",
-            s.telemetry["path"].as_str().unwrap_or_default()
+            "  telemetry        {} (naive: {})",
+            s.telemetry["path"].as_str().unwrap_or_default(),
+            n.telemetry_path
         ),
         format!(
             "  check            rows = attempts + failed calls + cache hits: {} = {} + {} + {} {}",
@@ -504,92 +650,97 @@ fn print_summary(s: &Summary, holds: bool) {
             s.cache_hits,
             if holds { "(holds)" } else { "(FAILS)" }
         ),
-    ];
-    for line in lines {
+    ]
+}
+
+fn print_summary(s: &Summary, holds: bool) {
+    for line in summary_lines(s, holds) {
         out::stdout_line(&line);
     }
 }
 
-struct Sims([SimHandle; 3]);
+/// The three simulators and the refused address of `down_1`.
+struct Sims {
+    handles: [SimHandle; 3],
+    down_url: String,
+}
+
+impl Sims {
+    fn urls(&self) -> [String; 4] {
+        let [healthy, hang, storm] = &self.handles;
+        [
+            healthy.base_url(),
+            hang.base_url(),
+            storm.base_url(),
+            self.down_url.clone(),
+        ]
+    }
+
+    fn shutdown(&self) {
+        for sim in &self.handles {
+            sim.shutdown();
+        }
+    }
+}
+
+/// A loopback URL whose port refuses connections: bound to an ephemeral port, then released.
+fn refused_url() -> Result<String, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    drop(listener);
+    Ok(format!("http://127.0.0.1:{port}/v1"))
+}
 
 fn start_sims(seed: u64) -> Result<Sims, String> {
     let [healthy, hang, storm] = demo_scripts(seed)?;
     let start = |s| Sim::start(s).map_err(|e| e.to_string());
-    Ok(Sims([start(healthy)?, start(hang)?, start(storm)?]))
+    Ok(Sims {
+        handles: [start(healthy)?, start(hang)?, start(storm)?],
+        down_url: refused_url()?,
+    })
 }
 
-fn assemble(
-    sims: &Sims,
-    telemetry: &std::path::Path,
-    pricing: &std::path::Path,
-) -> Result<GatewayClient, ConfigError> {
-    let urls: Vec<String> = sims.0.iter().map(SimHandle::base_url).collect();
-    let mut map = demo_env_map([&urls[0], &urls[1], &urls[2]], telemetry, pricing);
-    if let Some(dsn) = postgres_target(telemetry) {
-        map.remove("PGW_TELEMETRY_SQLITE_PATH");
-        map.insert("PGW_TELEMETRY_BACKEND".into(), "postgres".into());
-        map.insert("PGW_TELEMETRY_PG_DSN".into(), dsn);
-        map.insert("PGW_TELEMETRY_SCHEMA_MODE".into(), "auto".into());
-    }
-    GatewayClient::from_env_map("LLM", &map)
+/// One run's facts.
+struct Phase {
+    facts: Vec<CallFacts>,
+    elapsed_s: f64,
+    totals: TelemetryTotals,
+    breaker_opens: BTreeMap<String, u32>,
 }
 
-/// Runs `pgw demo`; returns the exit code (0, or 1 when the rows check fails).
-pub async fn run(args: DemoArgs) -> u8 {
-    let sims = match start_sims(args.seed) {
-        Ok(s) => s,
-        Err(e) => {
-            out::stderr_line(&format!("pgw demo: cannot start the simulators: {e}"));
-            return exit::INTERNAL;
-        }
-    };
-    let telemetry_path = args
-        .telemetry
-        .clone()
-        .unwrap_or_else(default_telemetry_path);
-    let pricing = match write_prices() {
-        Ok(f) => f,
-        Err(e) => {
-            out::stderr_line(&format!("pgw demo: cannot write the price table: {e}"));
-            return exit::INTERNAL;
-        }
-    };
-    // A Postgres target: the password never printed; the run's rows are those created after
-    // the server's clock reading taken here.
-    let postgres = match postgres_target(&telemetry_path)
-        .map(|d| adapter_postgres::ParsedDsn::parse(&d))
-        .transpose()
-    {
-        Ok(dsn) => dsn,
-        Err(e) => {
-            out::stderr_line(&format!("pgw demo: {e}"));
-            return exit::CONFIG;
-        }
-    };
-    let shown = postgres.as_ref().map_or_else(
-        || telemetry_path.display().to_string(),
-        adapter_postgres::ParsedDsn::redacted,
-    );
-    let run_start = match &postgres {
-        Some(dsn) => match postgres_run_start(dsn).await {
-            Ok(t) => Some(t),
-            Err(e) => {
-                out::stderr_line(&format!("pgw demo: {e}"));
-                return exit::CONFIG;
-            }
-        },
-        None => None,
-    };
-    let client = match assemble(&sims, &telemetry_path, pricing.path()) {
-        Ok(c) => c,
-        Err(e) => return config::report_config_error(&e, args.json),
-    };
+/// Where a run's telemetry is read back from.
+enum Reader<'a> {
+    /// A SQLite file.
+    Sqlite(&'a std::path::Path),
+    /// Postgres rows created at or after the instant (the server's clock).
+    Postgres(&'a adapter_postgres::ParsedDsn, std::time::SystemTime),
+    /// Nothing was recorded (the naive run when the target is Postgres).
+    Nothing,
+}
+
+/// Why a run stopped early: the exit code to return.
+struct Stopped(u8);
+
+/// Runs one phase: fresh simulators (the same fault sequence for both runs), a client from
+/// `map_for(urls)`, the workload with a progress bar, `close()`, then the telemetry totals.
+async fn run_phase(
+    args: &DemoArgs,
+    label: &'static str,
+    reader: Reader<'_>,
+    map_for: impl FnOnce([&str; 4]) -> EnvMap,
+) -> Result<Phase, Stopped> {
+    let sims = start_sims(args.seed).map_err(|e| {
+        out::stderr_line(&format!("pgw demo: cannot start the simulators: {e}"));
+        Stopped(exit::INTERNAL)
+    })?;
+    let urls = sims.urls();
+    let map = map_for([&urls[0], &urls[1], &urls[2], &urls[3]]);
+    let client = GatewayClient::from_env_map("LLM", &map).map_err(|e: ConfigError| {
+        sims.shutdown();
+        Stopped(config::report_config_error(&e, args.json))
+    })?;
     config::print_warnings(client.assembly_warnings());
-    out::stderr_line(&format!(
-        "pgw demo: {} calls at concurrency {} over healthy_1, hang_1, storm_1; telemetry {shown}",
-        args.calls, args.concurrency,
-    ));
-    let bar = progress_bar(args.calls);
+    let bar = progress_bar(args.calls, label);
     let started = Instant::now();
     let facts = tokio::select! {
         facts = run_workload(&client, args.calls, args.concurrency, &bar) => facts,
@@ -597,7 +748,8 @@ pub async fn run(args: DemoArgs) -> u8 {
             bar.abandon();
             out::stderr_line("pgw demo: interrupted; draining");
             client.close().await;
-            return exit::INTERRUPTED;
+            sims.shutdown();
+            return Err(Stopped(exit::INTERRUPTED));
         }
     };
     let elapsed_s = started.elapsed().as_secs_f64();
@@ -609,31 +761,128 @@ pub async fn run(args: DemoArgs) -> u8 {
         .map(|s| (s.name, s.open_count))
         .collect();
     client.close().await;
-    for sim in &sims.0 {
-        sim.shutdown();
-    }
-    crate::demo_structured::showcase().await;
-    let read = match (&postgres, run_start) {
-        (Some(dsn), Some(start)) => read_postgres_telemetry(dsn, start).await,
-        _ => read_telemetry(&telemetry_path).map_err(|e| e.to_string()),
+    sims.shutdown();
+    let read = match reader {
+        Reader::Sqlite(path) => read_telemetry(path)
+            .map_err(|e| format!("cannot read the telemetry file {}: {e}", path.display())),
+        Reader::Postgres(dsn, start) => read_postgres_telemetry(dsn, start).await,
+        Reader::Nothing => Ok(TelemetryTotals::default()),
     };
-    let totals = match read {
-        Ok(t) => t,
+    let totals = read.unwrap_or_else(|e| {
+        out::stderr_line(&format!("pgw demo: {e}"));
+        TelemetryTotals::default()
+    });
+    Ok(Phase {
+        facts,
+        elapsed_s,
+        totals,
+        breaker_opens,
+    })
+}
+
+/// Runs `pgw demo`; returns the exit code (0, or 1 when the rows check fails).
+pub async fn run(args: DemoArgs) -> u8 {
+    let telemetry_path = args
+        .telemetry
+        .clone()
+        .unwrap_or_else(default_telemetry_path);
+    // A Postgres target (`--telemetry postgres://…`): the governed rows go there (the password
+    // is never printed) and are those created after the server's clock reading taken just
+    // before the governed run; the naive run records nothing.
+    let postgres = match postgres_target(&telemetry_path)
+        .map(|d| adapter_postgres::ParsedDsn::parse(&d))
+        .transpose()
+    {
+        Ok(dsn) => dsn,
         Err(e) => {
-            out::stderr_line(&format!(
-                "pgw demo: cannot read the telemetry of {shown}: {e}"
-            ));
-            TelemetryTotals::default()
+            out::stderr_line(&format!("pgw demo: {e}"));
+            return exit::CONFIG;
         }
     };
-    let (summary, holds) = summarize(
-        &args,
-        &facts,
-        elapsed_s,
-        breaker_opens,
-        std::path::Path::new(&shown),
-        &totals,
-    );
+    let naive_path = naive_telemetry_path(&telemetry_path);
+    let folder = telemetry_path
+        .parent()
+        .filter(|d| postgres.is_none() && !d.as_os_str().is_empty());
+    if let Some(dir) = folder
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        out::stderr_line(&format!(
+            "pgw demo: cannot create the folder {} for the telemetry files (pass --telemetry \
+             PATH to write elsewhere): {e}",
+            dir.display()
+        ));
+        return exit::INTERNAL;
+    }
+    let pricing = match write_prices() {
+        Ok(f) => f,
+        Err(e) => {
+            out::stderr_line(&format!("pgw demo: cannot write the price table: {e}"));
+            return exit::INTERNAL;
+        }
+    };
+    let (shown, naive_shown) = match &postgres {
+        Some(dsn) => (dsn.redacted(), "none".to_owned()),
+        None => (
+            telemetry_path.display().to_string(),
+            naive_path.display().to_string(),
+        ),
+    };
+    out::stderr_line(&format!(
+        "pgw demo: {} calls at concurrency {} over healthy_1, hang_1, storm_1, down_1; \
+         telemetry {shown} and {naive_shown}",
+        args.calls, args.concurrency,
+    ));
+    let naive_reader = if postgres.is_some() {
+        Reader::Nothing
+    } else {
+        Reader::Sqlite(&naive_path)
+    };
+    let naive = match run_phase(&args, "naive", naive_reader, |urls| {
+        let mut map = naive_env_map(urls, &naive_path, pricing.path());
+        if postgres.is_some() {
+            map.remove("PGW_TELEMETRY_SQLITE_PATH");
+            map.insert("PGW_TELEMETRY_BACKEND".into(), "none".into());
+        }
+        map
+    })
+    .await
+    {
+        Ok(phase) => phase,
+        Err(Stopped(code)) => return code,
+    };
+    let governed_reader = match &postgres {
+        Some(dsn) => match postgres_run_start(dsn).await {
+            Ok(start) => Reader::Postgres(dsn, start),
+            Err(e) => {
+                out::stderr_line(&format!("pgw demo: {e}"));
+                return exit::CONFIG;
+            }
+        },
+        None => Reader::Sqlite(&telemetry_path),
+    };
+    let governed = match run_phase(&args, "governed", governed_reader, |urls| {
+        let mut map = demo_env_map(urls, &telemetry_path, pricing.path());
+        if let Some(dsn) = postgres_target(&telemetry_path) {
+            map.remove("PGW_TELEMETRY_SQLITE_PATH");
+            map.insert("PGW_TELEMETRY_BACKEND".into(), "postgres".into());
+            map.insert("PGW_TELEMETRY_PG_DSN".into(), dsn);
+            map.insert("PGW_TELEMETRY_SCHEMA_MODE".into(), "auto".into());
+        }
+        map
+    })
+    .await
+    {
+        Ok(phase) => phase,
+        Err(Stopped(code)) => return code,
+    };
+    crate::demo_structured::showcase().await;
+    let (naive_path, telemetry_path) = if postgres.is_some() {
+        (PathBuf::from(naive_shown), PathBuf::from(&shown))
+    } else {
+        (naive_path, telemetry_path)
+    };
+    let naive = summarize_naive(&naive.facts, naive.elapsed_s, &naive_path, &naive.totals);
+    let (summary, holds) = summarize(&args, &governed, &telemetry_path, naive);
     if args.json {
         let mut value = serde_json::to_value(&summary).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
@@ -684,6 +933,7 @@ mod tests {
                 "http://127.0.0.1:1/v1",
                 "http://127.0.0.1:2/v1",
                 "http://127.0.0.1:3/v1",
+                "http://127.0.0.1:4/v1",
             ],
             std::path::Path::new("demo.db"),
             std::path::Path::new("prices.json"),
@@ -695,6 +945,36 @@ mod tests {
         let settings = polygateway::GatewaySettings::from_env_map("LLM", &without_prices)
             .expect("the demo configuration is valid");
         let names: Vec<&str> = settings.sources.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["hang_1", "healthy_1", "storm_1"]);
+        assert_eq!(names, ["down_1", "hang_1", "healthy_1", "storm_1"]);
+    }
+
+    #[test]
+    fn r_54_naive_map_is_a_valid_configuration_without_retries() {
+        let mut map = naive_env_map(
+            [
+                "http://127.0.0.1:1/v1",
+                "http://127.0.0.1:2/v1",
+                "http://127.0.0.1:3/v1",
+                "http://127.0.0.1:4/v1",
+            ],
+            std::path::Path::new("demo.db"),
+            std::path::Path::new("prices.json"),
+        );
+        map.remove("PGW_PRICING_PATH");
+        assert_eq!(map["LLM__RETRY__MAX_ATTEMPTS"], "1");
+        assert!(!map.contains_key("LLM__HEDGE__AFTER_S"));
+        assert!(polygateway::GatewaySettings::from_env_map("LLM", &map).is_ok());
+    }
+
+    #[test]
+    fn naive_telemetry_file_sits_next_to_the_governed_one() {
+        assert_eq!(
+            naive_telemetry_path(std::path::Path::new("./pgw-demo/telemetry.db")),
+            std::path::Path::new("./pgw-demo/telemetry-naive.db")
+        );
+        assert_eq!(
+            naive_telemetry_path(std::path::Path::new("demo")),
+            std::path::Path::new("demo-naive")
+        );
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! Subcommands: `demo` (the main job, R-54/R-55), `chat` and `embed` (one governed call,
 //! ), `sim` (the scripted upstream, R-49), `doctor` (configuration and reachability,
-//! R-53) and `schema-sql` (the telemetry DDL, 80 T-49). Logging goes to stderr through
-//! `tracing-subscriber`: `RUST_LOG` when set, else `-v` (info), `-vv` (debug), `-vvv` (trace),
-//! default warnings only. Exit codes live in [`exit`]; every stdout write goes through
+//! R-53), `status` (the sources of a scope) and `schema-sql` (the telemetry DDL, 80 T-49).
+//! Logging goes to stderr through `tracing-subscriber`: `RUST_LOG` when set, else `-v` (info),
+//! `-vv` (debug), `-vvv` (trace), `-q` (errors only), default warnings only; ANSI colours only
+//! when stderr is a terminal. Exit codes live in [`exit`]; every stdout write goes through
 //! [`out`] so a closed pipe never panics.
 
 mod chat;
@@ -18,8 +19,10 @@ mod exit;
 mod ocr;
 mod out;
 mod sim;
+mod status;
 mod telemetry_cmd;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -34,9 +37,13 @@ use tracing_subscriber::EnvFilter;
     about = "PolyGateway: governed LLM calls, the demo, the simulator"
 )]
 struct Cli {
-    /// More logging on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` wins when set.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    /// More logging on stderr: -v info, -vv debug, -vvv trace (default: warnings only).
+    /// `RUST_LOG` (e.g. `RUST_LOG=polygateway=debug`) wins when set. Colours only on a terminal.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, conflicts_with = "quiet")]
     verbose: u8,
+    /// Less logging on stderr: errors only (configuration warnings are still printed).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     /// The subcommand.
     #[command(subcommand)]
     command: Command,
@@ -60,7 +67,19 @@ enum Command {
     Sim(sim::SimArgs),
     // Spec: 05 R-53.
     /// Validate the configuration and probe every source with `GET /models`.
+    // Doctor sends no call and writes no telemetry: these flags would mean nothing here.
+    #[command(
+        mut_arg("missing_done", |a| a.hide(true)),
+        mut_arg("telemetry", |a| a.hide(true))
+    )]
     Doctor(doctor::DoctorArgs),
+    /// Show every source of a scope: breaker state and opens, limits in use, health.
+    #[command(
+        mut_arg("missing_done", |a| a.hide(true)),
+        mut_arg("telemetry", |a| a.hide(true)),
+        mut_arg("timeout_s", |a| a.hide(true))
+    )]
+    Status(status::StatusArgs),
     // Spec: 80 T-49.
     /// Print the telemetry table DDL (`CREATE TABLE`, then upgrades for older tables).
     SchemaSql {
@@ -82,11 +101,12 @@ enum BackendArg {
     Postgres,
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, quiet: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         // Configuration warnings are printed by the CLI itself (config::print_warnings); the
         // library's copy of them (target polygateway::config) is shown only with -v.
         let level = match verbose {
+            _ if quiet => "error",
             0 => "warn,polygateway::config=error",
             1 => "info",
             2 => "debug",
@@ -97,6 +117,8 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // No colour codes in files, pipes and CI logs.
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 
@@ -109,6 +131,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Sim(args) => sim::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Telemetry(args) => telemetry_cmd::run(args).await,
+        Command::Status(args) => status::run(args).await,
         Command::SchemaSql { backend } => {
             let backend = match backend {
                 BackendArg::Sqlite => SqlBackend::Sqlite,
@@ -133,7 +156,7 @@ fn main() -> ExitCode {
             });
         }
     };
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -526,10 +526,38 @@ fn r_55_demo_json_summary_and_rows_check() {
     );
     assert!(db.exists());
     let keys: Vec<&String> = value["breaker_opens"].as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["hang_1", "healthy_1", "storm_1"]);
+    assert_eq!(keys, ["down_1", "hang_1", "healthy_1", "storm_1"]);
+    // Issue 23: the breaker of the source that refuses connections opens.
+    assert!(
+        value["breaker_opens"]["down_1"].as_u64().unwrap() >= 1,
+        "{value}"
+    );
+    // The naive run (one source per call, one attempt) beside the governed one.
+    let naive = &value["naive"];
+    assert_eq!(
+        naive["succeeded"].as_u64().unwrap() + naive["failed"].as_u64().unwrap(),
+        40
+    );
+    assert!(
+        naive["succeeded"].as_u64().unwrap() < value["succeeded"].as_u64().unwrap(),
+        "governance must beat the naive run: {value}"
+    );
+    assert!(db.with_file_name("demo-naive.db").exists());
+    for leftover in [
+        "demo.db-wal",
+        "demo.db-shm",
+        "demo-naive.db-wal",
+        "demo-naive.db-shm",
+    ] {
+        assert!(
+            !db.with_file_name(leftover).exists(),
+            "{leftover} left behind"
+        );
+    }
     let mut skeleton = shape(&value);
     // errors_by_type is a map from error type to count: its keys vary with timing.
     skeleton["errors_by_type"] = Value::from("<map type→count>");
+    skeleton["naive"]["errors_by_type"] = Value::from("<map type→count>");
     golden("demo_summary_shape", &skeleton);
 }
 

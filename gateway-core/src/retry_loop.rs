@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use gateway_ports::{
-    AttemptFailure, Category, ErrorOperation, FailureReason, GatewayError, ScopeReason,
+    AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError, ScopeReason,
     SourceConfig, Unavailable,
 };
 use tracing::Instrument;
@@ -535,7 +535,10 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                     // Step 7, synchronously before the first await (G-86).
                     let dead = err.category() == Some(Category::SourceDead);
                     let reason = failure_reason_of(&err).unwrap_or(FailureReason::NetworkError);
-                    guard.set_settlement(if dead || env.settle == SettleMode::Zero {
+                    // A request that never reached the server (connect refused or timed
+                    // out, no pooled connection) used no tokens: settle 0, not the estimate.
+                    let never_sent = never_reached_server(&err);
+                    guard.set_settlement(if dead || never_sent || env.settle == SettleMode::Zero {
                         0
                     } else {
                         est
@@ -620,4 +623,18 @@ fn warn_quiet(source: &str, op: &'static str, err: &dyn std::fmt::Display) {
         op,
         "governance write-back degraded (not propagated): {err}"
     );
+}
+
+/// Did the attempt fail before its request could reach the server (connect refused or timed
+/// out, no pooled connection)? Such an attempt used no tokens, so its TPM reservation settles
+/// at 0 instead of the estimate.
+fn never_reached_server(err: &GatewayError) -> bool {
+    err.attempt_failure()
+        .and_then(|f| f.cause)
+        .is_some_and(|c| {
+            matches!(
+                c,
+                CauseKind::ConnectError | CauseKind::ConnectTimeout | CauseKind::PoolTimeout
+            )
+        })
 }

@@ -171,6 +171,38 @@ async fn g_47_source_dead_switches_immediately_without_backoff() {
     assert!(!d.allowed);
 }
 
+fn refused_connect() -> GatewayError {
+    let mut refused = transient(500);
+    if let GatewayError::Transient(f) = &mut refused {
+        f.http_status = None;
+        f.cause = Some(gateway_ports::CauseKind::ConnectError);
+    }
+    refused
+}
+
+/// A transient failure whose request never reached the server (connect refused) settles the
+/// TPM reservation at 0; one that reached it (HTTP 500) keeps the estimate (issue 23).
+// covers: G-87
+#[tokio::test(start_paused = true)]
+async fn g_87_connect_failure_settles_zero_tpm_not_the_estimate() {
+    for (failure, charged) in [(refused_connect(), false), (transient(500), true)] {
+        let fx = FxBuilder {
+            retry: retry(3, 0.001, 0.01),
+            ..FxBuilder::default().sources(&["s1", "s2"])
+        }
+        .build();
+        fx.runner.push_for("s1", Script::fail(failure));
+        fx.runner.push_for("s2", ok());
+        let g = fx.chat().await.unwrap();
+        assert_eq!(fx.runner.calls(), ["s1", "s2"]);
+        assert_eq!(g.source.name, "s2");
+        let s1 = fx.stats("s1").await;
+        assert_eq!(s1.inflight, 0);
+        assert_eq!(s1.tpm_used > 0, charged, "{s1:?}");
+        fx.assert_usage("s2", 15, 0).await;
+    }
+}
+
 /// README D25: a 401 on the only source opens its breaker; the call ends `CircuitOpen` and
 /// still carries the cause: `last_failure` is the 401, the source's reason `source_dead`.
 // covers: G-47, D25

@@ -479,6 +479,7 @@ impl GatewayClient {
     pub fn from_env(scope: &str) -> Result<Self, ConfigError> {
         let settings = GatewaySettings::from_env(scope)?;
         Self::assemble(&settings, KeyStyle::Env)
+            .map_err(|e| crate::wiring::named_constructor(e, "GatewayClient::from_env"))
     }
 
     /// Path 1 over an explicit map instead of the process environment (tests, the CLI's
@@ -486,6 +487,7 @@ impl GatewayClient {
     pub fn from_env_map(scope: &str, map: &EnvMap) -> Result<Self, ConfigError> {
         let settings = GatewaySettings::from_env_map(scope, map)?;
         Self::assemble(&settings, KeyStyle::Env)
+            .map_err(|e| crate::wiring::named_constructor(e, "GatewayClient::from_env_map"))
     }
 
     /// Path 2 (20 §9.2): raw settings are validated (stages B–D), validated ones are used as

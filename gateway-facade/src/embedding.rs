@@ -349,12 +349,14 @@ impl EmbeddingClient {
     pub fn from_env(scope: &str) -> Result<Self, ConfigError> {
         let settings = EmbeddingSettings::from_env(scope)?;
         Self::assemble(&settings, KeyStyle::Env)
+            .map_err(|e| crate::wiring::named_constructor(e, "EmbeddingClient::from_env"))
     }
 
     /// Path 1 over an explicit map.
     pub fn from_env_map(scope: &str, map: &EnvMap) -> Result<Self, ConfigError> {
         let settings = EmbeddingSettings::from_env_map(scope, map)?;
         Self::assemble(&settings, KeyStyle::Env)
+            .map_err(|e| crate::wiring::named_constructor(e, "EmbeddingClient::from_env_map"))
     }
 
     /// Path 2: raw settings are validated (stages B–E); then stage F (F7 strips `extra_body`)

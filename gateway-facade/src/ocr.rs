@@ -111,12 +111,14 @@ impl OcrClient {
     pub fn from_env(scope: &str) -> Result<Self, ConfigError> {
         let settings = OcrSettings::from_env(scope)?;
         Self::assemble(&settings, KeyStyle::Env)
+            .map_err(|e| crate::wiring::named_constructor(e, "OcrClient::from_env"))
     }
 
     /// Path 1 over an explicit map (tests, the CLI's `.env` merge).
     pub fn from_env_map(scope: &str, map: &EnvMap) -> Result<Self, ConfigError> {
         let settings = OcrSettings::from_env_map(scope, map)?;
         Self::assemble(&settings, KeyStyle::Env)
+            .map_err(|e| crate::wiring::named_constructor(e, "OcrClient::from_env_map"))
     }
 
     /// Path 2: raw settings are validated as an OCR scope (stages B–E, the E3 hedge warning),

@@ -468,6 +468,15 @@ fn default_selector(kind: SelectorKind, clock: &Arc<dyn Clock>) -> Arc<dyn Selec
     }
 }
 
+/// Names the constructor the caller used in a `runtime.missing` error: the environment paths
+/// assemble through the settings path, whose origin would otherwise name `from_settings`.
+pub(crate) fn named_constructor(mut error: ConfigError, constructor: &str) -> ConfigError {
+    if error.code == "runtime.missing" {
+        constructor.clone_into(&mut error.origin);
+    }
+    error
+}
+
 impl Runtime {
     /// Builds the components, the governor and the workers (stage F's "build owned components",
     /// 20 §9.2). Errors: `runtime.missing` outside a tokio runtime; `telemetry.text_cap` from
@@ -477,7 +486,8 @@ impl Runtime {
             ConfigError::new(
                 "runtime.missing",
                 a.origin,
-                "client assembly needs a tokio runtime (it spawns the cleanup and telemetry workers)",
+                "client assembly needs a tokio runtime (it spawns the cleanup and telemetry workers): \
+                 build the client inside `#[tokio::main]` or `Runtime::block_on`",
             )
         })?;
         let plan = a.plan;

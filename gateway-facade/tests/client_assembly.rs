@@ -152,6 +152,9 @@ fn runtime_missing_is_a_config_error_not_a_panic() {
     ]);
     let error = GatewayClient::from_env_map("LLM", &env).unwrap_err();
     assert_eq!(error.code, "runtime.missing");
+    // The error names the constructor the caller used, not the internal settings path.
+    assert_eq!(error.origin, "GatewayClient::from_env_map");
+    assert!(error.message.contains("tokio"), "{}", error.message);
 }
 
 #[tokio::test]

@@ -407,6 +407,16 @@ impl GatewaySettings {
     }
 }
 
+/// The no-sources message, naming the scope's real keys (e.g. `LLM__OPENAI__1__BASE_URL`).
+fn no_sources_message(scope: &str) -> String {
+    let upper = scope.to_ascii_uppercase();
+    format!(
+        "scope `{upper}` has no sources: set {upper}__OPENAI__1__BASE_URL, \
+         {upper}__OPENAI__1__API_KEY and {upper}__OPENAI__1__MODEL (any provider word works in \
+         place of OPENAI, and 1, 2, … number several sources of one provider)"
+    )
+}
+
 fn validate_gateway(
     input: &GatewaySettings,
     kind: ScopeKind,
@@ -427,10 +437,7 @@ fn validate_gateway(
         return Err(ConfigError::new(
             "settings.no_sources",
             at("sources"),
-            format!(
-                "scope `{}` has no sources: set at least {{SCOPE}}__{{PROVIDER}}__{{N}}__BASE_URL, API_KEY and MODEL",
-                s.scope
-            ),
+            no_sources_message(&s.scope),
         ));
     }
     let mut names = BTreeSet::new();
@@ -630,11 +637,54 @@ pub(crate) fn check_policies(
     Ok(())
 }
 
+/// Refuses a backend this build does not contain, naming its key and the cargo feature — before
+/// any of that backend's own settings (`REDIS_URL`, the Postgres DSN) are asked for.
+fn check_backends_available(
+    s: &GatewaySettings,
+    at: &dyn Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    let backends: [(&str, &str, &str); 4] = [
+        (
+            "limiter_backend",
+            "PGW_LIMITER_BACKEND",
+            state_id(s.limiter_backend),
+        ),
+        (
+            "breaker_backend",
+            "PGW_BREAKER_BACKEND",
+            state_id(s.breaker_backend),
+        ),
+        (
+            "cache_backend",
+            "PGW_CACHE_BACKEND",
+            cache_id(s.cache_backend),
+        ),
+        (
+            "telemetry_backend",
+            "PGW_TELEMETRY_BACKEND",
+            s.telemetry_backend.as_str(),
+        ),
+    ];
+    for (field, key, id) in backends {
+        if let Err(feature) = availability(id) {
+            let value = id.trim_end_matches("-state").trim_end_matches("-cache");
+            return Err(ConfigError::new(
+                "backend.unavailable",
+                at(field),
+                format!("{key}={value}: the backend is not in this build: {feature}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_process_wide(
     s: &mut GatewaySettings,
     at: &dyn Fn(&str) -> String,
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<Option<PricingTable>, ConfigError> {
+    // C6b first (05 R-43): a missing backend is the news, not its missing URL.
+    check_backends_available(s, at)?;
     let uses_redis = s.limiter_backend == StateBackend::Redis
         || s.breaker_backend == StateBackend::Redis
         || s.cache_backend == CacheBackend::Redis;
@@ -732,39 +782,6 @@ fn check_process_wide(
         }
         None => None,
     };
-    // C6b (05 R-43).
-    let backends: [(&str, &str, &str); 4] = [
-        (
-            "limiter_backend",
-            "PGW_LIMITER_BACKEND",
-            state_id(s.limiter_backend),
-        ),
-        (
-            "breaker_backend",
-            "PGW_BREAKER_BACKEND",
-            state_id(s.breaker_backend),
-        ),
-        (
-            "cache_backend",
-            "PGW_CACHE_BACKEND",
-            cache_id(s.cache_backend),
-        ),
-        (
-            "telemetry_backend",
-            "PGW_TELEMETRY_BACKEND",
-            s.telemetry_backend.as_str(),
-        ),
-    ];
-    for (field, key, id) in backends {
-        if let Err(feature) = availability(id) {
-            let value = id.trim_end_matches("-state").trim_end_matches("-cache");
-            return Err(ConfigError::new(
-                "backend.unavailable",
-                at(field),
-                format!("{key}={value}: the backend is not in this build: {feature}"),
-            ));
-        }
-    }
     Ok(pricing)
 }
 
