@@ -28,11 +28,11 @@ use crate::settings::{
 };
 use gateway_core::hedge::HedgeConfig;
 
-/// The smallest AIMD pacer ceiling (20 §11.6: `max(64, max source max_concurrency)`).
+/// The smallest AIMD pacer ceiling (`max(64, max source max_concurrency)`).
 pub const MIN_PACER_CEILING: u32 = 64;
 
 /// Logs each warning once through `tracing::warn!` (target `polygateway::config`, fields `code`
-/// and `source`; 20 §10, 05 R-38). Client assembly calls it; `validate()` never does.
+/// and `source`). Client assembly calls it; `validate()` never does.
 pub fn log_warnings(warnings: &[ConfigWarning]) {
     for w in warnings {
         tracing::warn!(
@@ -53,13 +53,13 @@ fn push_unique(into: &mut Vec<ConfigWarning>, found: impl IntoIterator<Item = Co
     }
 }
 
-/// Everything a governed client of one scope is built from, after stages B–F (20 §9.2).
+/// Everything a governed client of one scope is built from, after stages B–F.
 ///
-/// Durations a caller sees are `Duration` (05 R-18); thresholds that only feed the core stay
+/// Durations a caller sees are `Duration`; thresholds that only feed the core stay
 /// `f64` seconds as in `SourceConfig`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientPlan {
-    /// Lower-case runtime scope label (20 §3.1).
+    /// Lower-case runtime scope label.
     pub scope: String,
     /// Chat, embedding or OCR.
     pub kind: ScopeKind,
@@ -71,7 +71,7 @@ pub struct ClientPlan {
     pub quota_full: WaitPolicy,
     /// All sources breaker-rejected: wait or fail fast.
     pub circuit_open: WaitPolicy,
-    /// Most callers waiting at once (05 R-37).
+    /// Most callers waiting at once.
     pub max_waiters: u32,
     /// The assembled call deadline (`None` = none).
     pub call_deadline: Option<Duration>,
@@ -93,7 +93,7 @@ pub struct ClientPlan {
     pub hedge: HedgeConfig,
     /// Telemetry text cap in characters (`None` = no truncation).
     pub telemetry_text_cap: Option<u32>,
-    /// AIMD pacer ceiling: `max(64, max source max_concurrency)` (20 §11.6).
+    /// AIMD pacer ceiling: `max(64, max source max_concurrency)`.
     pub pacer_ceiling: u32,
     /// Every assembly warning, each once, in stage order.
     pub warnings: Vec<ConfigWarning>,
@@ -106,7 +106,7 @@ fn pacer_ceiling(sources: &[SourceConfig]) -> u32 {
         .fold(MIN_PACER_CEILING, u32::max)
 }
 
-/// Either settings type accepted by [`ClientPlan::from_settings`] (20 §9.2: `from_settings`
+/// Either settings type accepted by [`ClientPlan::from_settings`] (`from_settings`
 /// accepts raw or validated settings).
 #[derive(Debug, Clone, Copy)]
 pub enum SettingsRef<'a> {
@@ -129,7 +129,7 @@ impl<'a> From<&'a ValidatedSettings> for SettingsRef<'a> {
 }
 
 impl ClientPlan {
-    /// Path 2 (and 1) of 20 §9.2: validates raw settings (stages B, C, D), then stage F: the
+    /// The settings and environment paths: validates raw settings (stages B, C, D), then stage F: the
     /// deadline as a `Duration` (F1), stage D again on the final sources (F2, its warnings not
     /// repeated), `stall_threshold_ms` written into every source (F3, the settings value is
     /// authoritative), the pacer ceiling. Logs the warnings once.
@@ -196,8 +196,8 @@ fn plan_from_validated(v: &ValidatedSettings, prefix: &str) -> Result<ClientPlan
     })
 }
 
-/// Components injected into a builder (20 §9.2 path 3). They are not owned by the client:
-/// `close()` does not close them (20 §9.2 "Ownership").
+/// Components injected into a builder. They are not owned by the client:
+/// `close()` does not close them.
 #[derive(Clone, Default)]
 pub struct InjectedComponents {
     /// Rate limiter (`None` = the in-memory limiter built from the sources, F5).
@@ -273,7 +273,7 @@ impl CoreOptions {
         }
     }
 
-    /// Stage F for the builder path (20 §11.6): F1, F2, F2w, F3 (+ stage B for every source),
+    /// Stage F for the builder path: F1, F2, F2w, F3 (+ stage B for every source),
     /// the scope policies (C5, chosen), F4. F5 is checked by the caller, which owns the
     /// transport.
     fn plan(self, kind: ScopeKind, builder: &str) -> Result<ClientPlan, ConfigError> {
@@ -385,12 +385,12 @@ impl CoreOptions {
 
 macro_rules! core_setters {
     () => {
-        /// Scope name (20 §3.1).
+        /// Scope name.
         pub fn scope(mut self, scope: impl Into<String>) -> Self {
             self.core.scope = scope.into();
             self
         }
-        /// The sources (may be empty: warning `builder.no_sources`, 05 R-44).
+        /// The sources (may be empty: warning `builder.no_sources`).
         pub fn sources(mut self, sources: Vec<SourceConfig>) -> Self {
             self.core.sources = sources;
             self
@@ -410,12 +410,12 @@ macro_rules! core_setters {
             self.core.circuit_open = policy;
             self
         }
-        /// Most callers waiting at once (05 R-37; `0` → `settings.policy`).
+        /// Most callers waiting at once (`0` → `settings.policy`).
         pub fn max_waiters(mut self, max_waiters: u32) -> Self {
             self.core.max_waiters = max_waiters;
             self
         }
-        /// Call deadline; a zero `Duration` → `deadline.domain` at `plan()` (F1, 05 R-18).
+        /// Call deadline; a zero `Duration` → `deadline.domain` at `plan()` (F1).
         pub fn call_deadline(mut self, deadline: Duration) -> Self {
             self.core.call_deadline = Some(deadline);
             self
@@ -507,8 +507,8 @@ fn missing_transport(builder: &str) -> ConfigError {
     )
 }
 
-/// Path 3 of 20 §9.2 for a chat scope: sources and components injected by the application.
-/// `plan()` runs stage F (20 §11.6); origins are spelt `GatewayClientBuilder::<option>` (05 R-19).
+/// The builder path for a chat scope: sources and components injected by the application.
+/// `plan()` runs stage F; origins are spelt `GatewayClientBuilder::<option>`.
 pub struct GatewayClientBuilder {
     core: CoreOptions,
     transport: Option<Arc<dyn ChatTransport>>,
@@ -549,7 +549,7 @@ impl GatewayClientBuilder {
 
     core_setters!();
 
-    /// The response cache's default namespace (default: the scope name; 70 C-42). Use
+    /// The response cache's default namespace (default: the scope name). Use
     /// `gateway_core::cache::CacheNamespace::compose` for tenant-prefixed namespaces. Needs a
     /// cache (`.cache(..)`).
     pub fn cache_namespace(mut self, namespace: impl Into<String>) -> Self {
@@ -618,8 +618,8 @@ impl GatewayClientBuilder {
     }
 }
 
-/// The plan of an embedding client (20 §9.2; 90 E-1): the gateway plan plus batching, with
-/// `extra_body` stripped from every source (F7, 90 E-1: the wire is exactly `{model, input}`).
+/// The plan of an embedding client: the gateway plan plus batching, with
+/// `extra_body` stripped from every source (the wire is exactly `{model, input}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmbeddingPlan {
     /// The gateway plan (kind `Embedding`).
@@ -685,7 +685,7 @@ impl EmbeddingPlan {
     }
 }
 
-/// Path 3 of 20 §9.2 for an embedding scope (90 E-1); origins `EmbeddingClientBuilder::<option>`.
+/// The builder path for an embedding scope; origins `EmbeddingClientBuilder::<option>`.
 pub struct EmbeddingClientBuilder {
     core: CoreOptions,
     transport: Option<Arc<dyn EmbeddingTransport>>,
@@ -799,10 +799,10 @@ impl EmbeddingClientBuilder {
     }
 }
 
-/// Path 3 of 20 §9.2 for an OCR scope (90 O-1); origins `OcrClientBuilder::<option>`.
-/// `extra_body` is stripped from every source (O-3: MonkeyOCR takes only the form); hedge options
-/// only warn (`hedge.non_chat_scope`, O-2); an injected cache and price table are ignored (OCR
-/// has no response cache and no cost, O-21, 80 T-30).
+/// The builder path for an OCR scope; origins `OcrClientBuilder::<option>`.
+/// `extra_body` is stripped from every source (MonkeyOCR takes only the form); hedge options
+/// only warn (`hedge.non_chat_scope`); an injected cache and price table are ignored (OCR
+/// has no response cache and no cost).
 pub struct OcrClientBuilder {
     core: CoreOptions,
     transport: Option<Arc<dyn gateway_ports::OcrTransport>>,
@@ -877,7 +877,7 @@ impl OcrClientBuilder {
     }
 }
 
-/// The settings path for an OCR scope (90 O-1..O-3): stages B–E on the embedded gateway (done by
+/// The settings path for an OCR scope: stages B–E on the embedded gateway (done by
 /// `OcrSettings::validate`), then F with `extra_body` stripped. Logs the warnings once.
 pub fn ocr_plan_from_validated(v: &ValidatedSettings) -> Result<ClientPlan, ConfigError> {
     let mut gateway = plan_from_validated(v, "GatewaySettings.")?;

@@ -48,14 +48,14 @@ use crate::status::SourceStatus;
 use crate::structured::StructuredConfig;
 use crate::wiring::{Assembly, GovernanceComponents, Runtime};
 
-/// Origin of an invalid per-call deadline (05 R-19).
+/// Origin of an invalid per-call deadline.
 pub const CHAT_DEADLINE_ORIGIN: &str = "ChatOptions::call_deadline";
 
-/// Most `meta` entries (80 T-33).
+/// Most `meta` entries.
 pub const META_MAX_ENTRIES: usize = 16;
-/// Longest `meta` string value, in characters (80 T-33).
+/// Longest `meta` string value, in characters.
 pub const META_MAX_STR_CHARS: usize = 1024;
-/// Longest `tenant_id`, in characters (80 T-33).
+/// Longest `tenant_id`, in characters.
 pub const TENANT_MAX_CHARS: usize = 128;
 
 /// What a chat call is about: a whole [`ChatRequest`], or just the messages (every other field
@@ -91,7 +91,7 @@ impl From<String> for ChatInput {
     }
 }
 
-/// Per-call options of [`GatewayClient::chat`] (10 §3.1; 05 R-18, R-19, R-48). Every `Some`
+/// Per-call options of [`GatewayClient::chat`]. Every `Some`
 /// (and every overlay / meta entry) overrides the request's value; the default changes nothing.
 ///
 /// ```
@@ -125,7 +125,7 @@ pub struct ChatOptions {
     pub call_deadline: Option<Duration>,
     /// Caller tenant (telemetry only): 1–128 characters, no control characters.
     pub tenant_id: Option<String>,
-    /// Caller dimensions merged over the request's (telemetry only, 80 T-33).
+    /// Caller dimensions merged over the request's (telemetry only).
     pub meta: Meta,
     /// Caller session correlation (telemetry only).
     pub session_id: Option<String>,
@@ -291,7 +291,7 @@ impl ChatOptions {
 }
 
 /// The result of [`GatewayClient::chat_outcome`]: the call's result and the number of upstream
-/// requests it made (05 R-50 `attempts`; errors carry no statistics, 10 §4.4).
+/// requests it made (errors carry no statistics).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ChatOutcome {
@@ -302,7 +302,7 @@ pub struct ChatOutcome {
 }
 
 impl ChatOutcome {
-    /// The R-50 report of the error with `attempts` set; `None` on success.
+    /// The JSON report of the error with `attempts` set; `None` on success.
     pub fn error_report(&self) -> Option<ErrorReport> {
         self.result
             .as_ref()
@@ -382,12 +382,12 @@ pub(crate) struct ChatExtras {
     pub(crate) profiles: ProviderRegistry,
 }
 
-/// The governed chat client (10 §10; 05 R-1, R-40). `Clone + Send + Sync`: clones share one
+/// The governed chat client. `Clone + Send + Sync`: clones share one
 /// governed scope (an `Arc` inside). See the module docs for cancel-safety and tracing.
 ///
 /// Build it with [`GatewayClient::from_env`], [`GatewayClient::from_settings`] or
-/// [`GatewayClient::builder`]; the three paths give the same client for the same configuration
-/// (20 §9.2).
+/// [`GatewayClient::builder`]; the three paths give the same client for the same
+/// configuration.
 #[derive(Clone)]
 pub struct GatewayClient {
     inner: Arc<ClientInner>,
@@ -471,7 +471,7 @@ pub(crate) fn no_transport(origin: &str) -> ConfigError {
 }
 
 impl GatewayClient {
-    /// Path 1 (20 §9.2): reads the process environment once (05 R-41: never a `.env` file) and
+    /// Path 1: reads the process environment once (never a `.env` file) and
     /// assembles scope `scope` ≡ `from_settings(GatewaySettings::from_env(scope)?)`.
     ///
     /// Errors: any `ConfigError` of stages A–F, named by the environment key that matched;
@@ -490,7 +490,7 @@ impl GatewayClient {
             .map_err(|e| crate::wiring::named_constructor(e, "GatewayClient::from_env_map"))
     }
 
-    /// Path 2 (20 §9.2): raw settings are validated (stages B–D), validated ones are used as
+    /// Path 2: raw settings are validated (stages B–D), validated ones are used as
     /// they are; then stage F builds the owned components: the OpenAI transport (feature
     /// `openai`), the in-memory limiter and breaker, the AIMD pacer, the selector of
     /// `selector`, the telemetry recorder of `telemetry_backend` and the price table.
@@ -526,7 +526,7 @@ impl GatewayClient {
         Self::start(assembly, transport, extras, style)
     }
 
-    /// Path 3 (20 §9.2): a builder for injected components.
+    /// Path 3: a builder for injected components.
     pub fn builder() -> GatewayClientBuilder {
         GatewayClientBuilder::new()
     }
@@ -583,7 +583,7 @@ impl GatewayClient {
     }
 
     /// [`chat`](Self::chat) plus the number of upstream requests the call made (for
-    /// [`ErrorReport`]'s `attempts`, 05 R-50).
+    /// [`ErrorReport`]'s `attempts`).
     pub async fn chat_outcome(
         &self,
         input: impl Into<ChatInput>,
@@ -701,16 +701,16 @@ impl GatewayClient {
     }
 
     /// Waits until this client's cleanup queue holds no pending job (every cancelled attempt
-    /// settled, its rows handed on), then flushes the telemetry recorder (05 R-24; 30 G-112).
+    /// settled, its rows handed on), then flushes the telemetry recorder.
     /// Keeps accepting calls.
     pub async fn quiesce(&self) {
         self.inner.runtime.quiesce().await;
     }
 
-    /// Closes the client (30 G-111; 05 R-10, R-17): idempotent; later calls return
+    /// Closes the client: idempotent; later calls return
     /// `ClientClosed`; drains the cleanup worker it spawned (bounded), flushes telemetry, and
     /// closes the components it built (limiter, breaker, recorder) — never injected ones
-    /// (20 §9.2). Affects every clone.
+    /// . Affects every clone.
     pub async fn close(&self) {
         self.inner.runtime.close().await;
     }
@@ -720,18 +720,18 @@ impl GatewayClient {
         self.inner.runtime.governor.is_closed()
     }
 
-    /// The telemetry recorder's status (80 T-58); backend `"none"` without telemetry.
+    /// The telemetry recorder's status; backend `"none"` without telemetry.
     pub fn telemetry_status(&self) -> TelemetryStatus {
         self.inner.runtime.telemetry_status()
     }
 
     /// Per source: breaker state, epoch, `open_count`, in-flight, RPM/TPM used, pacer limit,
-    /// health score (05 R-39), in configuration order.
+    /// health score, in configuration order.
     pub async fn sources_status(&self) -> Vec<SourceStatus> {
         self.inner.runtime.sources_status().await
     }
 
-    /// The assembly warnings of this client, each once (20 §10).
+    /// The assembly warnings of this client, each once.
     pub fn assembly_warnings(&self) -> &[ConfigWarning] {
         &self.inner.runtime.plan.warnings
     }
@@ -748,7 +748,7 @@ impl GatewayClient {
 }
 
 impl GatewayClientBuilder {
-    /// Stage F (20 §11.6) and assembly of the client: the injected components are used and
+    /// Stage F and assembly of the client: the injected components are used and
     /// never closed by the client; missing ones default to the in-memory limiter and breaker
     /// (owned), the AIMD pacer, the selector of `selector(..)`, the tokio clock; without an
     /// injected recorder there is no telemetry.
@@ -759,7 +759,7 @@ impl GatewayClientBuilder {
         self.build_with(GovernanceComponents::default())
     }
 
-    /// [`build`](Self::build) with an injected pacer, selector or jitter source (05 R-5).
+    /// [`build`](Self::build) with an injected pacer, selector or jitter source.
     pub fn build_with(
         self,
         governance: GovernanceComponents,
@@ -799,7 +799,7 @@ impl GatewayClientBuilder {
     }
 }
 
-/// The chat call-boundary guards, in the order of 20 §11.8 (30 G-25; 05 R-17, R-48). Each
+/// The chat call-boundary guards, in order. Each
 /// failure is `InvalidArgument` naming the `ChatOptions` field.
 pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
     if request.response_mode == ResponseMode::OpenAi {
@@ -875,7 +875,7 @@ fn is_meta_key(key: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
 }
 
-/// Caller dimensions (80 T-33; 10 §3.5): `tenant_id` 1–128 characters without control
+/// Caller dimensions: `tenant_id` 1–128 characters without control
 /// characters; `meta` at most 16 entries, keys `^[a-z][a-z0-9_]{0,63}$`, strings at most 1024
 /// characters. Origins `{owner}::tenant_id` / `{owner}::meta`.
 pub(crate) fn check_dimensions(
@@ -942,7 +942,7 @@ mod cache_ownership_tests {
         .collect()
     }
 
-    /// C-64 / CF-308: the memory cache built from `PGW_CACHE_BACKEND=memory` is owned and
+    /// The memory cache built from `PGW_CACHE_BACKEND=memory` is owned and
     /// closed by `close()` (a closed memory cache answers `Err`); `none` builds no cache.
     #[cfg(feature = "openai")]
     #[tokio::test]

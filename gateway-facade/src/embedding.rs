@@ -55,10 +55,10 @@ use crate::settings::{EmbeddingSettings, EnvMap, ValidatedEmbeddingSettings};
 use crate::status::SourceStatus;
 use crate::wiring::{Assembly, GovernanceComponents, Runtime};
 
-/// Origin of an invalid per-call embedding deadline (05 R-19).
+/// Origin of an invalid per-call embedding deadline.
 pub const EMBED_DEADLINE_ORIGIN: &str = "EmbedRequest::call_deadline";
 
-/// Results in input order; the first error (in time) is returned (10 §10).
+/// Results in input order; the first error (in time) is returned.
 ///
 /// At most `concurrency` futures run at once. A future is first polled when it gets a slot, so a
 /// deadline inside it (e.g. `embed`'s) starts then, not while it waits. On the first error the
@@ -89,7 +89,7 @@ where
     Ok(slots.into_iter().flatten().collect())
 }
 
-/// One parsed embeddings response (E-19).
+/// One parsed embeddings response.
 #[derive(Debug, Clone, PartialEq)]
 struct Parsed {
     vectors: Vec<Vec<f32>>,
@@ -98,13 +98,13 @@ struct Parsed {
 
 /// Why a 200 body is not a usable embeddings response.
 enum BodyFault {
-    /// Not JSON (an empty body included): `Transient(invalid_json)` (E-19).
+    /// Not JSON (an empty body included): `Transient(invalid_json)`.
     NotJson,
-    /// A shape anomaly: `ResultInvalid` (E-19).
+    /// A shape anomaly: `ResultInvalid`.
     Shape(String),
 }
 
-/// Maps a 200 body (E-19): `data[]` items with an `embedding` array of finite numbers, ordered
+/// Maps a 200 body: `data[]` items with an `embedding` array of finite numbers, ordered
 /// by `index` when every item has one (else array order); `usage.prompt_tokens` an integer →
 /// measured. `expected` is the batch length.
 fn parse_embeddings(bytes: &[u8], expected: usize) -> Result<(Parsed, Option<u64>), BodyFault> {
@@ -171,7 +171,7 @@ fn result_invalid(source: &str, message: String) -> GatewayError {
     GatewayError::result_invalid(ResultInvalidDetails::new(failure))
 }
 
-/// The runner of one batch (E-12): sends the batch, judges the body, keeps the vectors of each
+/// The runner of one batch: sends the batch, judges the body, keeps the vectors of each
 /// successful attempt by `call_id` for the merge (the core's `TransportResult` has no vector
 /// field; usage, usage source and the row placeholder go through it).
 struct EmbedRunner {
@@ -288,9 +288,9 @@ struct EmbedInner {
     expected_dim: Option<u32>,
 }
 
-/// The governed embedding client (90 Part E; 10 §10). `Clone + Send + Sync` (an `Arc`
-/// inside, 05 R-40). Built from the environment, from [`EmbeddingSettings`], or with
-/// [`EmbeddingClientBuilder`]; hedge keys on its scope only warn (`hedge.non_chat_scope`, E-3).
+/// The governed embedding client. `Clone + Send + Sync` (an `Arc`
+/// inside). Built from the environment, from [`EmbeddingSettings`], or with
+/// [`EmbeddingClientBuilder`]; hedge keys on its scope only warn (`hedge.non_chat_scope`).
 #[derive(Clone)]
 pub struct EmbeddingClient {
     inner: Arc<EmbedInner>,
@@ -326,7 +326,7 @@ fn weakest(a: UsageSource, b: UsageSource) -> UsageSource {
     if rank(b) < rank(a) { b } else { a }
 }
 
-/// L2 normalisation (E-14): a zero vector is returned unchanged.
+/// L2 normalisation: a zero vector is returned unchanged.
 fn normalize_l2(vector: &mut [f32]) {
     let norm = vector
         .iter()
@@ -426,13 +426,13 @@ impl EmbeddingClient {
         })
     }
 
-    /// Embeds `request.texts` (90 E-5..E-15): one vector per text, in input order.
+    /// Embeds `request.texts`: one vector per text, in input order.
     ///
     /// Errors: `ClientClosed` after `close()`; `InvalidArgument` for caller dimensions
     /// (`EmbedRequest::tenant_id` / `::meta`) or a zero deadline (`EmbedRequest::call_deadline`),
-    /// before any I/O; then the first batch error (E-11), `CallDeadlineExceeded` when the one
-    /// deadline of the call expires in any batch (E-7), or `ResultInvalid` when batches disagree
-    /// on the dimension (E-13).
+    /// before any I/O; then the first batch error, `CallDeadlineExceeded` when the one
+    /// deadline of the call expires in any batch, or `ResultInvalid` when batches disagree
+    /// on the dimension.
     pub async fn embed(&self, request: EmbedRequest) -> Result<EmbeddingResponse, GatewayError> {
         let inner = &*self.inner;
         let runtime = &inner.runtime;
@@ -523,7 +523,7 @@ impl EmbeddingClient {
         }
     }
 
-    /// The merge of E-13 (+ E-14, E-15).
+    /// The merge of the batches' vectors (then the optional L2 normalisation).
     /// `call_stats` is left for the caller (the call handle's snapshot).
     fn merge(&self, batches: Vec<BatchOutcome>) -> Result<EmbeddingResponse, GatewayError> {
         let mut response = EmbeddingResponse::default();
@@ -565,7 +565,7 @@ impl EmbeddingClient {
         Ok(response)
     }
 
-    /// Drains the cleanup queue, then flushes telemetry (05 R-24).
+    /// Drains the cleanup queue, then flushes telemetry.
     pub async fn quiesce(&self) {
         self.inner.runtime.quiesce().await;
     }
@@ -586,12 +586,12 @@ impl EmbeddingClient {
         self.inner.runtime.telemetry_status()
     }
 
-    /// Per-source status (05 R-39).
+    /// Per-source status.
     pub async fn sources_status(&self) -> Vec<SourceStatus> {
         self.inner.runtime.sources_status().await
     }
 
-    /// The assembly warnings of this client (e.g. `hedge.non_chat_scope`, E-3).
+    /// The assembly warnings of this client (e.g. `hedge.non_chat_scope`).
     pub fn assembly_warnings(&self) -> &[ConfigWarning] {
         &self.inner.runtime.plan.warnings
     }

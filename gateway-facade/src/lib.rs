@@ -1,6 +1,6 @@
 //! PolyGateway — the crate applications depend on (library name `polygateway`).
 //!
-//! This crate assembles the governed clients from configuration (20-config.md, 05 ):
+//! This crate assembles the governed clients from configuration (`docs/configuration.md`):
 //! [`GatewaySettings`] / [`EmbeddingSettings`] / [`OcrSettings`] parsed from the environment
 //! (`from_env`, which reads the process environment once and never a `.env` file) or from a map
 //! (`from_env_map`), or built as structs; the builders [`GatewayClientBuilder`] and
@@ -8,9 +8,9 @@
 //! stages A–F and end in a [`ClientPlan`]; invalid values are a [`ConfigError`] with a stable
 //! `code` and the exact key, doubtful ones a [`ConfigWarning`] returned as data and logged once.
 //!
-//! The clients: [`GatewayClient`] (chat, 10 §10) and [`EmbeddingClient`] (90 Part E), both
-//! `Clone + Send + Sync` wrappers of the core's `Governor` (05 ), with
-//! [`ErrorReport`] / [`ConfigErrorReport`] for the JSON shape of errors (05 R-50) and
+//! The clients: [`GatewayClient`] (chat) and [`EmbeddingClient`], both
+//! `Clone + Send + Sync` wrappers of the core's `Governor`, with
+//! [`ErrorReport`] / [`ConfigErrorReport`] for the JSON shape of errors and
 //! [`gather_bounded`] for bounded fan-out. The five-minute guide is `docs/guide.md`.
 //!
 //! `polygateway` is the only crate of ours an application or a backend author names:
@@ -98,5 +98,5 @@ pub use settings::{
     ValidatedSettings, is_scope_name,
 };
 
-/// The crate version (95 CF-024).
+/// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -32,10 +32,10 @@ use crate::settings::{EnvMap, OcrSettings, ValidatedSettings};
 use crate::status::SourceStatus;
 use crate::wiring::{Assembly, GovernanceComponents, Runtime};
 
-/// Origin of an invalid per-call deadline of `recognize_text` (05 R-19).
+/// Origin of an invalid per-call deadline of `recognize_text`.
 pub const OCR_TEXT_DEADLINE_ORIGIN: &str = "OcrClient::recognize_text(OcrRequest::call_deadline)";
 
-/// Origin of an invalid per-call deadline of `parse_layout` (05 R-19).
+/// Origin of an invalid per-call deadline of `parse_layout`.
 pub const OCR_LAYOUT_DEADLINE_ORIGIN: &str = "OcrClient::parse_layout(OcrRequest::call_deadline)";
 
 struct OcrInner {
@@ -43,7 +43,7 @@ struct OcrInner {
     transport: Arc<dyn OcrTransport>,
 }
 
-/// The governed OCR client (90 Part O; 10 §10). `Clone + Send + Sync` (an `Arc` inside).
+/// The governed OCR client. `Clone + Send + Sync` (an `Arc` inside).
 /// Built from the environment ([`OcrClient::from_env`], scope `OCR` usually), from
 /// [`OcrSettings`] ([`OcrClient::from_settings`]) or with [`OcrClientBuilder`]. The settings
 /// paths need the cargo feature `monkeyocr` (the MonkeyOCR transport); the builder takes any
@@ -122,7 +122,7 @@ impl OcrClient {
     }
 
     /// Path 2: raw settings are validated as an OCR scope (stages B–E, the E3 hedge warning),
-    /// then stage F (`extra_body` stripped, O-3).
+    /// then stage F (`extra_body` stripped).
     pub fn from_settings(settings: &OcrSettings) -> Result<Self, ConfigError> {
         Self::assemble(&settings.validate()?, KeyStyle::Settings)
     }
@@ -151,7 +151,7 @@ impl OcrClient {
         })
     }
 
-    /// The checks of O-5 before the statistics boundary: closed, dimensions, empty image. The
+    /// The checks before the statistics boundary: closed, dimensions, empty image. The
     /// deadline is resolved by the governor (zero → `InvalidArgument` naming `origin`).
     fn precheck(&self, request: &OcrRequest) -> Result<(), GatewayError> {
         if self.inner.runtime.governor.is_closed() {
@@ -202,7 +202,7 @@ impl OcrClient {
         Ok((payload, governed))
     }
 
-    /// Recognises the text of `request.image` (`POST /ocr/text`; 90 O-4, O-12). `text == ""` is
+    /// Recognises the text of `request.image` (`POST /ocr/text`). `text == ""` is
     /// the legal "no text".
     ///
     /// Errors: `ClientClosed` after `close()`; `InvalidArgument` for caller dimensions
@@ -226,8 +226,8 @@ impl OcrClient {
         Ok(result)
     }
 
-    /// Parses the layout of `request.image` (`POST /parse` then the result archive; 90 O-4,
-    /// O-13, O-15): elements in order, page sizes in page order, the markdown member. Empty
+    /// Parses the layout of `request.image` (`POST /parse` then the result
+    /// archive): elements in order, page sizes in page order, the markdown member. Empty
     /// `elements` is the legal "no elements". The POST and the download are one attempt.
     ///
     /// Errors: as [`recognize_text`](Self::recognize_text); an archive that is foreign to the
@@ -251,7 +251,7 @@ impl OcrClient {
     }
 
     /// `GET /health` on every source concurrently, each bounded by `min(timeout_s, 10 s)`
-    /// (90 O-17): source name → healthy. Never fails (an error or a timeout is `false`); passes
+    /// : source name → healthy. Never fails (an error or a timeout is `false`); passes
     /// no admission, touches no breaker, writes no row.
     pub async fn check_health(&self) -> BTreeMap<String, bool> {
         let sources: Vec<Arc<SourceConfig>> = self
@@ -266,7 +266,7 @@ impl OcrClient {
         check_health(self.inner.transport.as_ref(), &sources).await
     }
 
-    /// Drains the cleanup queue, then flushes telemetry (05 R-24).
+    /// Drains the cleanup queue, then flushes telemetry.
     pub async fn quiesce(&self) {
         self.inner.runtime.quiesce().await;
     }
@@ -287,12 +287,12 @@ impl OcrClient {
         self.inner.runtime.telemetry_status()
     }
 
-    /// Per-source status (05 R-39).
+    /// Per-source status.
     pub async fn sources_status(&self) -> Vec<SourceStatus> {
         self.inner.runtime.sources_status().await
     }
 
-    /// The assembly warnings of this client (e.g. `hedge.non_chat_scope`, O-2).
+    /// The assembly warnings of this client (e.g. `hedge.non_chat_scope`).
     pub fn assembly_warnings(&self) -> &[ConfigWarning] {
         &self.inner.runtime.plan.warnings
     }

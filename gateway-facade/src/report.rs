@@ -19,31 +19,31 @@ use std::collections::BTreeMap;
 use gateway_ports::{ConfigError, GatewayError};
 use serde::Serialize;
 
-/// One error in the R-50 shape without `last_failure` (the nested object of
+/// One error in the `pgw --json` shape without `last_failure` (the nested object of
 /// [`ErrorReport::last_failure`] has exactly these keys).
 ///
 /// Every key is always present; absent values serialise as `null`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorSummary {
-    /// Stable type name (`GatewayError::type_name`, e.g. `"AllSourcesExhausted"`, 30 G-14).
+    /// Stable type name (`GatewayError::type_name`, e.g. `"AllSourcesExhausted"`).
     #[serde(rename = "type")]
     pub error_type: &'static str,
     /// `"transient"`, `"source_dead"`, `"request_rejected"`, `"result_invalid"`; `null` for the
-    /// other types (30 G-2).
+    /// other types.
     pub category: Option<&'static str>,
-    /// The error's display text (30 G-16; secret-free).
+    /// The error's display text (secret-free).
     pub message: String,
-    /// Stable reason token (30 G-28), if any.
+    /// Stable reason token, if any.
     pub reason_code: Option<&'static str>,
     /// HTTP status of the failed response, if any.
     pub http_status: Option<u16>,
-    /// Seconds to wait: the unavailable family's hint (30 G-12), or a `Transient`'s server hint.
+    /// Seconds to wait: the unavailable family's hint, or a `Transient`'s server hint.
     pub retry_after_s: Option<f64>,
     /// Scope label, for the variants that carry one.
     pub scope: Option<String>,
     /// The unavailable family's reason (`"retry_exhausted"`, `"circuit_open"`, …); else `null`.
     pub scope_reason: Option<&'static str>,
-    /// Per-source reasons of the unavailable family (30 G-10); `null` for other types.
+    /// Per-source reasons of the unavailable family; `null` for other types.
     pub per_source_reasons: Option<BTreeMap<String, &'static str>>,
     /// Upstream requests the call made; `null` when unknown (an error alone does not carry it:
     /// set it with [`ErrorReport::with_attempts`], or use `GatewayClient::chat_outcome`).
@@ -76,8 +76,8 @@ impl From<&GatewayError> for ErrorSummary {
     }
 }
 
-/// The error object of `pgw chat --json` (05 R-50): an [`ErrorSummary`] plus `last_failure`
-/// (the last absorbed attempt failure of the unavailable family, 30 G-8, as an
+/// The error object of `pgw chat --json`: an [`ErrorSummary`] plus `last_failure`
+/// (the last absorbed attempt failure of the unavailable family, as an
 /// [`ErrorSummary`]; `null` when there is none).
 ///
 /// Build it with `ErrorReport::from(&error)`; serialise it with serde.
@@ -113,14 +113,14 @@ impl ErrorReport {
     }
 }
 
-/// A configuration error as JSON (05 R-50): `{"type":"ConfigError","code","key","message"}`,
+/// A configuration error as JSON: `{"type":"ConfigError","code","key","message"}`,
 /// where `key` is 20's `origin` (the environment key, settings field or builder method).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ConfigErrorReport {
     /// Always `"ConfigError"`.
     #[serde(rename = "type")]
     pub error_type: &'static str,
-    /// Stable code, e.g. `"hedge.after_ge_min_timeout"` (20 §10).
+    /// Stable code, e.g. `"hedge.after_ge_min_timeout"`.
     pub code: &'static str,
     /// The origin: environment key, settings field or builder method.
     pub key: String,

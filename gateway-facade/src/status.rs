@@ -18,7 +18,7 @@ use gateway_ports::{
 };
 use serde::Serialize;
 
-/// The state of one source of a client (05 R-39), as `sources_status()` reports it.
+/// The state of one source of a client, as `sources_status()` reports it.
 ///
 /// Backend values are `None` when the backend could not answer (see `backend_error`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,13 +46,13 @@ pub struct SourceStatus {
     pub tpm_used: Option<u64>,
     /// Current AIMD pacer limit (concurrent attempts), if the pacer keeps one.
     pub pacer_limit: Option<f64>,
-    /// Health score in `[0, 1]` of the `health_aware` selector (05 R-36), if the selector keeps one.
+    /// Health score in `[0, 1]` of the `health_aware` selector, if the selector keeps one.
     pub health_score: Option<f64>,
     /// The backend diagnostic when the limiter or the breaker could not answer.
     pub backend_error: Option<String>,
 }
 
-/// Breaker decorator counting opens per source (05 R-39). Every port method is forwarded.
+/// Breaker decorator counting opens per source. Every port method is forwarded.
 pub(crate) struct OpenCounter {
     inner: Arc<dyn CircuitBreaker>,
     /// source → (opens seen, epoch of the last open seen).

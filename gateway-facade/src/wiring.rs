@@ -46,7 +46,7 @@ use crate::status::{OpenCounter, SourceStatus};
 const WORKER_JOIN_BOUND: Duration = Duration::from_secs(5);
 
 /// Governance components the builder path may inject besides those of
-/// [`InjectedComponents`](crate::InjectedComponents) (05 R-5): the pacer, the selector and the
+/// [`InjectedComponents`](crate::InjectedComponents): the pacer, the selector and the
 /// jitter source. `None` = the default (`AimdPacer` with the plan's ceiling, the selector of the
 /// plan's `SelectorKind`, a seeded per-client jitter).
 #[derive(Clone, Default)]
@@ -99,7 +99,7 @@ pub(crate) enum RecorderSource {
     Injected(Arc<dyn TelemetryRecorder>),
 }
 
-/// Where the response cache comes from (70 C-39, C-40, C-64). Chat scopes only.
+/// Where the response cache comes from. Chat scopes only.
 pub(crate) enum CacheSource {
     /// No response cache (`PGW_CACHE_BACKEND=none`, or nothing injected).
     None,
@@ -113,7 +113,7 @@ pub(crate) enum CacheSource {
     Injected(Arc<dyn ResponseCache>),
 }
 
-/// The response cache's key and lifetime options (70 C-40, C-41).
+/// The response cache's key and lifetime options.
 #[derive(Clone, Default)]
 pub(crate) struct CacheOptions {
     /// Default namespace (`None` = the scope name).
@@ -153,7 +153,7 @@ pub(crate) struct Assembly {
     pub(crate) lease_ttl_s: f64,
     /// `PGW_REDACT_IPS`.
     pub(crate) redact_ips: bool,
-    /// Chat scopes hedge per the plan; embedding and OCR never do (90 E-3).
+    /// Chat scopes hedge per the plan; embedding and OCR never do.
     pub(crate) hedging: bool,
     /// Origin named by assembly errors of this step (e.g. `GatewayClient::from_settings`).
     pub(crate) origin: &'static str,
@@ -224,7 +224,7 @@ impl Assembly {
 
 impl Assembly {
     /// The assembly of the builder path (3): the injected components are used and never
-    /// closed (20 §9.2); the lease is max `timeout_s` + 30 s (D7); IPs are redacted.
+    /// closed; the lease is max `timeout_s` + 30 s (D7); IPs are redacted.
     pub(crate) fn from_injected(
         plan: ClientPlan,
         components: InjectedComponents,
@@ -478,8 +478,8 @@ pub(crate) fn named_constructor(mut error: ConfigError, constructor: &str) -> Co
 }
 
 impl Runtime {
-    /// Builds the components, the governor and the workers (stage F's "build owned components",
-    /// 20 §9.2). Errors: `runtime.missing` outside a tokio runtime; `telemetry.text_cap` from
+    /// Builds the components, the governor and the workers (stage F's "build owned components").
+    /// Errors: `runtime.missing` outside a tokio runtime; `telemetry.text_cap` from
     /// the emitter (already refused by F4).
     pub(crate) fn start(a: Assembly) -> Result<Self, ConfigError> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
@@ -624,12 +624,12 @@ impl Runtime {
         })
     }
 
-    /// Drains the cleanup queue, then flushes the recorder (05 R-24; 30 G-112).
+    /// Drains the cleanup queue, then flushes the recorder.
     pub(crate) async fn quiesce(&self) {
         self.governor.quiesce().await;
     }
 
-    /// Idempotent close (30 G-111; 05; 20 §9.2 ownership): the governor refuses
+    /// Idempotent close (ownership): the governor refuses
     /// new calls, drains its queue (bounded), flushes the sink and shuts the queue; the cleanup
     /// worker this runtime spawned is awaited (bounded); then the owned components are closed,
     /// each exactly once. A concurrent second `close()` waits for the first.
@@ -684,7 +684,7 @@ impl Runtime {
         }
     }
 
-    /// Per source, in configuration order (05 R-39).
+    /// Per source, in configuration order.
     pub(crate) async fn sources_status(&self) -> Vec<SourceStatus> {
         let mut out = Vec::with_capacity(self.plan.sources.len());
         for source in &self.plan.sources {

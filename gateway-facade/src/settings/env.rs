@@ -30,19 +30,19 @@ use super::{
     check_scope_name,
 };
 
-/// An environment: key → raw value (20 §2.1). Values are trimmed of ASCII whitespace; an empty
-/// result is unset (20 §2.2).
+/// An environment: key → raw value. Values are trimmed of ASCII whitespace; an empty
+/// result is unset.
 pub type EnvMap = BTreeMap<String, String>;
 
 /// The process environment as a map (non-UTF-8 entries skipped). The single reader of the
-/// environment (20 §1.1, 05 R-41).
+/// environment.
 pub(crate) fn process_env() -> EnvMap {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()
 }
 
-/// Reserved second segments (20 §3.2).
+/// Reserved second segments.
 const RESERVED: [&str; 6] = [
     "GLOBAL",
     "RETRY",
@@ -52,8 +52,8 @@ const RESERVED: [&str; 6] = [
     "STREAM",
 ];
 
-/// Per-source FIELD segments of `{SCOPE}__{PROVIDER}__{N}__{FIELD}` in the 20 §4 order
-/// (05 R-33 request-shaping keys included). Public so tools and tests enumerate the same list.
+/// Per-source FIELD segments of `{SCOPE}__{PROVIDER}__{N}__{FIELD}` in documented order
+/// (request-shaping keys included). Public so tools and tests enumerate the same list.
 pub const SOURCE_FIELDS: [&str; 22] = [
     "BASE_URL",
     "API_KEY",
@@ -79,7 +79,7 @@ pub const SOURCE_FIELDS: [&str; 22] = [
     "MAX_RESPONSE_BYTES",
 ];
 
-/// Settings field path → key suffix after `{SCOPE}__` (scope and group keys, 20 §5, §7).
+/// Settings field path → key suffix after `{SCOPE}__` (scope and group keys).
 const SCOPE_KEYS: [(&str, &str); 29] = [
     ("retry.max_attempts", "RETRY__MAX_ATTEMPTS"),
     ("retry.backoff_base_s", "RETRY__BACKOFF_BASE_S"),
@@ -118,10 +118,10 @@ const SCOPE_KEYS: [(&str, &str); 29] = [
     ("stall_threshold_ms", "STREAM__STALL_THRESHOLD_MS"),
 ];
 
-/// The three keys only an embedding scope recognizes (20 §7).
+/// The three keys only an embedding scope recognizes.
 const EMBEDDING_ONLY: [&str; 3] = ["BATCH_SIZE", "NORMALIZE", "EXPECTED_DIM"];
 
-/// Settings field → process-wide key (20 §8), in table order.
+/// Settings field → process-wide key, in table order.
 const PROCESS_KEYS: [(&str, &str); 19] = [
     ("limiter_backend", "PGW_LIMITER_BACKEND"),
     ("breaker_backend", "PGW_BREAKER_BACKEND"),
@@ -182,7 +182,7 @@ pub(crate) struct Parsed {
 
 impl Parsed {
     /// Rewrites the struct origin of a stage B–E error (`GatewaySettings.<field>`,
-    /// `EmbeddingSettings.<field>`) into the environment key of that value (20 §2.4).
+    /// `EmbeddingSettings.<field>`) into the environment key of that value.
     pub(crate) fn rewrite(&self, mut e: ConfigError) -> ConfigError {
         let field = e
             .origin
@@ -306,9 +306,9 @@ macro_rules! set_pgw {
     };
 }
 
-/// Stage A for `scope` of `kind` (20 §11.1), in the documented order: scope name, the legacy
+/// Stage A for `scope` of `kind`, in the documented order: scope name, the legacy
 /// `{SCOPE}_TIMEOUT` (the default the sources need, chosen), key classification (A4, source
-/// names), sources (§4 field order, then A3/A8/A9), `RETRY`, `BREAKER` (+ legacy alias, A5),
+/// names), sources (field order, then A3/A8/A9), `RETRY`, `BREAKER` (+ legacy alias, A5),
 /// `BACKPRESSURE`, `GLOBAL`, embedding keys, `SELECTOR`, `QUOTA_FULL`, `CIRCUIT_OPEN`,
 /// `MAX_WAITERS`, `CALL_DEADLINE_S`, `HEDGE__*`, `STREAM__*`, the process-wide keys (A6), and the
 /// unknown-key warnings (A7).
@@ -583,7 +583,7 @@ fn parse_process_wide(r: &mut Reader<'_>, s: &mut GatewaySettings) -> Result<(),
     Ok(())
 }
 
-/// One source from its keys (§4, in field order; then A8, A3).
+/// One source from its keys (in field order; then A8, A3).
 fn parse_source(
     r: &Reader<'_>,
     kind: ScopeKind,
@@ -757,7 +757,7 @@ fn parse_source(
     Ok(src)
 }
 
-/// Resolves every `${NAME}` in `text` from the same environment (20 §4 `HEADERS`): `NAME` is
+/// Resolves every `${NAME}` in `text` from the same environment (`HEADERS`): `NAME` is
 /// `[A-Za-z_][A-Za-z0-9_]*`; an unset or empty `NAME`, or an unterminated `${`, is an error.
 /// A `$` not followed by `{` is kept literally.
 fn resolve_refs(text: &str, vals: &BTreeMap<&str, &str>) -> Result<String, String> {

@@ -30,31 +30,31 @@ pub use env::{EnvMap, SOURCE_FIELDS};
 
 use gateway_core::hedge::{HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly};
 
-/// Default `max_waiters` (05 R-37, 20 §5.1).
+/// Default `max_waiters`.
 pub const DEFAULT_MAX_WAITERS: u32 = 10_000;
-/// Default `cache_ttl_s` in seconds (20 §8.2, chosen, as 70 C-40).
+/// Default `cache_ttl_s` in seconds (chosen).
 pub const DEFAULT_CACHE_TTL_S: f64 = 86_400.0;
-/// Default `cache_memory_max_entries` (20 §8.2, chosen).
+/// Default `cache_memory_max_entries` (chosen).
 pub const DEFAULT_CACHE_MEMORY_MAX_ENTRIES: u32 = 10_000;
-/// Default `telemetry_pg_pool_max` (20 §8.3).
+/// Default `telemetry_pg_pool_max`.
 pub const DEFAULT_TELEMETRY_PG_POOL_MAX: u32 = 4;
-/// Default `telemetry_pg_write_timeout_s` in seconds (20 §8.3).
+/// Default `telemetry_pg_write_timeout_s` in seconds.
 pub const DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S: f64 = 5.0;
-/// Default `structured_max_retries` (20 §8.4).
+/// Default `structured_max_retries`.
 pub const DEFAULT_STRUCTURED_MAX_RETRIES: u32 = 2;
-/// Default embedding `batch_size` (20 §7, chosen).
+/// Default embedding `batch_size` (chosen).
 pub const DEFAULT_BATCH_SIZE: u32 = 64;
-/// Probe lease grace over the largest source `timeout_s`, seconds (20 §5.3 C9, D7).
+/// Probe lease grace over the largest source `timeout_s`, seconds.
 pub const PROBE_GRACE_S: f64 = 5.0;
-/// Permit lease grace over the largest source `timeout_s`, seconds (20 §8.4 C7, D7).
+/// Permit lease grace over the largest source `timeout_s`, seconds.
 pub const LEASE_GRACE_S: f64 = 30.0;
-/// Default model of an OCR source (20 §3.4, 90 O-1, chosen).
+/// Default model of an OCR source (chosen).
 pub const DEFAULT_OCR_MODEL: &str = "monkeyocr";
-/// Default scope names of the facade constructors (20 §3.1, chosen).
+/// Default scope names of the facade constructors (chosen).
 pub const DEFAULT_CHAT_SCOPE: &str = "LLM";
-/// Default embedding scope name (20 §3.1, chosen).
+/// Default embedding scope name (chosen).
 pub const DEFAULT_EMBED_SCOPE: &str = "EMBED";
-/// Default OCR scope name (20 §3.1, chosen).
+/// Default OCR scope name (chosen).
 pub const DEFAULT_OCR_SCOPE: &str = "OCR";
 
 macro_rules! word_enum {
@@ -89,17 +89,17 @@ macro_rules! word_enum {
 }
 
 word_enum! {
-    /// Backend of the rate limiter or the circuit breaker (20 §8.1).
+    /// Backend of the rate limiter or the circuit breaker.
     pub enum StateBackend {
         /// `memory` (default): per process.
         Memory => "memory",
-        /// `redis`: shared by every process (cargo feature `redis`, 05 R-43).
+        /// `redis`: shared by every process (cargo feature `redis`).
         Redis => "redis",
     }
 }
 
 word_enum! {
-    /// Backend of the response cache (20 §8.1).
+    /// Backend of the response cache.
     pub enum CacheBackend {
         /// `none` (default): no response cache.
         None => "none",
@@ -111,7 +111,7 @@ word_enum! {
 }
 
 word_enum! {
-    /// Backend of the telemetry recorder (20 §8.3).
+    /// Backend of the telemetry recorder.
     pub enum TelemetryBackend {
         /// `sqlite` (cargo feature `sqlite`, default on).
         Sqlite => "sqlite",
@@ -123,7 +123,7 @@ word_enum! {
 }
 
 word_enum! {
-    /// Telemetry schema mode (D6, 20 §8.3): unset → SQLite `auto`, Postgres `manual`.
+    /// Telemetry schema mode (D6): unset → SQLite `auto`, Postgres `manual`.
     pub enum SchemaMode {
         /// `auto`: ALTER-append missing columns.
         Auto => "auto",
@@ -132,7 +132,7 @@ word_enum! {
     }
 }
 
-/// Whether a backend's adapter is in this build (05 R-43): `Err(feature)` names the cargo
+/// Whether a backend's adapter is in this build: `Err(feature)` names the cargo
 /// feature (or states that the adapter is not implemented yet).
 fn availability(backend: &str) -> Result<(), &'static str> {
     match backend {
@@ -148,17 +148,17 @@ fn availability(backend: &str) -> Result<(), &'static str> {
     }
 }
 
-/// Every setting of one scope (20 §9.1): sources, scope policies and the process-wide keys.
+/// Every setting of one scope: sources, scope policies and the process-wide keys.
 ///
-/// Path 2 of 20 §9.2: build it with a struct literal or struct-update syntax from
+/// The settings path: build it with a struct literal or struct-update syntax from
 /// [`GatewaySettings::default`]; every consumer validates it ([`GatewaySettings::validate`]).
-/// Durations are `f64` seconds at this edge (05 R-18). `Debug` never shows a secret (keys, header
+/// Durations are `f64` seconds at this edge. `Debug` never shows a secret (keys, header
 /// values, `redis_url`, `telemetry_pg_dsn` and `cache_salt` are [`Secret`]s).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewaySettings {
-    /// Scope name (20 §3.1); validation normalizes it to the lower-case runtime label.
+    /// Scope name; validation normalizes it to the lower-case runtime label.
     pub scope: String,
-    /// The scope's sources, ordered by provider then `N` on the environment path (20 §3.3).
+    /// The scope's sources, ordered by provider then `N` on the environment path.
     pub sources: Vec<SourceConfig>,
     /// `{SCOPE}__SELECTOR` (default `health_aware`).
     pub selector: SelectorKind,
@@ -168,9 +168,9 @@ pub struct GatewaySettings {
     pub circuit_open: WaitPolicy,
     /// `{SCOPE}__CALL_DEADLINE_S` in seconds; `None` = no deadline.
     pub call_deadline_s: Option<f64>,
-    /// `{SCOPE}__MAX_WAITERS` (default 10 000, 05 R-37).
+    /// `{SCOPE}__MAX_WAITERS` (default 10 000).
     pub max_waiters: u32,
-    /// `{SCOPE}__RETRY__*` (D3 defaults; 05 R-35).
+    /// `{SCOPE}__RETRY__*` (D3 defaults).
     pub retry: RetryPolicy,
     /// `{SCOPE}__BREAKER__*` (D7 defaults); `probe_ttl_s` is resolved by validation.
     pub breaker: BreakerConfig,
@@ -223,7 +223,7 @@ pub struct GatewaySettings {
     pub structured_max_retries: u32,
     /// `PGW_LEASE_TTL_S` in seconds; `None` resolves to max `timeout_s` + 30 (D7).
     pub lease_ttl_s: Option<f64>,
-    /// `PGW_REDACT_IPS` (default `true`, 05 R-34).
+    /// `PGW_REDACT_IPS` (default `true`).
     pub redact_ips: bool,
 }
 
@@ -268,7 +268,7 @@ impl Default for GatewaySettings {
     }
 }
 
-/// Settings that passed stages B, C and D (20 §9.2): the normalized values, the warnings as data
+/// Settings that passed stages B, C and D: the normalized values, the warnings as data
 /// and the loaded price table. Derefs to [`GatewaySettings`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidatedSettings {
@@ -333,7 +333,7 @@ fn positive_finite(v: f64) -> bool {
     v.is_finite() && v > 0.0
 }
 
-/// `true` when `scope` is a valid scope name (20 §3.1): `^[A-Za-z][A-Za-z0-9_]*$` without `__`.
+/// `true` when `scope` is a valid scope name: `^[A-Za-z][A-Za-z0-9_]*$` without `__`.
 pub fn is_scope_name(scope: &str) -> bool {
     let mut chars = scope.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -354,7 +354,7 @@ pub(crate) fn check_scope_name(scope: &str, origin: &str) -> Result<(), ConfigEr
     }
 }
 
-/// C10 / F1: the deadline domain of 30 G-96 with the code `deadline.domain` (20 §11.3).
+/// The deadline domain check, with the code `deadline.domain`.
 pub(crate) fn check_deadline_s(deadline_s: Option<f64>, origin: &str) -> Result<(), ConfigError> {
     gateway_core::deadline::ensure_call_deadline_s(deadline_s, origin).map(|_| ())
 }
@@ -367,16 +367,16 @@ pub(crate) fn normalize_source(source: &mut SourceConfig) {
 }
 
 impl GatewaySettings {
-    /// Reads the process environment once (05 R-41: never a `.env` file) and parses `scope`
+    /// Reads the process environment once (never a `.env` file) and parses `scope`
     /// from it (stage A), then validates it (stages B, C, D) as a chat scope.
     ///
-    /// Errors: a `ConfigError` whose `origin` is the environment key that matched (20 §2.4).
+    /// Errors: a `ConfigError` whose `origin` is the environment key that matched.
     pub fn from_env(scope: &str) -> Result<ValidatedSettings, ConfigError> {
         Self::from_env_map(scope, &env::process_env())
     }
 
     /// Parses `scope` from `map` only (tests, embedding applications): stage A, then
-    /// validation; errors name the key that matched (20 §2.1, §11.1).
+    /// validation; errors name the key that matched.
     pub fn from_env_map(scope: &str, map: &EnvMap) -> Result<ValidatedSettings, ConfigError> {
         let parsed = env::parse(scope, ScopeKind::Chat, map)?;
         let mut validated = parsed
@@ -393,7 +393,7 @@ impl GatewaySettings {
         Self::from_env_map(DEFAULT_CHAT_SCOPE, map).map(ValidatedSettings::into_parts)
     }
 
-    /// Stages B, C and D for a chat scope (20 §11.3): normalizes, resolves `probe_ttl_s`,
+    /// Stages B, C and D for a chat scope: normalizes, resolves `probe_ttl_s`,
     /// `lease_ttl_s` and `cache_namespace`, loads the price table, and returns the warnings as
     /// data (logs nothing). Errors name `GatewaySettings.<field>`.
     pub fn validate(&self) -> Result<ValidatedSettings, ConfigError> {
@@ -530,7 +530,7 @@ fn validate_gateway(
     })
 }
 
-/// Stage D through the core's single definition (20 §11.4, `gateway_core::hedge`), with the
+/// Stage D through the core's single definition (`gateway_core::hedge`), with the
 /// origins `at("hedge_after_s")`, `at("hedge_stall_after_s")`, `at("hedge_max_extra")`.
 pub(crate) fn stage_d(
     scope: &str,
@@ -800,7 +800,7 @@ fn cache_id(b: CacheBackend) -> &'static str {
     }
 }
 
-/// The E3 warning (20 §11.5; 90 E-3, O-2) through the core's definition.
+/// The E3 warning through the core's definition.
 fn non_chat_hedge_warning(gateway: &GatewaySettings, kind: ScopeKind) -> Option<ConfigWarning> {
     gateway_core::hedge::non_chat_hedge_warning(
         kind,
@@ -809,7 +809,7 @@ fn non_chat_hedge_warning(gateway: &GatewaySettings, kind: ScopeKind) -> Option<
     )
 }
 
-/// An embedding scope (20 §7, §9.1; 90 E-1): the embedded gateway settings plus batching.
+/// An embedding scope: the embedded gateway settings plus batching.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmbeddingSettings {
     /// The embedded gateway settings (scope default `EMBED`).
@@ -857,7 +857,7 @@ impl ValidatedEmbeddingSettings {
 }
 
 impl EmbeddingSettings {
-    /// Reads the process environment once (05 R-41) and parses the embedding scope `scope`.
+    /// Reads the process environment once and parses the embedding scope `scope`.
     pub fn from_env(scope: &str) -> Result<ValidatedEmbeddingSettings, ConfigError> {
         Self::from_env_map(scope, &env::process_env())
     }
@@ -880,7 +880,7 @@ impl EmbeddingSettings {
         Ok(validated)
     }
 
-    /// Stages C (on the embedded gateway, as an embedding scope), then E1–E3 (20 §11.5).
+    /// Stages C (on the embedded gateway, as an embedding scope), then E1–E3.
     /// Codes: `embed.batch_size`, `embed.expected_dim` (origins `EmbeddingSettings.<field>`);
     /// warning `hedge.non_chat_scope`.
     pub fn validate(&self) -> Result<ValidatedEmbeddingSettings, ConfigError> {
@@ -898,7 +898,7 @@ impl EmbeddingSettings {
     }
 }
 
-/// E1, E2 / F7 (20 §11.5, §11.6; 90 E-2).
+/// E1, E2 / F7.
 pub(crate) fn check_embedding(
     batch_size: u32,
     expected_dim: Option<u32>,
@@ -921,7 +921,7 @@ pub(crate) fn check_embedding(
     Ok(())
 }
 
-/// An OCR scope (20 §7, §9.1; 90 O-1, O-2): the embedded gateway settings.
+/// An OCR scope: the embedded gateway settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OcrSettings {
     /// The embedded gateway settings (scope default `OCR`).
@@ -940,7 +940,7 @@ impl Default for OcrSettings {
 }
 
 impl OcrSettings {
-    /// Reads the process environment once (05 R-41) and parses the OCR scope `scope`.
+    /// Reads the process environment once and parses the OCR scope `scope`.
     pub fn from_env(scope: &str) -> Result<ValidatedSettings, ConfigError> {
         Self::from_env_map(scope, &env::process_env())
     }
@@ -957,7 +957,7 @@ impl OcrSettings {
         Ok(validated)
     }
 
-    /// Stage C on the embedded gateway as an OCR scope, then E3 (20 §11.5; 90 O-2).
+    /// Stage C on the embedded gateway as an OCR scope, then E3.
     pub fn validate(&self) -> Result<ValidatedSettings, ConfigError> {
         let mut gateway = self.gateway.validate_as(ScopeKind::Ocr)?;
         gateway

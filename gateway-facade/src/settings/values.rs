@@ -19,7 +19,7 @@ pub(crate) fn domain_error(key: &str, what: &str) -> ConfigError {
     ConfigError::new("config.domain", key, format!("{key} must be {what}"))
 }
 
-/// `float` (seconds): Rust `f64::from_str` after trimming; underscores rejected (20 §2.3).
+/// `float` (seconds): Rust `f64::from_str` after trimming; underscores rejected.
 pub(crate) fn float(key: &str, raw: &str) -> Result<f64, ConfigError> {
     raw.parse::<f64>()
         .map_err(|_| parse_error(key, &format!("a number (got `{raw}`)")))
@@ -35,7 +35,7 @@ pub(crate) fn positive_float(key: &str, raw: &str) -> Result<f64, ConfigError> {
     }
 }
 
-/// `int`: decimal digits with an optional sign; `3.0`, `x`, `true` rejected (20 §2.3). The value
+/// `int`: decimal digits with an optional sign; `3.0`, `x`, `true` rejected. The value
 /// is then checked against `min` (A2) and converted into `T` (out of range → A1).
 pub(crate) fn int<T: TryFrom<i128>>(key: &str, raw: &str, min: i128) -> Result<T, ConfigError> {
     let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
@@ -51,7 +51,7 @@ pub(crate) fn int<T: TryFrom<i128>>(key: &str, raw: &str, min: i128) -> Result<T
     T::try_from(v).map_err(|_| parse_error(key, "an integer in range"))
 }
 
-/// `bool`: `true`/`false`/`1`/`0`/`yes`/`no`/`on`/`off`, ASCII case-insensitive (20 §2.3, chosen).
+/// `bool`: `true`/`false`/`1`/`0`/`yes`/`no`/`on`/`off`, ASCII case-insensitive (chosen).
 pub(crate) fn boolean(key: &str, raw: &str) -> Result<bool, ConfigError> {
     match raw.to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
@@ -63,7 +63,7 @@ pub(crate) fn boolean(key: &str, raw: &str) -> Result<bool, ConfigError> {
     }
 }
 
-/// `json`: a JSON object (20 §2.3). The value is not echoed (it may hold secrets).
+/// `json`: a JSON object. The value is not echoed (it may hold secrets).
 pub(crate) fn json_object(key: &str, raw: &str) -> Result<Map<String, Value>, ConfigError> {
     match serde_json::from_str::<Value>(raw) {
         Ok(Value::Object(map)) => Ok(map),
@@ -72,7 +72,7 @@ pub(crate) fn json_object(key: &str, raw: &str) -> Result<Map<String, Value>, Co
     }
 }
 
-/// `choice`: one of `allowed` (wire spellings), ASCII case-insensitive (20 §2.3, chosen); the
+/// `choice`: one of `allowed` (wire spellings), ASCII case-insensitive (chosen); the
 /// message lists the allowed words.
 pub(crate) fn choice<T: Copy>(
     key: &str,
