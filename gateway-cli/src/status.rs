@@ -5,8 +5,8 @@
 //! The command assembles the scope exactly as `pgw chat` does (same flags, `.env`, `--set`) and
 //! reads `GatewayClient::sources_status()` without sending any call. With the in-process
 //! (memory) limiter and breaker a fresh process knows nothing yet, so every source shows closed
-//! and idle; with shared backends (`PGW_LIMITER_BACKEND` / `PGW_BREAKER_BACKEND` = `redis`) it
-//! shows what every process sharing them sees.
+//! and idle; with shared backends (`PGW_LIMITER_BACKEND` / `PGW_BREAKER_BACKEND`, in builds that
+//! contain one) it shows what every process sharing them sees.
 
 use clap::Args;
 use polygateway::{GatewayClient, SourceStatus};
