@@ -3,6 +3,8 @@
 //! empty folder: it must leave exactly the files it names), then the simulator, `chat --json`
 //! and `doctor` against it (the simulator on an ephemeral port instead of 8089).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 mod support;
 
 use std::io::{BufRead, BufReader};

@@ -6,6 +6,8 @@
 //! Also checks the small first-hour items: the no-sources error names the scope's real keys,
 //! `pgw status` prints the sources of a scope, logs carry no ANSI colour codes off a terminal.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -159,7 +161,8 @@ fn every_help_text_is_free_of_spec_ids() {
 #[test]
 fn error_messages_of_pgw_are_free_of_spec_ids() {
     let pgw = Pgw::new();
-    let cases: &[(&[&str], &[(&str, &str)])] = &[
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: &[Case<'_>] = &[
         (&["chat", "hi"], &[]),
         (&["chat", "hi", "--json"], &[]),
         (&["chat", "hi", "--base-url", "http://127.0.0.1:9/v1"], &[]),
