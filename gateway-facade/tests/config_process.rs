@@ -80,6 +80,20 @@ fn r_43_backends_not_in_the_build_are_unavailable() {
             assert_err(&e, "backend.unavailable", key);
         }
     }
+    // Issue 23: without REDIS_URL / the DSN a build without the backend still reports the
+    // missing backend (not the URL); a build with it asks for the URL.
+    let e = env_err(&env_with(&[("PGW_LIMITER_BACKEND", "redis")]));
+    if cfg!(feature = "redis") {
+        assert_err(&e, "settings.backend", "REDIS_URL");
+    } else {
+        assert_err(&e, "backend.unavailable", "PGW_LIMITER_BACKEND");
+    }
+    let e = env_err(&env_with(&[("PGW_TELEMETRY_BACKEND", "postgres")]));
+    if cfg!(feature = "postgres") {
+        assert_err(&e, "telemetry.pg_dsn", "PGW_TELEMETRY_PG_DSN");
+    } else {
+        assert_err(&e, "backend.unavailable", "PGW_TELEMETRY_BACKEND");
+    }
     // The in-memory response cache is built in (70 C-61).
     assert!(from_env(&env_with(&[("PGW_CACHE_BACKEND", "memory")])).is_ok());
     // Postgres is opt-in (cargo feature `postgres`; a workspace build enables it through the CLI).
