@@ -88,7 +88,9 @@ fn t_61_demo_into_postgres_then_stats_and_retention() {
     let rows = t["rows"].as_u64().unwrap();
     assert_eq!(
         rows,
-        t["attempts"].as_u64().unwrap() + t["failed_calls"].as_u64().unwrap()
+        t["attempts"].as_u64().unwrap()
+            + t["failed_calls"].as_u64().unwrap()
+            + t["cache_hits"].as_u64().unwrap()
     );
     assert!(!value.to_string().contains("pw-secret") && !stderr.contains("pw-secret"));
 
