@@ -666,9 +666,10 @@ fn v_45_completeness_messages() {
     );
     let classification = failure.into_classification(SRC);
     assert_eq!(classification.category, Category::Transient);
+    // README D27: a truncated answer is `bad_response` (was `network_error`).
     assert_eq!(
         classification.failure_reason,
-        Some(FailureReason::NetworkError)
+        Some(FailureReason::BadResponse)
     );
 
     let openai = AttemptFacts {

@@ -157,7 +157,7 @@ impl VerdictFailure {
 
     /// The classification of this failure (50 V-40, V-41; 30 G-28, G-30): the category, the
     /// message, `source_name`, operation `chat`, the `reason_code`, no status, hint, body or
-    /// cause. Its failure reason is `network_error` for `Transient` and none for
+    /// cause. Its failure reason is `bad_response` (README D27) for `Transient` and none for
     /// `ResultInvalid` (V-48: a neutral breaker success).
     pub fn into_classification(self, source_name: &str) -> Classification {
         let mut failure = AttemptFailure::new(self.message(source_name), ErrorOperation::Chat);
