@@ -686,7 +686,9 @@ pub(crate) fn check_n(
         }
         return Err(GatewayError::invalid_argument(
             "ChatOptions::overlay",
-            format!("n={n} is not supported: the gateway returns one choice; set n to 1 or remove it"),
+            format!(
+                "n={n} is not supported: the gateway returns one choice; set n to 1 or remove it"
+            ),
         ));
     }
     for source in sources {
