@@ -43,6 +43,9 @@ pub const PROBE_MAX_S: f64 = 10.0;
 pub struct OpenAiTransport {
     clients: HashMap<String, SourceClient>,
     options: TransportOptions,
+    /// `(source, warning code)` pairs already logged (README D20: one warning per source);
+    /// bounded by the number of sources times the few codes.
+    warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<(String, &'static str)>>>,
 }
 
 impl fmt::Debug for OpenAiTransport {
@@ -80,7 +83,31 @@ impl OpenAiTransport {
             }
             clients.insert(source.name.clone(), SourceClient::build(source)?);
         }
-        Ok(Self { clients, options })
+        Ok(Self {
+            clients,
+            options,
+            warned: std::sync::Arc::default(),
+        })
+    }
+
+    /// Logs `code` for `source` once per transport (README D20). Names the declared media type
+    /// (a header value the server chose, never a secret), never body bytes.
+    fn warn_once(&self, source: &str, code: &'static str, declared: Option<&str>) {
+        let first = self
+            .warned
+            .lock()
+            .map(|mut set| set.insert((source.to_owned(), code)))
+            .unwrap_or(false);
+        if first {
+            let declared: String = declared.unwrap_or("(none)").chars().take(64).collect();
+            tracing::warn!(
+                code,
+                source,
+                declared,
+                "{source}: the response body does not match its Content-Type ({declared}); \
+                 read by its first byte ({code})"
+            );
+        }
     }
 
     /// The size options in force.
@@ -191,14 +218,38 @@ impl OpenAiTransport {
         }
     }
 
-    /// The `Events` response of a streamed 200 (S-8; R-27).
-    fn events(&self, client: &SourceClient, response: reqwest::Response) -> WireResponse {
+    /// The `Events` response of a streamed 200 (S-8; R-27; README D20).
+    ///
+    /// README D20: the declared media type is a first guess; the first non-whitespace byte of
+    /// the body decides. A JSON-typed body that does not start with `{` or `[` is framed as SSE;
+    /// a `text/event-stream` (or untyped) body that starts with `{` is read whole as one JSON
+    /// body. The reported `content_type` is then the effective one (`text/event-stream` or
+    /// `application/json`), so the core judges what was framed, and the rescue logs one
+    /// `dialect:content_type_mismatch` warning per source.
+    async fn events(
+        &self,
+        source_name: &str,
+        client: &SourceClient,
+        response: reqwest::Response,
+    ) -> WireResponse {
         let headers = header_pairs(response.headers());
-        let content_type = response
+        let declared = response
             .headers()
             .get(header::CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let body = body_stream(response);
+        let (first, body) = sniff_first_byte(body_stream(response)).await;
+        let declared_json = declared.as_deref().is_some_and(is_json_content_type);
+        let content_type = match first {
+            Some(b'{' | b'[') if !declared_json => {
+                self.warn_once(source_name, CONTENT_TYPE_MISMATCH, declared.as_deref());
+                Some(SNIFFED_JSON.to_owned())
+            }
+            Some(b) if declared_json && b != b'{' && b != b'[' => {
+                self.warn_once(source_name, CONTENT_TYPE_MISMATCH, declared.as_deref());
+                Some(SNIFFED_SSE.to_owned())
+            }
+            _ => declared,
+        };
         let events: WireEventStream = if content_type.as_deref().is_some_and(is_json_content_type) {
             // R-27: not framed; the whole body becomes one event, read on the first poll so
             // that `send` still resolves at the status line.
@@ -230,7 +281,7 @@ impl ChatTransport for OpenAiTransport {
     async fn send(&self, request: WireRequest) -> Result<WireResponse, WireFailure> {
         let (client, response) = self.exchange(&request).await?;
         if request.stream {
-            Ok(self.events(client, response))
+            Ok(self.events(&request.source.name, client, response).await)
         } else {
             self.whole_body(client, response)
                 .await
@@ -248,6 +299,53 @@ impl EmbeddingTransport for OpenAiTransport {
         let (client, response) = self.exchange(&request).await?;
         self.whole_body(client, response).await
     }
+}
+
+/// Stable code of the README D20 warning: the body's first byte contradicted its media type.
+pub const CONTENT_TYPE_MISMATCH: &str = "dialect:content_type_mismatch";
+
+/// The media type reported for a body sniffed as one JSON value (README D20).
+const SNIFFED_JSON: &str = "application/json";
+/// The media type reported for a body sniffed as an event stream (README D20).
+const SNIFFED_SSE: &str = "text/event-stream";
+
+/// Reads the body until its first non-whitespace byte (README D20) and gives it back with a
+/// stream that replays the reads taken. `None` when the body ended (or broke) first; the error
+/// is replayed too, so the framer reports it as usual. Whitespace here is the JSON and SSE
+/// blank set (space, tab, CR, LF) plus a leading UTF-8 BOM.
+async fn sniff_first_byte(mut body: BodyStream) -> (Option<u8>, BodyStream) {
+    let mut taken: Vec<reqwest::Result<bytes::Bytes>> = Vec::new();
+    let mut first = None;
+    let mut offset_bom = true;
+    while let Some(next) = body.next().await {
+        let found = match &next {
+            Ok(bytes) => {
+                let mut slice: &[u8] = bytes;
+                if offset_bom {
+                    // Only the very first bytes of the body may be a BOM.
+                    if let Some(rest) = slice.strip_prefix(b"\xEF\xBB\xBF") {
+                        slice = rest;
+                    }
+                    if !slice.is_empty() {
+                        offset_bom = false;
+                    }
+                }
+                slice
+                    .iter()
+                    .copied()
+                    .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+            }
+            Err(_) => None,
+        };
+        let broken = next.is_err();
+        taken.push(next);
+        if found.is_some() || broken {
+            first = found;
+            break;
+        }
+    }
+    let replay = futures_util::stream::iter(taken).chain(body);
+    (first, Box::pin(replay))
 }
 
 /// The per-attempt body cap of a whole body: `min(max_frame_bytes, max_response_bytes)`.

@@ -370,6 +370,14 @@ wire_enum! {
         InvalidJson => "invalid_json",
         /// `"response_too_large"` (RI).
         ResponseTooLarge => "response_too_large",
+        /// `"refused"` (RI, README D22): a text-mode answer whose only output is a refusal.
+        Refused => "refused",
+        /// `"tool_calls_in_text_mode"` (RI, README D27): a text-mode answer whose only output
+        /// is tool calls; the openai response mode delivers them.
+        ToolCallsInTextMode => "tool_calls_in_text_mode",
+        /// `"malformed_item"` (RI, README D30): an embedding item whose vector is not all
+        /// finite numbers.
+        MalformedItem => "malformed_item",
     }
 }
 
