@@ -128,8 +128,9 @@ pub fn parse_non_stream_value(
     let mut part_warnings = Vec::new();
     let parts = match message.get("content") {
         Some(Value::Array(parts)) => {
-            let read = super::read_content_parts(parts)
-                .ok_or(AccumulateError::Protocol(ProtocolViolation::MessageMalformed))?;
+            let read = super::read_content_parts(parts).ok_or(AccumulateError::Protocol(
+                ProtocolViolation::MessageMalformed,
+            ))?;
             for kind in &read.skipped {
                 part_warnings.push(DialectWarning::UnknownContentPart { kind: kind.clone() });
             }

@@ -117,9 +117,9 @@ impl DialectWarning {
             Self::TrailingSse => format!(
                 "source {source}: a JSON answer was followed by an event-stream trailer (data: [DONE]); the JSON value was used"
             ),
-            Self::ChunkIdChanges => format!(
-                "source {source}: stream chunks carry changing ids; the first id is kept"
-            ),
+            Self::ChunkIdChanges => {
+                format!("source {source}: stream chunks carry changing ids; the first id is kept")
+            }
             Self::UnknownContentPart { kind } => format!(
                 "source {source}: a content part of type {:?} was skipped",
                 cut(kind, FINISH_KEY_CHARS)
