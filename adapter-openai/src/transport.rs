@@ -27,7 +27,11 @@ use reqwest::header::{self, HeaderMap, HeaderValue};
 
 use crate::client::{REQUEST_ID_HEADER, SourceClient, TransportBuildError, TransportOptions};
 use crate::events::{BodyReadError, BodyStream, SseEventStream, json_body_events, read_capped};
-use crate::fault::{Phase, network_fault};
+use crate::fault::{Phase, is_stale_connection, network_fault};
+
+/// Stable `code` of the debug event logged when a stale pooled connection was re-sent on a
+/// fresh one (README D29).
+pub const STALE_CONNECTION_RESENT: &str = "transport.stale_connection_resent";
 
 /// Upper bound of the doctor probe, in seconds (05 R-53: `min(timeout_s, 10 s)`).
 pub const PROBE_MAX_S: f64 = 10.0;
@@ -170,24 +174,39 @@ impl OpenAiTransport {
         let body = serde_json::to_vec(&request.body).map_err(|_| WireFailure::Unsupported {
             what: "request body cannot be serialised",
         })?;
-        let response = client
-            .client
-            .post(client.url(request.endpoint).clone())
-            .headers(client.headers.clone())
-            .header(REQUEST_ID_HEADER, request_id)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| {
-                let fault = network_fault(&e, Phase::Send);
+        let body = bytes::Bytes::from(body);
+        let post = |http: &reqwest::Client| {
+            http.post(client.url(request.endpoint).clone())
+                .headers(client.headers.clone())
+                .header(REQUEST_ID_HEADER, request_id.clone())
+                .body(body.clone())
+                .send()
+        };
+        let failed = |e: &reqwest::Error| {
+            let fault = network_fault(e, Phase::Send);
+            tracing::debug!(
+                source = %request.source.name,
+                call_id = %request.call_id,
+                kind = %fault.kind,
+                "upstream request failed before a status line"
+            );
+            WireFailure::Network(fault)
+        };
+        let response = match post(&client.client).await {
+            Ok(response) => response,
+            // README D29: a pooled connection the server had already closed fails before any
+            // response byte; re-send once, at once, on a fresh connection, inside this attempt.
+            Err(e) if is_stale_connection(&e) => {
                 tracing::debug!(
                     source = %request.source.name,
                     call_id = %request.call_id,
-                    kind = %fault.kind,
-                    "upstream request failed before a status line"
+                    code = STALE_CONNECTION_RESENT,
+                    "connection closed before any response byte; re-sent once on a fresh connection"
                 );
-                WireFailure::Network(fault)
-            })?;
+                post(&client.fresh).await.map_err(|e| failed(&e))?
+            }
+            Err(e) => return Err(failed(&e)),
+        };
         let status = response.status().as_u16();
         if status != 200 {
             tracing::debug!(
@@ -237,7 +256,8 @@ impl OpenAiTransport {
             .headers()
             .get(header::CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let (first, body) = sniff_first_byte(body_stream(response)).await;
+        let sniff_cap = body_limit(self.options.max_frame_bytes, client.max_response_bytes);
+        let (first, body) = sniff_first_byte(body_stream(response), sniff_cap).await;
         let declared_json = declared.as_deref().is_some_and(is_json_content_type);
         let content_type = match first {
             Some(b'{' | b'[') if !declared_json => {
@@ -312,12 +332,18 @@ const SNIFFED_SSE: &str = "text/event-stream";
 /// Reads the body until its first non-whitespace byte (README D20) and gives it back with a
 /// stream that replays the reads taken. `None` when the body ended (or broke) first; the error
 /// is replayed too, so the framer reports it as usual. Whitespace here is the JSON and SSE
-/// blank set (space, tab, CR, LF) plus a leading UTF-8 BOM.
-async fn sniff_first_byte(mut body: BodyStream) -> (Option<u8>, BodyStream) {
+/// blank set (space, tab, CR, LF) plus a leading UTF-8 BOM. At most `cap` bytes of whitespace
+/// are held; past that the declared type stands (the framer then applies its own caps).
+async fn sniff_first_byte(mut body: BodyStream, cap: usize) -> (Option<u8>, BodyStream) {
     let mut taken: Vec<reqwest::Result<bytes::Bytes>> = Vec::new();
     let mut first = None;
     let mut offset_bom = true;
-    while let Some(next) = body.next().await {
+    let mut held = 0_usize;
+    while held <= cap {
+        let Some(next) = body.next().await else {
+            break;
+        };
+        held = held.saturating_add(next.as_ref().map_or(0, bytes::Bytes::len));
         let found = match &next {
             Ok(bytes) => {
                 let mut slice: &[u8] = bytes;
