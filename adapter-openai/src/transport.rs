@@ -20,8 +20,8 @@ use futures_util::StreamExt as _;
 use gateway_ports::config::SourceConfig;
 use gateway_ports::error::WireFailure;
 use gateway_ports::ports::transport::{
-    ChatTransport, EmbeddingTransport, WireBody, WireEventStream, WireRequest, WireResponse,
-    is_json_content_type,
+    ChatTransport, EmbeddingTransport, Endpoint, WireBody, WireEventStream, WireRequest,
+    WireResponse, is_json_content_type,
 };
 use reqwest::header::{self, HeaderMap, HeaderValue};
 
@@ -157,6 +157,55 @@ impl OpenAiTransport {
             .await
             .map_err(|e| WireFailure::Network(network_fault(&e, Phase::Send)))?;
         Ok(response.status().as_u16())
+    }
+
+    /// `GET {base_url}/models` with the answer's body (README D36): like
+    /// [`OpenAiTransport::probe_models`], and the body read up to [`PROBE_BODY_MAX_BYTES`] so the
+    /// doctor can check that the list names the model, or show the server's reason.
+    pub async fn probe_models_answer(
+        &self,
+        source: &SourceConfig,
+    ) -> Result<ProbeAnswer, WireFailure> {
+        let client = self.client(&source.name)?;
+        let mut headers = client.headers.clone();
+        headers.remove(header::CONTENT_TYPE);
+        let request = client
+            .client
+            .get(client.models_url.clone())
+            .headers(headers);
+        probe_send(request, probe_bound(client)).await
+    }
+
+    /// One minimal chat completion for `pgw doctor` (README D36): `max_tokens: 1`, one user
+    /// message, `"stream": false`, the source's model, `HEADERS`, `QUERY` and authentication
+    /// (no `EXTRA_BODY`: a probe must not pay for sampling options). Bounded like
+    /// [`OpenAiTransport::probe_models`]; no admission, breaker or telemetry.
+    pub async fn probe_chat(&self, source: &SourceConfig) -> Result<ProbeAnswer, WireFailure> {
+        let client = self.client(&source.name)?;
+        let body = serde_json::json!({
+            "model": source.model,
+            "messages": [{"role": "user", "content": "ping"}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let request = client
+            .client
+            .post(client.url(Endpoint::ChatCompletions).clone())
+            .headers(client.headers.clone())
+            .body(body.to_string());
+        probe_send(request, probe_bound(client)).await
+    }
+
+    /// One one-word embedding for `pgw doctor` (README D36), bounded like the other probes.
+    pub async fn probe_embedding(&self, source: &SourceConfig) -> Result<ProbeAnswer, WireFailure> {
+        let client = self.client(&source.name)?;
+        let body = serde_json::json!({"model": source.model, "input": ["ping"]});
+        let request = client
+            .client
+            .post(client.url(Endpoint::Embeddings).clone())
+            .headers(client.headers.clone())
+            .body(body.to_string());
+        probe_send(request, probe_bound(client)).await
     }
 
     /// Sends the request and returns the 200 response; any other status is read into
@@ -318,6 +367,62 @@ impl EmbeddingTransport for OpenAiTransport {
     async fn send(&self, request: WireRequest) -> Result<WireBody, WireFailure> {
         let (client, response) = self.exchange(&request).await?;
         self.whole_body(client, response).await
+    }
+}
+
+/// Most bytes of a probe answer's body that are kept (README D36).
+pub const PROBE_BODY_MAX_BYTES: usize = 64 * 1024;
+
+/// What a doctor probe received (README D36): the status and the body, cut at
+/// [`PROBE_BODY_MAX_BYTES`] (UTF-8 with replacement). Judged by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body text, possibly cut.
+    pub body: String,
+}
+
+/// The probe bound: `min(timeout_s, 10 s)` (05 R-53).
+fn probe_bound(client: &SourceClient) -> Duration {
+    let bound_s = if client.timeout_s.is_finite() && client.timeout_s > 0.0 {
+        client.timeout_s.min(PROBE_MAX_S)
+    } else {
+        PROBE_MAX_S
+    };
+    Duration::try_from_secs_f64(bound_s).unwrap_or(Duration::from_secs(10))
+}
+
+/// Sends one probe and reads its answer (status and capped body) within `bound`.
+async fn probe_send(
+    request: reqwest::RequestBuilder,
+    bound: Duration,
+) -> Result<ProbeAnswer, WireFailure> {
+    let read = async {
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| WireFailure::Network(network_fault(&e, Phase::Send)))?;
+        let status = response.status().as_u16();
+        let mut body: Vec<u8> = Vec::new();
+        while let Ok(Some(bytes)) = response.chunk().await {
+            let room = PROBE_BODY_MAX_BYTES.saturating_sub(body.len());
+            body.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+            if body.len() >= PROBE_BODY_MAX_BYTES {
+                break;
+            }
+        }
+        Ok(ProbeAnswer {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    };
+    match tokio::time::timeout(bound, read).await {
+        Ok(result) => result,
+        Err(_) => Err(WireFailure::Network(gateway_ports::NetworkFault::new(
+            gateway_ports::NetworkFaultKind::ReadTimeout,
+            "probe timed out",
+        ))),
     }
 }
 

@@ -426,10 +426,12 @@ async fn after_pick<R: AttemptRunner>(
                     reason = d.failure_reason.as_str(),
                     wait_s,
                     attempt = st.failed_rounds.saturating_add(1),
-                    "{} from {}, held {:.3} s before it is tried again",
+                    "{} from {}, {} rests {:.3} s, attempt {} next",
                     status.map_or_else(|| d.failure_reason.as_str().to_owned(), |s| s.to_string()),
                     d.source,
+                    d.source,
                     wait_s,
+                    st.failed_rounds.saturating_add(1),
                 );
             }
             Ok(None)

@@ -31,7 +31,7 @@ pub use status::SourceStatus;
 pub use wiring::GovernanceComponents;
 
 #[cfg(feature = "openai")]
-pub use adapter_openai::{OpenAiTransport, TransportOptions};
+pub use adapter_openai::{OpenAiTransport, ProbeAnswer, TransportOptions};
 pub use gateway_core::telemetry::telemetry_schema_sql;
 pub use gateway_ports::{
     CachePolicy, CallStats, ChatRequest, EFFORT_ORDER, Effort, EmbedRequest, EmbeddingResponse,
