@@ -176,16 +176,16 @@ pub async fn run(args: ChatArgs) -> u8 {
 
 /// The default call deadline of `pgw chat`, in seconds: a one-shot command must not stay silent
 /// for minutes behind a persistent 429.
-pub const DEFAULT_DEADLINE_S: f64 = 120.0;
+pub const DEFAULT_DEADLINE_S_WHOLE: u64 = 120;
 
 /// The call deadline `pgw chat` sets: `--deadline-s` when given (`0` = none from the command
-/// line), else [`DEFAULT_DEADLINE_S`] unless the scope configures its own `CALL_DEADLINE_S`.
+/// line), else [`DEFAULT_DEADLINE_S_WHOLE`] unless the scope configures its own `CALL_DEADLINE_S`.
 fn call_deadline(
     flag_s: Option<f64>,
     scope_has_deadline: bool,
 ) -> Result<Option<std::time::Duration>, String> {
     match flag_s {
-        Some(s) if s == 0.0 => Ok(None),
+        Some(0.0) => Ok(None),
         Some(s) if s.is_finite() && s > 0.0 => std::time::Duration::try_from_secs_f64(s)
             .map(Some)
             .map_err(|_| format!("--deadline-s {s} is too large")),
@@ -193,7 +193,9 @@ fn call_deadline(
             "--deadline-s must be a number of seconds >= 0 (0 = no limit), got {s}"
         )),
         None if scope_has_deadline => Ok(None),
-        None => Ok(Some(std::time::Duration::from_secs_f64(DEFAULT_DEADLINE_S))),
+        None => Ok(Some(std::time::Duration::from_secs(
+            DEFAULT_DEADLINE_S_WHOLE,
+        ))),
     }
 }
 
@@ -208,22 +210,6 @@ fn describe_failure(report: &Value) -> String {
     format!("{kind}{status}: {message}")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_call_deadline_is_120_s_unless_the_scope_sets_one() {
-        let d = |s: f64| Some(std::time::Duration::from_secs_f64(s));
-        assert_eq!(call_deadline(None, false), Ok(d(120.0)));
-        assert_eq!(call_deadline(None, true), Ok(None));
-        assert_eq!(call_deadline(Some(0.0), false), Ok(None));
-        assert_eq!(call_deadline(Some(5.5), true), Ok(d(5.5)));
-        assert!(call_deadline(Some(-1.0), false).is_err());
-        assert!(call_deadline(Some(f64::NAN), false).is_err());
-    }
-}
-
 fn print_response(response: &LlmResponse) {
     if !response.content.is_empty() {
         out::stdout_line(&response.content);
@@ -232,5 +218,21 @@ fn print_response(response: &LlmResponse) {
         for call in completion.tool_calls() {
             out::stdout_line(&format!("tool_call: {call}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_call_deadline_is_120_s_unless_the_scope_sets_one() {
+        let d = |s: f64| std::time::Duration::try_from_secs_f64(s).ok();
+        assert_eq!(call_deadline(None, false), Ok(d(120.0)));
+        assert_eq!(call_deadline(None, true), Ok(None));
+        assert_eq!(call_deadline(Some(0.0), false), Ok(None));
+        assert_eq!(call_deadline(Some(5.5), true), Ok(d(5.5)));
+        assert!(call_deadline(Some(-1.0), false).is_err());
+        assert!(call_deadline(Some(f64::NAN), false).is_err());
     }
 }

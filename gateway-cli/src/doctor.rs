@@ -188,7 +188,7 @@ async fn probe_one(transport: &OpenAiTransport, source: &SourceConfig, kind: Kin
                 .then(|| openai_model_list(&answer.body))
                 .flatten();
             match list {
-                Some(ids) if ids.iter().any(|id| *id == source.model) => {
+                Some(ids) if ids.contains(&source.model) => {
                     probe.verdict = Verdict::Ok;
                     false
                 }

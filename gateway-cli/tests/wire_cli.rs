@@ -7,7 +7,9 @@
 mod support;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::{Value, json};
 use support::{KEY, Pgw, SimProcess};

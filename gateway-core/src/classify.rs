@@ -565,10 +565,10 @@ pub fn is_insufficient_quota(raw: &str) -> bool {
             if let Some(nested) = error.get("error").and_then(Value::as_object) {
                 objects.push(nested);
             }
-        } else if parsed.as_ref().is_some_and(Value::is_array) {
-            if let Some(obj) = top.as_object() {
-                objects.push(obj);
-            }
+        } else if parsed.as_ref().is_some_and(Value::is_array)
+            && let Some(obj) = top.as_object()
+        {
+            objects.push(obj);
         }
     }
     let fields: Vec<&Value> = objects

@@ -157,15 +157,15 @@ pub fn parse_retry_hint(
         }
     };
 
-    if let Some(v) = first_header(headers, RELAY_HINT_HEADERS[0]) {
-        if let Some(s) = verdict(read_milliseconds(v), RELAY_HINT_HEADERS[0]) {
-            return Some(s);
-        }
+    if let Some(v) = first_header(headers, RELAY_HINT_HEADERS[0])
+        && let Some(s) = verdict(read_milliseconds(v), RELAY_HINT_HEADERS[0])
+    {
+        return Some(s);
     }
-    if let Some(v) = first_header(headers, RELAY_HINT_HEADERS[1]) {
-        if let Some(s) = verdict(read_retry_after(v, wall_now), RELAY_HINT_HEADERS[1]) {
-            return Some(s);
-        }
+    if let Some(v) = first_header(headers, RELAY_HINT_HEADERS[1])
+        && let Some(s) = verdict(read_retry_after(v, wall_now), RELAY_HINT_HEADERS[1])
+    {
+        return Some(s);
     }
 
     let mut resets: Vec<(f64, bool)> = Vec::new();
@@ -247,10 +247,10 @@ fn body_hint(
             .and_then(|t| t.as_str())
             .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"));
         let delay = detail.get("retryDelay").and_then(|d| d.as_str());
-        if let (true, Some(delay)) = (is_retry_info, delay) {
-            if let Some(s) = verdict(read_duration(delay), "retryDelay") {
-                return Some(s);
-            }
+        if let (true, Some(delay)) = (is_retry_info, delay)
+            && let Some(s) = verdict(read_duration(delay), "retryDelay")
+        {
+            return Some(s);
         }
     }
     None

@@ -550,6 +550,7 @@ fn v_45_every_produced_code_maps_to_its_registry_category() {
                                 thinking,
                                 message,
                                 usage_measured: false,
+                                ..AttemptFacts::default()
                             };
                             let verdict = judge_attempt(&facts);
                             if let Some(code) = verdict.reason_code() {
@@ -1373,6 +1374,7 @@ proptest! {
             thinking,
             message: message.as_ref(),
             usage_measured: measured,
+            ..AttemptFacts::default()
         };
         let verdict = judge_attempt(&facts);
         match &verdict {

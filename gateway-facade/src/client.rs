@@ -638,13 +638,11 @@ fn llm_response(governed: Governed) -> LlmResponse {
 /// The chat call-boundary guards, in the order of 20 §11.8 (30 G-25; 05 ). Each
 /// failure is `InvalidArgument` naming the `ChatOptions` field.
 pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
-    if request.response_mode == ResponseMode::OpenAi {
-        if request.structured.is_some() {
-            return Err(GatewayError::invalid_argument(
-                "ChatOptions::response_mode",
-                "openai mode does not support structured output",
-            ));
-        }
+    if request.response_mode == ResponseMode::OpenAi && request.structured.is_some() {
+        return Err(GatewayError::invalid_argument(
+            "ChatOptions::response_mode",
+            "openai mode does not support structured output",
+        ));
     }
     if request.structured.is_some() {
         return Err(GatewayError::invalid_argument(

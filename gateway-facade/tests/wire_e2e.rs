@@ -7,7 +7,9 @@
 
 mod client_support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use client_support::{KEY, map, sim};
 use gateway_ports::{
