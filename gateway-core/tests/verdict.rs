@@ -459,6 +459,9 @@ fn v_45_registry_covers_every_reason_code() {
         (ReasonCode::EmptyResponse, T),
         (ReasonCode::InvalidJson, T),
         (ReasonCode::ResponseTooLarge, RI),
+        (ReasonCode::Refused, RI),             // README D22
+        (ReasonCode::ToolCallsInTextMode, RI), // README D27
+        (ReasonCode::MalformedItem, RI),       // README D30
     ];
     assert_eq!(
         expected.len(),

@@ -908,8 +908,11 @@ pub(crate) struct ContentParts {
 
 /// Reads `content` given as an array of parts (README D21; Mistral's
 /// `[{"type":"thinking","thinking":[{"type":"text","text":…}]},{"type":"text","text":…}]`).
-/// `None` when an element is not an object with a string `type`.
+/// `None` when the array is empty or an element is not an object with a string `type`.
 pub(crate) fn read_content_parts(parts: &[Value]) -> Option<ContentParts> {
+    if parts.is_empty() {
+        return None; // an empty array is not "an array of parts"
+    }
     let mut read = ContentParts::default();
     for part in parts {
         let part = part.as_object()?;
