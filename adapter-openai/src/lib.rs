@@ -21,4 +21,7 @@ pub use client::{
     API_KEY_HEADER, DEFAULT_MAX_ERROR_BODY_BYTES, DEFAULT_MAX_FRAME_BYTES, REQUEST_ID_HEADER,
     TransportBuildError, TransportOptions,
 };
-pub use transport::{OpenAiTransport, PROBE_MAX_S};
+pub use transport::{
+    CONTENT_TYPE_MISMATCH, OpenAiTransport, PROBE_BODY_MAX_BYTES, PROBE_MAX_S, ProbeAnswer,
+    STALE_CONNECTION_RESENT,
+};

@@ -17,6 +17,9 @@ pub const USAGE: u8 = 2;
 pub const CONFIG: u8 = 3;
 /// `pgw doctor`: a source unreachable or refused (05 R-53).
 pub const DOCTOR_SOURCE: u8 = 13;
+/// `pgw doctor`: every source answered, but at least one does not serve its model (its
+/// `/models` lists other models, or the probe said the model is missing; README D36).
+pub const DOCTOR_MODEL_MISSING: u8 = 14;
 /// Ctrl-C: the call was dropped and the client drained with `close()`.
 pub const INTERRUPTED: u8 = 130;
 

@@ -17,6 +17,7 @@ mod envmap;
 mod exit;
 mod ocr;
 mod out;
+mod retry_lines;
 mod sim;
 mod telemetry_cmd;
 
@@ -82,7 +83,10 @@ enum BackendArg {
     Postgres,
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, retry_lines: bool) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, filter};
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         // Configuration warnings are printed by the CLI itself (config::print_warnings); the
         // library's copy of them (target polygateway::config) is shown only with -v.
@@ -94,9 +98,16 @@ fn init_logging(verbose: u8) {
         };
         EnvFilter::new(level)
     });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    // README D26: `pgw chat` in human mode prints one line per retry or wait, at any level.
+    let lines = retry_lines
+        .then_some(retry_lines::RetryLines)
+        .map(|l| l.with_filter(filter::filter_fn(retry_lines::is_retry_event)));
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(lines)
         .try_init();
 }
 
@@ -133,7 +144,8 @@ fn main() -> ExitCode {
             });
         }
     };
-    init_logging(cli.verbose);
+    let retry_lines = matches!(&cli.command, Command::Chat(args) if !args.json);
+    init_logging(cli.verbose, retry_lines);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

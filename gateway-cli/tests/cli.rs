@@ -188,7 +188,8 @@ fn r_51_unknown_scope_word_or_key_exits_3_naming_the_key() {
             "--api-key",
             KEY,
             "--model",
-            "m",
+            // README D36: /models must name the model; the simulator lists `sim-model`.
+            "sim-model",
         ],
         &[("LLM__RETRY__MAX_ATEMPTS", "3")],
     );
@@ -329,7 +330,7 @@ fn r_53_golden_doctor_ok_unreachable_and_config_error() {
             "--api-key",
             KEY,
             "--model",
-            "m",
+            "sim-model",
         ],
         &[],
     );
@@ -372,7 +373,7 @@ fn r_53_golden_doctor_ok_unreachable_and_config_error() {
             "--api-key",
             KEY,
             "--model",
-            "m",
+            "sim-model",
         ],
         &[],
     );

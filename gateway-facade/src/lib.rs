@@ -70,7 +70,7 @@ pub use structured::SchemaOf;
 pub use structured::{DEFAULT_STRUCTURED_MAX_RETRIES, StructuredConfig};
 
 #[cfg(feature = "openai")]
-pub use adapter_openai::{OpenAiTransport, TransportOptions};
+pub use adapter_openai::{OpenAiTransport, ProbeAnswer, TransportOptions};
 pub use gateway_ports::schema::telemetry_schema_sql;
 pub use gateway_ports::{
     CachePolicy, CallStats, ChatRequest, EFFORT_ORDER, Effort, EmbedRequest, EmbeddingResponse,

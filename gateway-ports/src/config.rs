@@ -24,6 +24,11 @@ pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
 pub const DEFAULT_STALL_THRESHOLD_MS: u32 = 1000;
 /// Default admission estimate when `est_tokens` is unset (10 §2.1, chosen).
 pub const DEFAULT_EST_TOKENS: u64 = 1000;
+/// Default idle timeout of a source's pooled connections, in seconds (README D29): below the
+/// 5 s keep-alive of Node and llama.cpp servers, so the client closes an idle connection before
+/// the server does.
+pub const DEFAULT_POOL_IDLE_TIMEOUT_S: f64 = 4.0;
+
 /// Default per-attempt read cap `max_response_bytes`: 64 MiB (05 R-29, 20 §4).
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -145,6 +150,9 @@ pub struct SourceConfig {
     pub auth_style: AuthStyle,
     /// Extra PEM root certificate for this source's HTTP client (05 R-33 `CA_FILE`).
     pub ca_file: Option<PathBuf>,
+    /// Seconds an idle pooled connection is kept before the client closes it (README D29
+    /// `POOL_IDLE_TIMEOUT_S`; default [`DEFAULT_POOL_IDLE_TIMEOUT_S`]).
+    pub pool_idle_timeout_s: f64,
 }
 
 impl Default for SourceConfig {
@@ -174,6 +182,7 @@ impl Default for SourceConfig {
             query: BTreeMap::new(),
             auth_style: AuthStyle::Bearer,
             ca_file: None,
+            pool_idle_timeout_s: DEFAULT_POOL_IDLE_TIMEOUT_S,
         }
     }
 }
@@ -381,6 +390,7 @@ impl fmt::Debug for SourceConfig {
             query,
             auth_style,
             ca_file,
+            pool_idle_timeout_s,
         } = self;
         let query_names: BTreeMap<&str, &str> =
             query.keys().map(|k| (k.as_str(), REDACTED)).collect();
@@ -409,6 +419,7 @@ impl fmt::Debug for SourceConfig {
             .field("query", &query_names)
             .field("auth_style", auth_style)
             .field("ca_file", ca_file)
+            .field("pool_idle_timeout_s", pool_idle_timeout_s)
             .finish()
     }
 }

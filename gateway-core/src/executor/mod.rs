@@ -574,6 +574,8 @@ impl<'a> Judge<'a> {
             thinking: &accumulated.thinking,
             message: accumulated.message.as_ref(),
             usage_measured: accumulated.usage_measured(),
+            refusal: &accumulated.refusal,
+            tool_calls_in_text: accumulated.tool_calls_in_text,
         };
         let delivery = match judge_attempt(&facts) {
             Verdict::Deliver(delivery) => delivery,

@@ -54,7 +54,7 @@ const RESERVED: [&str; 6] = [
 
 /// Per-source FIELD segments of `{SCOPE}__{PROVIDER}__{N}__{FIELD}` in the 20 §4 order
 /// (05 R-33 request-shaping keys included). Public so tools and tests enumerate the same list.
-pub const SOURCE_FIELDS: [&str; 22] = [
+pub const SOURCE_FIELDS: [&str; 23] = [
     "BASE_URL",
     "API_KEY",
     "MODEL",
@@ -77,6 +77,7 @@ pub const SOURCE_FIELDS: [&str; 22] = [
     "CA_FILE",
     "API_KEY_FILE",
     "MAX_RESPONSE_BYTES",
+    "POOL_IDLE_TIMEOUT_S",
 ];
 
 /// Settings field path → key suffix after `{SCOPE}__` (scope and group keys, 20 §5, §7).
@@ -731,6 +732,9 @@ fn parse_source(
     }
     if let Some((k, v)) = get("MAX_RESPONSE_BYTES") {
         src.max_response_bytes = int(k, v, 1)?;
+    }
+    if let Some((k, v)) = get("POOL_IDLE_TIMEOUT_S") {
+        src.pool_idle_timeout_s = positive_float(k, v)?;
     }
     // A3 required fields (§3.4; 05 R-33: API_KEY_FILE counts, AUTH_STYLE=none needs no key).
     let missing = |field: &str| {
