@@ -35,7 +35,7 @@ use crate::attempt::{AttemptRunner, SettleMode, TransportResult};
 use crate::budget::RetryBudget;
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
-use crate::deadline::{resolve_call_deadline, with_deadline};
+use crate::deadline::{deadline_instant, resolve_call_deadline, with_deadline};
 use crate::hedge::HedgeConfig;
 use crate::pacer::{AimdPacer, Pacer};
 use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
@@ -538,7 +538,8 @@ impl Governor {
                 row_call: ctx.row_call(),
                 policy,
                 settle,
-                deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+                deadline_at: deadline
+                    .and_then(|d| deadline_instant(tokio::time::Instant::now(), d)),
                 stream,
             };
             // Boxed once per call (05 R-56): the loop's state machine is ~16 KB, and every
@@ -606,7 +607,7 @@ impl Governor {
             ctx,
             guard,
             deadline,
-            deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+            deadline_at: deadline.and_then(|d| deadline_instant(tokio::time::Instant::now(), d)),
             stream,
             span,
             ended: None,
