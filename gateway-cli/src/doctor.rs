@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Which kind of scope to validate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -104,13 +105,25 @@ async fn probe_all(transport: Arc<OpenAiTransport>, sources: &[SourceConfig]) ->
             let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let (status, error) = match result {
                 Ok(status) => (Some(status), None),
-                Err(e) => (None, Some(e.to_string())),
+                // A failure text may quote the URL or an echoed header: scrub the source's
+                // configured secrets (the IP addresses are what the user is debugging: kept).
+                Err(e) => (
+                    None,
+                    Some(gateway_core::redact::scrub(
+                        &e.to_string(),
+                        &gateway_core::redact::ScrubOptions {
+                            source_key: None,
+                            redact_ips: false,
+                            source: Some(&source),
+                        },
+                    )),
+                ),
             };
             (
                 index,
                 Probe {
                     name: source.name.clone(),
-                    base_url: source.base_url.clone(),
+                    base_url: gateway_ports::redact_url_password(&source.base_url).into_owned(),
                     model: source.model.clone(),
                     status,
                     error,
@@ -161,7 +174,12 @@ pub async fn run(args: DoctorArgs) -> u8 {
     }
     let probes = tokio::select! {
         probes = probe_all(transport, &plan.sources) => probes,
-        _ = tokio::signal::ctrl_c() => return exit::INTERRUPTED,
+        signal = signals::interrupted() => {
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
+        }
     };
     let all_ok = probes.iter().all(Probe::ok);
     if args.json {

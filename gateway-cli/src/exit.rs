@@ -17,7 +17,8 @@ pub const USAGE: u8 = 2;
 pub const CONFIG: u8 = 3;
 /// `pgw doctor`: a source unreachable or refused (05 R-53).
 pub const DOCTOR_SOURCE: u8 = 13;
-/// Ctrl-C: the call was dropped and the client drained with `close()`.
+/// Ctrl-C (SIGINT): the call was dropped and the client drained with `close()`. SIGTERM and
+/// SIGHUP do the same and exit 143 and 129 (`signals::Interrupt::exit_code`).
 pub const INTERRUPTED: u8 = 130;
 
 /// The exit code of a call error by its stable type name (05 R-51). `TransientError` and

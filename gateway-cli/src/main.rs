@@ -15,6 +15,7 @@ mod embed;
 mod envmap;
 mod exit;
 mod out;
+mod signals;
 mod sim;
 
 use std::process::ExitCode;
@@ -134,7 +135,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::INTERNAL);
         }
     };
-    let code = runtime.block_on(dispatch(cli.command));
+    let mut code = runtime.block_on(dispatch(cli.command));
+    // An answer that could not be written (a full disk, /dev/full) is not a success.
+    if code == exit::OK && out::stdout_failed() {
+        code = exit::INTERNAL;
+    }
     // Hung simulator connections and detached cleanup must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     ExitCode::from(code)

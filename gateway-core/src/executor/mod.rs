@@ -234,6 +234,7 @@ enum Stop {
 struct Judge<'a> {
     source_name: &'a str,
     source_key: Option<&'a str>,
+    source: &'a gateway_ports::SourceConfig,
     redact_ips: bool,
     wall_now: std::time::SystemTime,
     mode: ResponseMode,
@@ -254,6 +255,7 @@ impl<'a> Judge<'a> {
         Self {
             source_name: &source.name,
             source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),
+            source,
             redact_ips: executor.options.redact_ips,
             wall_now: executor.options.clock.wall(),
             mode: executor.request.response_mode,
@@ -268,6 +270,7 @@ impl<'a> Judge<'a> {
         ScrubOptions {
             source_key: self.source_key,
             redact_ips: self.redact_ips,
+            source: Some(self.source),
         }
     }
 

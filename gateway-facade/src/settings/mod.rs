@@ -26,7 +26,7 @@ use gateway_ports::config::{
 use gateway_ports::vocab::{ScopeKind, SelectorKind, WaitPolicy};
 use gateway_ports::{ConfigError, ConfigWarning};
 
-pub use env::{EnvMap, SOURCE_FIELDS};
+pub use env::{EnvMap, NON_UTF8_VALUE, SOURCE_FIELDS, process_env};
 
 use gateway_core::hedge::{HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly};
 

@@ -1,0 +1,203 @@
+//! Issue 22: `pgw` under hostile inputs and signals — no secret in any output of a malformed
+//! `.env` or of `pgw doctor`, bounded file reads, non-UTF-8 values refused naming the key,
+//! SIGTERM / SIGHUP handled like SIGINT (drain, exit 143 / 129, one JSON object with `--json`),
+//! and an answer that cannot be written (`/dev/full`) is an error exit.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod support;
+
+use std::os::unix::ffi::OsStrExt as _;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{KEY, Pgw};
+
+const CANARY: &str = "sk-canary-hostile-5d1e77";
+
+fn assert_clean(what: &str, text: &str) {
+    assert!(!text.contains(CANARY), "{what} leaks the canary: {text}");
+    assert!(
+        !text.contains("canary"),
+        "{what} leaks part of the canary: {text}"
+    );
+}
+
+#[test]
+fn issue_22_malformed_env_line_reports_line_and_key_never_the_value() {
+    for line in [
+        format!("LLM__QWEN__1__API_KEY {CANARY}"),
+        format!("LLM__QWEN__1__API_KEY='{CANARY}"),
+        format!("export LLM__QWEN__1__API_KEY=\"{CANARY}\" trailing'"),
+    ] {
+        let pgw = Pgw::new();
+        std::fs::write(
+            pgw.dir.path().join(".env"),
+            format!("# comment\nLLM__QWEN__1__MODEL=m\n{line}\n"),
+        )
+        .unwrap();
+        let (code, stdout, stderr) = pgw.run(&["doctor"], &[]);
+        assert_eq!(code, 3, "{line}: {stdout} {stderr}");
+        assert_clean("stdout", &stdout);
+        assert_clean("stderr", &stderr);
+        assert!(stderr.contains("line 3"), "{line}: {stderr}");
+        assert!(stderr.contains("LLM__QWEN__1__API_KEY"), "{line}: {stderr}");
+        let (code, value, stderr) = pgw.run_json(&["doctor", "--json"], &[]);
+        assert_eq!(code, 3);
+        assert_clean("--json stdout", &value.to_string());
+        assert_clean("--json stderr", &stderr);
+    }
+}
+
+#[test]
+fn issue_22_env_file_dev_zero_fifo_and_huge_files_are_refused_at_once() {
+    let pgw = Pgw::new();
+    let fifo = pgw.dir.path().join("fifo.env");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let huge = pgw.dir.path().join("huge.env");
+    std::fs::write(&huge, "A=".to_owned() + &"x".repeat(2 * 1024 * 1024)).unwrap();
+    for path in [
+        "/dev/zero".to_owned(),
+        fifo.to_string_lossy().into_owned(),
+        huge.to_string_lossy().into_owned(),
+    ] {
+        let started = Instant::now();
+        let mut child = pgw
+            .command()
+            .args(["doctor", "--env-file", &path])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A blocking open of the FIFO would hang: give it 20 s, then fail the test.
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("pgw blocked reading {path}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(status.code(), Some(3), "{path}: {stderr}");
+        assert!(stderr.contains("--env-file"), "{stderr}");
+    }
+}
+
+#[test]
+fn issue_22_non_utf8_value_of_a_known_key_exits_3_naming_it() {
+    let pgw = Pgw::new();
+    let mut cmd = pgw.command();
+    cmd.args(["doctor", "--json", "--no-env-file"])
+        .env("LLM__QWEN__1__BASE_URL", "http://127.0.0.1:9/v1")
+        .env("LLM__QWEN__1__API_KEY", KEY)
+        .env(
+            "LLM__QWEN__1__MODEL",
+            std::ffi::OsStr::from_bytes(b"qwen\xff\xfe"),
+        );
+    let output = cmd.output().unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["error"]["code"], "config.parse", "{value}");
+    assert_eq!(value["error"]["key"], "LLM__QWEN__1__MODEL", "{value}");
+}
+
+#[test]
+fn issue_22_doctor_never_prints_a_base_url_password() {
+    let pgw = Pgw::new();
+    let url = format!("http://user:{CANARY}@127.0.0.1:9/v1");
+    let env = [
+        ("LLM__QWEN__1__BASE_URL", url.as_str()),
+        ("LLM__QWEN__1__API_KEY", KEY),
+        ("LLM__QWEN__1__MODEL", "m"),
+        ("LLM__QWEN__1__TIMEOUT_S", "2"),
+    ];
+    let (code, stdout, stderr) = pgw.run(&["doctor", "--no-env-file", "-vvv"], &env);
+    assert_eq!(code, 13, "{stdout} {stderr}");
+    assert_clean("stdout", &stdout);
+    assert_clean("stderr", &stderr);
+    assert!(stdout.contains("user:<redacted>@127.0.0.1:9"), "{stdout}");
+    let (code, value, stderr) = pgw.run_json(&["doctor", "--json", "--no-env-file"], &env);
+    assert_eq!(code, 13);
+    assert_clean("--json stdout", &value.to_string());
+    assert_clean("--json stderr", &stderr);
+}
+
+#[test]
+fn issue_22_answer_to_a_full_device_is_an_error_exit() {
+    let pgw = Pgw::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let output = pgw
+        .command()
+        .args(["schema-sql", "sqlite"])
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot write"), "{stderr}");
+}
+
+/// `pgw chat --json` against a hanging simulator, interrupted by `signal` once the request is
+/// in flight: exit `code`, one JSON object naming the signal, and the drain message.
+async fn interrupted_chat(signal: &str, code: i32, name: &str) {
+    let script =
+        upstream_sim::script::Script::from_json(include_str!("fixtures/hang.json")).unwrap();
+    let sim = upstream_sim::Sim::start(script).unwrap();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_pgw"))
+        .env_clear()
+        .args(["chat", "--json", "--no-env-file", "--base-url"])
+        .arg(sim.base_url())
+        .args(["--api-key", KEY, "--model", "m", "hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    sim.wait_for_requests(1).await;
+    let pid = child.id().unwrap().to_string();
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "one JSON object: {stdout}");
+    let value: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(value["schema_version"], 1);
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["type"], "Interrupted", "{value}");
+    assert_eq!(value["error"]["signal"], name, "{value}");
+    assert!(stderr.contains("draining"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_22_sigterm_drains_and_exits_143_with_one_json_object() {
+    interrupted_chat("-TERM", 143, "SIGTERM").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_22_sighup_drains_and_exits_129_with_one_json_object() {
+    interrupted_chat("-HUP", 129, "SIGHUP").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_22_sigint_json_prints_one_object_and_exits_130() {
+    interrupted_chat("-INT", 130, "SIGINT").await;
+}
