@@ -45,6 +45,9 @@ pub enum DialectWarning {
     SynthesizedToolId,
     /// A streamed request got a 200 JSON body, judged as a non-stream body (05 R-27).
     JsonBodyOnStream,
+    /// The usage object was implausible (a count above 10^8, cached above prompt, reasoning
+    /// above completion) and was treated as unavailable (issue 22).
+    ImplausibleUsage,
 }
 
 impl DialectWarning {
@@ -56,6 +59,7 @@ impl DialectWarning {
             Self::SplitDataLines => "dialect.sse_split_data_lines",
             Self::SynthesizedToolId => "dialect.tool_synthesized_id",
             Self::JsonBodyOnStream => "dialect.json_body_on_stream",
+            Self::ImplausibleUsage => "dialect.implausible_usage",
         }
     }
 
@@ -71,6 +75,7 @@ impl DialectWarning {
             Self::SplitDataLines => "sse:split_data_lines".to_owned(),
             Self::SynthesizedToolId => "tool:synthesized_id".to_owned(),
             Self::JsonBodyOnStream => "stream:json_body".to_owned(),
+            Self::ImplausibleUsage => "usage:implausible".to_owned(),
         }
     }
 
@@ -94,6 +99,9 @@ impl DialectWarning {
             ),
             Self::JsonBodyOnStream => format!(
                 "source {source}: a streamed request was answered with a JSON body; it was judged as a non-stream body"
+            ),
+            Self::ImplausibleUsage => format!(
+                "source {source}: implausible token usage reported (a count above 100000000, or cached/reasoning above its total); usage treated as unavailable and the estimate settled"
             ),
         }
     }

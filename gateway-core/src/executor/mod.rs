@@ -517,6 +517,13 @@ impl<'a> Judge<'a> {
         for warning in &accumulated.warnings {
             self.warn(warning);
         }
+        if accumulated
+            .usage_raw
+            .as_ref()
+            .is_some_and(crate::accumulate::usage_is_implausible)
+        {
+            self.warn(&crate::accumulate::DialectWarning::ImplausibleUsage);
+        }
         let facts = AttemptFacts {
             mode: self.mode,
             missing_done: self.missing_done,
