@@ -303,6 +303,13 @@ impl GovernorBuilder {
         self
     }
 
+    /// `{SCOPE}__GLOBAL__TPM` (0 = none): calls whose estimate exceeds it fail at once with
+    /// `quota_full` instead of waiting (issue 22).
+    pub fn global_tpm(mut self, tpm: u64) -> Self {
+        self.admission.global_tpm = tpm;
+        self
+    }
+
     /// `CIRCUIT_OPEN` policy.
     pub fn circuit_open(mut self, policy: WaitPolicy) -> Self {
         self.admission.circuit_open = policy;

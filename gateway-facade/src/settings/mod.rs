@@ -478,6 +478,11 @@ fn validate_gateway(
         Some(_) => {}
         None => s.lease_ttl_s = Some(max_timeout + LEASE_GRACE_S),
     }
+    // Issue 22: a global TPM below a source's token estimate admits no call to that source.
+    warnings.extend(gateway_core::config::global_tpm_warnings(
+        &s.sources,
+        s.global_limits.tpm,
+    ));
     // C8 stall window vs TTFT (warning).
     let max_ttft = s
         .sources
