@@ -17,6 +17,7 @@ mod exit;
 mod out;
 mod signals;
 mod sim;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -54,6 +55,9 @@ enum Command {
     // Spec: 05 R-49.
     /// Serve a simulator script (docs/simulator.md); prints the bound address first.
     Sim(sim::SimArgs),
+    /// Fault soak: many calls against in-process faulty simulators with random caller drops;
+    /// prints RSS, in-flight counts and the telemetry ledger check.
+    Soak(soak::SoakArgs),
     // Spec: 05 R-53.
     /// Validate the configuration and probe every source with `GET /models`.
     Doctor(doctor::DoctorArgs),
@@ -99,6 +103,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Chat(args) => chat::run(args).await,
         Command::Embed(args) => embed::run(args).await,
         Command::Sim(args) => sim::run(args).await,
+        Command::Soak(args) => soak::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::SchemaSql { backend } => {
             let backend = match backend {

@@ -201,3 +201,37 @@ async fn issue_22_sighup_drains_and_exits_129_with_one_json_object() {
 async fn issue_22_sigint_json_prints_one_object_and_exits_130() {
     interrupted_chat("-INT", 130, "SIGINT").await;
 }
+
+/// Issue 22: the short soak CI runs — 2 000 calls at concurrency 64 against in-process faulty
+/// simulators, 10 % dropped by the caller: the ledger holds, nothing is in flight after close.
+#[test]
+fn issue_22_short_soak_ledger_holds() {
+    let pgw = Pgw::new();
+    let (code, value, stderr) = pgw.run_json(
+        &[
+            "soak",
+            "--calls",
+            "2000",
+            "--concurrency",
+            "64",
+            "--drop-percent",
+            "10",
+            "--seed",
+            "7",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{value} {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(value["ok"], true, "{value}");
+    assert_eq!(value["ledger"]["holds"], true, "{value}");
+    assert_eq!(value["inflight_after_close"], 0);
+    let n = |k: &str| value[k].as_u64().unwrap();
+    assert_eq!(n("succeeded") + n("failed") + n("dropped"), 2000, "{value}");
+    assert!(n("dropped") > 0, "some calls were dropped: {value}");
+    assert!(
+        value["ledger"]["failed_attempt_rows"].as_u64().unwrap() > 0,
+        "faults were injected: {value}"
+    );
+}
