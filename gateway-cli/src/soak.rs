@@ -1,7 +1,8 @@
 //! `pgw soak`: a fault soak of the whole library against in-process simulators.
 //!
-//! Starts three simulators on ephemeral ports — `healthy_1` and two faulty ones (429, 5xx, a
-//! hang before the head, mid-stream stalls and truncated streams, each with its own fault seed)
+//! Starts three simulators on ephemeral ports, each injecting random faults with its own seed
+//! (per request: 5 % 429, 5 % 503, 2 % a hang before the head, 5 % a 400 ms mid-stream stall,
+//! 5 % a truncated stream)
 //! — assembles one chat scope over them from an environment map with SQLite telemetry, and runs
 //! `--calls` governed calls at `--concurrency`. A `--drop-percent` share of the calls is dropped
 //! by the caller after a random 0–`--drop-max-ms` ms (a caller cancellation). It prints the
@@ -79,7 +80,6 @@ fn soak_scripts(seed: u64) -> Result<[Script; 3], String> {
     let completion = json!({
         "content": "soak answer in five frames", "ttft_ms": 2, "chunks": 5, "inter_chunk_ms": 1
     });
-    let healthy = json!({ "version": 1, "responses": [ { "completion": completion } ] });
     let faulty = |seed: u64| {
         json!({ "version": 1, "responses": [ { "completion": completion } ],
             "faults": { "seed": seed, "p_429": 0.05, "retry_after": "0", "p_5xx": 0.05,
@@ -87,15 +87,15 @@ fn soak_scripts(seed: u64) -> Result<[Script; 3], String> {
                 "stall_ms": 400, "p_truncate": 0.05 } })
     };
     Ok([
-        script(&healthy)?,
         script(&faulty(seed))?,
         script(&faulty(seed.wrapping_add(1)))?,
+        script(&faulty(seed.wrapping_add(2)))?,
     ])
 }
 
 fn soak_env_map(urls: &[String], telemetry: &std::path::Path) -> EnvMap {
     let mut map = EnvMap::new();
-    for (provider, url) in ["HEALTHY", "FAULTY", "FLAKY"].into_iter().zip(urls) {
+    for (provider, url) in ["ALPHA", "BETA", "GAMMA"].into_iter().zip(urls) {
         let key = |field: &str| format!("LLM__{provider}__1__{field}");
         map.insert(key("BASE_URL"), url.clone());
         map.insert(key("API_KEY"), "sk-soak-not-a-secret".to_owned());

@@ -235,3 +235,85 @@ fn issue_22_short_soak_ledger_holds() {
         "faults were injected: {value}"
     );
 }
+
+/// The secret canaries of the sweep, one per secret-bearing key.
+const SWEEP: [(&str, &str); 5] = [
+    ("API_KEY", "sk-cnry-apikey-0001aa"),
+    ("HEADERS", "cnry-header-0002bb"),
+    ("QUERY", "cnry-query-0003cc"),
+    ("BASE_URL password", "cnry-pw-0004dd"),
+    ("PGW_CACHE_SALT", "cnry-salt-0005ee"),
+];
+
+/// Issue 22: the secret sweep. `pgw chat` runs with a canary in every secret-bearing key
+/// against an upstream that echoes every one it was sent (plain, JSON-escaped, as a Bearer
+/// token) in its error bodies; no canary (nor its `cnry` stem) appears on stdout, on stderr with
+/// `RUST_LOG=trace`, or anywhere in the SQLite telemetry file.
+#[test]
+fn issue_22_secret_sweep_finds_no_canary() {
+    // The upstream echoes what it was sent (key, headers, query, URL userinfo); the scope-level
+    // salt never leaves the process, so it is a canary for logs and the file only.
+    let echo: String = SWEEP[..4]
+        .iter()
+        .map(|(_, c)| format!("{c} {} Bearer {c} ", c.replace('-', "\\u002d")))
+        .collect();
+    let body = format!("{{\"error\":{{\"message\":\"echo: {echo}\"}}}}");
+    let response = |status: u16| {
+        serde_json::json!({
+            "status": status,
+            "headers": [["content-type", "application/json"]],
+            "chunks": [{ "text": body }],
+        })
+    };
+    let script = serde_json::json!({
+        "version": 1,
+        "responses": [response(503), response(500), response(401)],
+    });
+    let pgw = Pgw::new();
+    let script_path = pgw.dir.path().join("echo.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let sim = support::SimProcess::start(&script_path);
+    let db = pgw.dir.path().join("sweep.db");
+    let base_url = format!("http://user:{}@{}/v1", SWEEP[3].1, sim.addr);
+    let headers = format!("{{\"x-auth\":\"{}\"}}", SWEEP[1].1);
+    let query = format!("{{\"token\":\"{}\"}}", SWEEP[2].1);
+    let env = [
+        ("LLM__QWEN__1__BASE_URL", base_url.as_str()),
+        ("LLM__QWEN__1__API_KEY", SWEEP[0].1),
+        ("LLM__QWEN__1__MODEL", "m"),
+        ("LLM__QWEN__1__HEADERS", headers.as_str()),
+        ("LLM__QWEN__1__QUERY", query.as_str()),
+        ("LLM__RETRY__BACKOFF_BASE_S", "0.01"),
+        ("LLM__RETRY__BACKOFF_MAX_S", "0.02"),
+        ("PGW_CACHE_SALT", SWEEP[4].1),
+        ("RUST_LOG", "trace"),
+    ];
+    let telemetry = format!("sqlite:{}", db.display());
+    for json in [true, false] {
+        let mut args = vec!["chat", "--no-env-file", "--telemetry", &telemetry];
+        if json {
+            args.push("--json");
+        }
+        args.push("hi");
+        let (code, stdout, stderr) = pgw.run(&args, &env);
+        assert_ne!(code, 0, "the upstream refuses: {stdout} {stderr}");
+        assert!(stderr.len() > 1000, "trace logs were produced");
+        for (key, canary) in SWEEP {
+            assert!(!stdout.contains(canary), "stdout shows {key}: {stdout}");
+            assert!(!stderr.contains(canary), "stderr shows {key}");
+        }
+        assert!(!stdout.contains("cnry"), "stdout: {stdout}");
+        let leaked: Vec<&str> = stderr.lines().filter(|l| l.contains("cnry")).collect();
+        assert!(leaked.is_empty(), "stderr lines with a canary: {leaked:#?}");
+    }
+    let mut bytes = std::fs::read(&db).unwrap();
+    if let Ok(wal) = std::fs::read(pgw.dir.path().join("sweep.db-wal")) {
+        bytes.extend(wal);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("llm_calls"), "the telemetry file was written");
+    for (key, canary) in SWEEP {
+        assert!(!text.contains(canary), "the SQLite file holds {key}");
+    }
+    assert!(!text.contains("cnry"), "the SQLite file holds a canary stem");
+}
