@@ -315,5 +315,8 @@ fn issue_22_secret_sweep_finds_no_canary() {
     for (key, canary) in SWEEP {
         assert!(!text.contains(canary), "the SQLite file holds {key}");
     }
-    assert!(!text.contains("cnry"), "the SQLite file holds a canary stem");
+    assert!(
+        !text.contains("cnry"),
+        "the SQLite file holds a canary stem"
+    );
 }
