@@ -272,11 +272,11 @@ pub(crate) const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// [`MAX_CA_FILE_BYTES`].
 fn read_ca_file(
     source_name: &str,
-    path: &PathBuf,
+    path: &std::path::Path,
 ) -> Result<Vec<reqwest::Certificate>, TransportBuildError> {
     let fail = |reason: String| TransportBuildError::CaFile {
         source_name: source_name.to_owned(),
-        path: path.clone(),
+        path: path.to_path_buf(),
         reason,
     };
     let pem = gateway_ports::files::read_regular_file_capped(path, MAX_CA_FILE_BYTES)

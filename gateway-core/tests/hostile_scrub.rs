@@ -3,7 +3,7 @@
 //! from an echoed body, also when the upstream JSON-escaped it (`sk\u002d…`), and also when the
 //! body was cut inside it.
 
-#![expect(clippy::unwrap_used, reason = "test assertions")]
+#![allow(clippy::unwrap_used, reason = "test assertions")]
 
 use std::collections::BTreeMap;
 

