@@ -293,30 +293,19 @@ fn endpoint_url(base_url: &str, path: &str, query: &BTreeMap<String, String>) ->
 /// error instead of an unbounded read.
 pub(crate) const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Reads at most `limit` bytes of `path`: `Ok(None)` when the file holds more.
-fn read_capped_file(path: &PathBuf, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= limit).then_some(bytes))
-}
-
 /// Reads `CA_FILE` once (05 R-33): a PEM bundle with at least one certificate, at most
 /// [`MAX_CA_FILE_BYTES`].
 fn read_ca_file(
     source_name: &str,
-    path: &PathBuf,
+    path: &std::path::Path,
 ) -> Result<Vec<reqwest::Certificate>, TransportBuildError> {
     let fail = |reason: String| TransportBuildError::CaFile {
         source_name: source_name.to_owned(),
-        path: path.clone(),
+        path: path.to_path_buf(),
         reason,
     };
-    let pem = read_capped_file(path, MAX_CA_FILE_BYTES)
-        .map_err(|e| fail(format!("cannot be read ({})", e.kind())))?
-        .ok_or_else(|| fail(format!("is larger than {MAX_CA_FILE_BYTES} bytes")))?;
+    let pem = gateway_ports::files::read_regular_file_capped(path, MAX_CA_FILE_BYTES)
+        .map_err(|e| fail(e.to_string()))?;
     let certs = reqwest::Certificate::from_pem_bundle(&pem)
         .map_err(|_| fail("is not a PEM certificate file".to_owned()))?;
     if certs.is_empty() {
@@ -463,8 +452,6 @@ mod tests {
     #[test]
     fn r_33_endless_ca_file_is_a_typed_error_not_an_unbounded_read() {
         // Adversarial: `/dev/zero` never ends; the read stops at the cap.
-        let err = read_capped_file(&PathBuf::from("/dev/zero"), 1024).unwrap();
-        assert!(err.is_none());
         let src = SourceConfig {
             ca_file: Some(PathBuf::from("/dev/zero")),
             ..source()
@@ -472,7 +459,7 @@ mod tests {
         let err = SourceClient::build(&src).unwrap_err();
         assert_eq!(err.code(), "source.ca_file");
         assert_eq!(err.field(), Some("CA_FILE"));
-        assert!(err.to_string().contains("larger than"), "{err}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 
     #[test]

@@ -14,6 +14,9 @@
 mod client;
 mod events;
 mod fault;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod sse;
 mod transport;
 

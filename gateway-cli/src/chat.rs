@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Response mode of `pgw chat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -233,10 +234,13 @@ pub async fn run(args: ChatArgs) -> u8 {
     }
     let outcome = tokio::select! {
         outcome = client.chat_outcome(messages, options) => outcome,
-        _ = tokio::signal::ctrl_c() => {
-            out::stderr_line("pgw: interrupted; draining");
+        signal = signals::interrupted() => {
+            out::stderr_line(&format!("pgw: interrupted by {}; draining", signal.name()));
             client.close().await;
-            return exit::INTERRUPTED;
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
         }
     };
     let report = outcome.error_report();

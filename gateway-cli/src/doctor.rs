@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Which kind of scope to validate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -157,9 +158,23 @@ fn reason_of(body: &str, source: &SourceConfig) -> Option<String> {
         &gateway_core::redact::ScrubOptions {
             source_key: key,
             redact_ips: true,
+            source: Some(source),
         },
     );
     (!summary.is_empty()).then_some(summary)
+}
+
+/// A failure text may quote the URL or an echoed header: scrub the source's configured secrets
+/// (the IP addresses are what the user is debugging: kept).
+fn scrub_error(text: &str, source: &SourceConfig) -> String {
+    gateway_core::redact::scrub(
+        text,
+        &gateway_core::redact::ScrubOptions {
+            source_key: None,
+            redact_ips: false,
+            source: Some(source),
+        },
+    )
 }
 
 /// Probes one source (README D36); see the module docs for the steps.
@@ -167,7 +182,7 @@ async fn probe_one(transport: &OpenAiTransport, source: &SourceConfig, kind: Kin
     let started = Instant::now();
     let mut probe = Probe {
         name: source.name.clone(),
-        base_url: source.base_url.clone(),
+        base_url: gateway_ports::redact_url_password(&source.base_url).into_owned(),
         model: source.model.clone(),
         verdict: Verdict::Unreachable,
         probe: ProbeKind::Models,
@@ -180,7 +195,7 @@ async fn probe_one(transport: &OpenAiTransport, source: &SourceConfig, kind: Kin
     let models = transport.probe_models_answer(source).await;
     let fallback = match models {
         Err(e) => {
-            probe.error = Some(e.to_string());
+            probe.error = Some(scrub_error(&e.to_string(), source));
             false
         }
         Ok(answer) => {
@@ -222,7 +237,7 @@ async fn probe_one(transport: &OpenAiTransport, source: &SourceConfig, kind: Kin
             Err(e) => {
                 probe.status = None;
                 probe.verdict = Verdict::Unreachable;
-                probe.error = Some(e.to_string());
+                probe.error = Some(scrub_error(&e.to_string(), source));
             }
             Ok(answer) => {
                 probe.status = Some(answer.status);
@@ -331,7 +346,12 @@ pub async fn run(args: DoctorArgs) -> u8 {
     }
     let probes = tokio::select! {
         probes = probe_all(transport, &plan.sources, args.kind) => probes,
-        _ = tokio::signal::ctrl_c() => return exit::INTERRUPTED,
+        signal = signals::interrupted() => {
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
+        }
     };
     let all_ok = probes.iter().all(Probe::ok);
     let any_unanswered = probes

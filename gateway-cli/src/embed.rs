@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Arguments of `pgw embed`.
 #[derive(Debug, Clone, Args)]
@@ -76,10 +77,13 @@ pub async fn run(args: EmbedArgs) -> u8 {
     let request = EmbedRequest::new(args.texts.clone());
     let result = tokio::select! {
         result = client.embed(request) => result,
-        _ = tokio::signal::ctrl_c() => {
-            out::stderr_line("pgw: interrupted; draining");
+        signal = signals::interrupted() => {
+            out::stderr_line(&format!("pgw: interrupted by {}; draining", signal.name()));
             client.close().await;
-            return exit::INTERRUPTED;
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
         }
     };
     let code = match &result {

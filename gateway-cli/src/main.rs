@@ -18,7 +18,9 @@ mod exit;
 mod ocr;
 mod out;
 mod retry_lines;
+mod signals;
 mod sim;
+mod soak;
 mod telemetry_cmd;
 
 use std::process::ExitCode;
@@ -59,6 +61,9 @@ enum Command {
     // Spec: 05 R-49.
     /// Serve a simulator script (docs/simulator.md); prints the bound address first.
     Sim(sim::SimArgs),
+    /// Fault soak: many calls against in-process faulty simulators with random caller drops;
+    /// prints RSS, in-flight counts and the telemetry ledger check.
+    Soak(soak::SoakArgs),
     // Spec: 05 R-53.
     /// Validate the configuration and probe every source with `GET /models`.
     Doctor(doctor::DoctorArgs),
@@ -118,6 +123,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Embed(args) => embed::run(args).await,
         Command::Ocr(args) => ocr::run(args).await,
         Command::Sim(args) => sim::run(args).await,
+        Command::Soak(args) => soak::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Telemetry(args) => telemetry_cmd::run(args).await,
         Command::SchemaSql { backend } => {
@@ -156,7 +162,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::INTERNAL);
         }
     };
-    let code = runtime.block_on(dispatch(cli.command));
+    let mut code = runtime.block_on(dispatch(cli.command));
+    // An answer that could not be written (a full disk, /dev/full) is not a success.
+    if code == exit::OK && out::stdout_failed() {
+        code = exit::INTERNAL;
+    }
     // Hung simulator connections and detached cleanup must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     ExitCode::from(code)

@@ -474,10 +474,10 @@ async fn r_51_ctrl_c_drops_the_call_and_exits_130() {
     assert!(status.success());
     let output = child.wait_with_output().await.unwrap();
     assert_eq!(output.status.code(), Some(130));
-    assert!(
-        output.stdout.is_empty(),
-        "the dropped call prints nothing on stdout"
-    );
+    // Issue 22: `--json` prints one JSON object also when interrupted (tests/hostile.rs).
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.contains("\"Interrupted\""), "{stdout}");
 }
 
 // ------------------------------------------------------------------ the demo

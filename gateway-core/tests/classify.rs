@@ -373,6 +373,7 @@ fn r_34_key_bearer_and_ips_never_reach_message_or_body_text() {
     let scrub = ScrubOptions {
         source_key: Some("my-own-key-123"),
         redact_ips: true,
+        source: None,
     };
     let cx = ctx().with_scrub(scrub);
     let body =
@@ -396,6 +397,7 @@ fn r_34_key_bearer_and_ips_never_reach_message_or_body_text() {
     let cx = ctx().with_scrub(ScrubOptions {
         source_key: Some("my-own-key-123"),
         redact_ips: false,
+        source: None,
     });
     let c = classify_http(401, &[], body, &cx);
     assert!(c.failure.message.contains("198.51.100.7"));

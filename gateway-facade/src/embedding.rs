@@ -217,6 +217,7 @@ impl EmbedRunner {
             .with_scrub(ScrubOptions {
                 source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),
                 redact_ips: self.redact_ips,
+                source: Some(source),
             });
         // The whole-attempt watchdog (40 S-93 for a non-stream body): `timeout_s`.
         let total = Duration::try_from_secs_f64(source.timeout_s).unwrap_or(Duration::MAX);

@@ -1117,6 +1117,10 @@ impl Accumulated {
         let Some(raw) = &self.usage_raw else {
             return (Usage::default(), UsageSource::Unavailable);
         };
+        if usage_is_implausible(raw) {
+            // Issue 22: nothing of an implausible usage object is kept.
+            return (Usage::default(), UsageSource::Unavailable);
+        }
         let (cached, reasoning) = usage_details(raw);
         let (mut usage, source) = match measured_usage(raw) {
             Some(usage) if salvaged => (usage, UsageSource::Estimated),
@@ -1171,7 +1175,16 @@ fn count(value: Option<&Value>) -> Option<u64> {
 
 /// Measured usage (S-104): `prompt_tokens` and `completion_tokens` both JSON non-negative
 /// integers; with the S-107 details. `None` otherwise (`{}` is not measured).
+///
+/// A usage object that is *implausible* ([`usage_is_plausible`]) is not measured either: it is
+/// treated as unavailable (the attempt settles its estimate, no cost is computed) and the
+/// executor logs one warning per source (issue 22).
 pub fn measured_usage(usage: &Map<String, Value>) -> Option<Usage> {
+    reported_usage(usage).filter(usage_is_plausible)
+}
+
+/// The counts as reported (S-104), before the plausibility check.
+fn reported_usage(usage: &Map<String, Value>) -> Option<Usage> {
     let prompt = count(usage.get("prompt_tokens"))?;
     let completion = count(usage.get("completion_tokens"))?;
     let (cached, reasoning) = usage_details(usage);
@@ -1181,6 +1194,30 @@ pub fn measured_usage(usage: &Map<String, Value>) -> Option<Usage> {
         cached_prompt_tokens: cached,
         reasoning_tokens: reasoning,
     })
+}
+
+/// Largest token count of one attempt taken as measured: 100 000 000 (10^8). No model's
+/// context or output comes near it; a larger count (e.g. `prompt_tokens` = 2^64 − 1) would
+/// poison the TPM window and the cost, so it is refused (issue 22; docs/decisions.md).
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
+
+/// Plausible usage (issue 22): every count at most [`MAX_PLAUSIBLE_TOKENS`], `cached` not above
+/// `prompt_tokens`, `reasoning` not above `completion_tokens`.
+pub fn usage_is_plausible(usage: &Usage) -> bool {
+    let within = |n: u64| n <= MAX_PLAUSIBLE_TOKENS;
+    within(usage.prompt_tokens)
+        && within(usage.completion_tokens)
+        && usage
+            .cached_prompt_tokens
+            .is_none_or(|c| c <= usage.prompt_tokens)
+        && usage
+            .reasoning_tokens
+            .is_none_or(|r| r <= usage.completion_tokens)
+}
+
+/// `true` when `usage` reports both counts as integers but fails [`usage_is_plausible`].
+pub fn usage_is_implausible(usage: &Map<String, Value>) -> bool {
+    reported_usage(usage).is_some_and(|u| !usage_is_plausible(&u))
 }
 
 /// S-107: `(cached_prompt_tokens, reasoning_tokens)` of a usage object.

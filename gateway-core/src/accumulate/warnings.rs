@@ -56,6 +56,9 @@ pub enum DialectWarning {
         /// The part's `type`.
         kind: String,
     },
+    /// The usage object was implausible (a count above 10^8, cached above prompt, reasoning
+    /// above completion) and was treated as unavailable (issue 22).
+    ImplausibleUsage,
 }
 
 impl DialectWarning {
@@ -70,6 +73,7 @@ impl DialectWarning {
             Self::TrailingSse => "dialect:trailing_sse",
             Self::ChunkIdChanges => "dialect:chunk_id_changes",
             Self::UnknownContentPart { .. } => "dialect:content_part_skipped",
+            Self::ImplausibleUsage => "dialect.implausible_usage",
         }
     }
 
@@ -90,6 +94,7 @@ impl DialectWarning {
             Self::UnknownContentPart { kind } => {
                 format!("dialect:content_part:{}", cut(kind, FINISH_KEY_CHARS))
             }
+            Self::ImplausibleUsage => "usage:implausible".to_owned(),
         }
     }
 
@@ -123,6 +128,9 @@ impl DialectWarning {
             Self::UnknownContentPart { kind } => format!(
                 "source {source}: a content part of type {:?} was skipped",
                 cut(kind, FINISH_KEY_CHARS)
+            ),
+            Self::ImplausibleUsage => format!(
+                "source {source}: implausible token usage reported (a count above 100000000, or cached/reasoning above its total); usage treated as unavailable and the estimate settled"
             ),
         }
     }
