@@ -94,11 +94,12 @@ pub enum TransportBuildError {
     },
     /// `TTFT_TIMEOUT_S` / `TIMEOUT_S` is not a finite positive number of seconds (code
     /// `source.watchdog`).
-    #[error("source {source_name}: the connect timeout ({field}) is not a positive duration")]
+    #[error("source {source_name}: {field} is not a positive duration")]
     Timeout {
         /// The source.
         source_name: String,
-        /// `TTFT_TIMEOUT_S` or `TIMEOUT_S`, whichever gave the connect timeout.
+        /// `TTFT_TIMEOUT_S` or `TIMEOUT_S` (whichever gave the connect timeout), or
+        /// `POOL_IDLE_TIMEOUT_S`.
         field: &'static str,
     },
     /// Two sources share a name (code `source.duplicate`).
@@ -168,6 +169,9 @@ impl TransportBuildError {
 #[derive(Clone)]
 pub(crate) struct SourceClient {
     pub(crate) client: Client,
+    /// The same client without connection reuse (README D29): the one immediate re-send after
+    /// a pooled connection turned out closed goes out on a fresh connection.
+    pub(crate) fresh: Client,
     chat_url: Url,
     embeddings_url: Url,
     pub(crate) models_url: Url,
@@ -206,22 +210,42 @@ impl SourceClient {
                 field,
             })?;
 
-        let mut builder = Client::builder()
-            .connect_timeout(connect_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .use_rustls_tls();
-        if !source.trust_env {
-            builder = builder.no_proxy();
-        }
-        if let Some(path) = &source.ca_file {
-            for cert in read_ca_file(&source.name, path)? {
-                builder = builder.add_root_certificate(cert);
+        // README D29: idle pooled connections are closed after `POOL_IDLE_TIMEOUT_S` (default
+        // 4 s, below the 5 s keep-alive of Node and llama.cpp servers).
+        let pool_idle = Duration::try_from_secs_f64(source.pool_idle_timeout_s)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| TransportBuildError::Timeout {
+                source_name: name(),
+                field: "POOL_IDLE_TIMEOUT_S",
+            })?;
+        let certs = match &source.ca_file {
+            Some(path) => read_ca_file(&source.name, path)?,
+            None => Vec::new(),
+        };
+        let build = |reuse: bool| {
+            let mut builder = Client::builder()
+                .connect_timeout(connect_timeout)
+                .redirect(reqwest::redirect::Policy::none())
+                .use_rustls_tls();
+            builder = if reuse {
+                builder.pool_idle_timeout(pool_idle)
+            } else {
+                builder.pool_max_idle_per_host(0)
+            };
+            if !source.trust_env {
+                builder = builder.no_proxy();
             }
-        }
-        let client = builder.build().map_err(|e| TransportBuildError::Client {
-            source_name: name(),
-            detail: e.without_url().to_string(),
-        })?;
+            for cert in &certs {
+                builder = builder.add_root_certificate(cert.clone());
+            }
+            builder.build().map_err(|e| TransportBuildError::Client {
+                source_name: name(),
+                detail: e.without_url().to_string(),
+            })
+        };
+        let client = build(true)?;
+        let fresh = build(false)?;
 
         let url = |path: &str| endpoint_url(&source.base_url, path, &source.query);
         let bad_url = || TransportBuildError::BaseUrl {
@@ -233,6 +257,7 @@ impl SourceClient {
 
         Ok(Self {
             client,
+            fresh,
             chat_url,
             embeddings_url,
             models_url,
@@ -268,30 +293,19 @@ fn endpoint_url(base_url: &str, path: &str, query: &BTreeMap<String, String>) ->
 /// error instead of an unbounded read.
 pub(crate) const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Reads at most `limit` bytes of `path`: `Ok(None)` when the file holds more.
-fn read_capped_file(path: &PathBuf, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= limit).then_some(bytes))
-}
-
 /// Reads `CA_FILE` once (05 R-33): a PEM bundle with at least one certificate, at most
 /// [`MAX_CA_FILE_BYTES`].
 fn read_ca_file(
     source_name: &str,
-    path: &PathBuf,
+    path: &std::path::Path,
 ) -> Result<Vec<reqwest::Certificate>, TransportBuildError> {
     let fail = |reason: String| TransportBuildError::CaFile {
         source_name: source_name.to_owned(),
-        path: path.clone(),
+        path: path.to_path_buf(),
         reason,
     };
-    let pem = read_capped_file(path, MAX_CA_FILE_BYTES)
-        .map_err(|e| fail(format!("cannot be read ({})", e.kind())))?
-        .ok_or_else(|| fail(format!("is larger than {MAX_CA_FILE_BYTES} bytes")))?;
+    let pem = gateway_ports::files::read_regular_file_capped(path, MAX_CA_FILE_BYTES)
+        .map_err(|e| fail(e.to_string()))?;
     let certs = reqwest::Certificate::from_pem_bundle(&pem)
         .map_err(|_| fail("is not a PEM certificate file".to_owned()))?;
     if certs.is_empty() {
@@ -438,8 +452,6 @@ mod tests {
     #[test]
     fn r_33_endless_ca_file_is_a_typed_error_not_an_unbounded_read() {
         // Adversarial: `/dev/zero` never ends; the read stops at the cap.
-        let err = read_capped_file(&PathBuf::from("/dev/zero"), 1024).unwrap();
-        assert!(err.is_none());
         let src = SourceConfig {
             ca_file: Some(PathBuf::from("/dev/zero")),
             ..source()
@@ -447,7 +459,7 @@ mod tests {
         let err = SourceClient::build(&src).unwrap_err();
         assert_eq!(err.code(), "source.ca_file");
         assert_eq!(err.field(), Some("CA_FILE"));
-        assert!(err.to_string().contains("larger than"), "{err}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 
     #[test]

@@ -150,6 +150,49 @@ pub(crate) fn network_fault(err: &reqwest::Error, phase: Phase) -> NetworkFault 
     NetworkFault::new(kind, detail)
 }
 
+/// `true` when `err` says the connection closed before any response byte arrived, on a request
+/// that was sent (README D29; case 041): hyper's "connection closed before message completed",
+/// or a reset / broken pipe / unexpected EOF while the request was in flight — never a connect
+/// failure, a timeout or TLS. Such a request was never answered, so re-sending it is safe.
+pub(crate) fn is_stale_connection(err: &reqwest::Error) -> bool {
+    if err.is_connect() || err.is_timeout() || err.is_status() || err.is_body() {
+        return false;
+    }
+    let mut cur: Option<&(dyn StdError + 'static)> = err.source();
+    let mut depth = 0;
+    while let Some(e) = cur {
+        depth += 1;
+        if depth > 32 {
+            break;
+        }
+        if let Some(h) = e.downcast_ref::<hyper::Error>()
+            && (h.is_incomplete_message() || h.is_canceled())
+        {
+            return true;
+        }
+        if e.downcast_ref::<rustls::Error>().is_some() {
+            return false;
+        }
+        if let Some(io_err) = e.downcast_ref::<io::Error>() {
+            if matches!(
+                io_err.kind(),
+                io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::BrokenPipe
+                    | io::ErrorKind::UnexpectedEof
+                    | io::ErrorKind::ConnectionAborted
+            ) {
+                return true;
+            }
+            if let Some(inner) = io_err.get_ref() {
+                cur = Some(inner);
+                continue;
+            }
+        }
+        cur = e.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,9 @@
 mod client;
 mod events;
 mod fault;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod sse;
 mod transport;
 
@@ -21,4 +24,7 @@ pub use client::{
     API_KEY_HEADER, DEFAULT_MAX_ERROR_BODY_BYTES, DEFAULT_MAX_FRAME_BYTES, REQUEST_ID_HEADER,
     TransportBuildError, TransportOptions,
 };
-pub use transport::{OpenAiTransport, PROBE_MAX_S};
+pub use transport::{
+    CONTENT_TYPE_MISMATCH, OpenAiTransport, PROBE_BODY_MAX_BYTES, PROBE_MAX_S, ProbeAnswer,
+    STALE_CONNECTION_RESENT,
+};

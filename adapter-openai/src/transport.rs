@@ -20,14 +20,18 @@ use futures_util::StreamExt as _;
 use gateway_ports::config::SourceConfig;
 use gateway_ports::error::WireFailure;
 use gateway_ports::ports::transport::{
-    ChatTransport, EmbeddingTransport, WireBody, WireEventStream, WireRequest, WireResponse,
-    is_json_content_type,
+    ChatTransport, EmbeddingTransport, Endpoint, WireBody, WireEventStream, WireRequest,
+    WireResponse, is_json_content_type,
 };
 use reqwest::header::{self, HeaderMap, HeaderValue};
 
 use crate::client::{REQUEST_ID_HEADER, SourceClient, TransportBuildError, TransportOptions};
 use crate::events::{BodyReadError, BodyStream, SseEventStream, json_body_events, read_capped};
-use crate::fault::{Phase, network_fault};
+use crate::fault::{Phase, is_stale_connection, network_fault};
+
+/// Stable `code` of the debug event logged when a stale pooled connection was re-sent on a
+/// fresh one (README D29).
+pub const STALE_CONNECTION_RESENT: &str = "transport.stale_connection_resent";
 
 /// Upper bound of the doctor probe, in seconds (05 R-53: `min(timeout_s, 10 s)`).
 pub const PROBE_MAX_S: f64 = 10.0;
@@ -43,6 +47,9 @@ pub const PROBE_MAX_S: f64 = 10.0;
 pub struct OpenAiTransport {
     clients: HashMap<String, SourceClient>,
     options: TransportOptions,
+    /// `(source, warning code)` pairs already logged (README D20: one warning per source);
+    /// bounded by the number of sources times the few codes.
+    warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<(String, &'static str)>>>,
 }
 
 impl fmt::Debug for OpenAiTransport {
@@ -80,7 +87,31 @@ impl OpenAiTransport {
             }
             clients.insert(source.name.clone(), SourceClient::build(source)?);
         }
-        Ok(Self { clients, options })
+        Ok(Self {
+            clients,
+            options,
+            warned: std::sync::Arc::default(),
+        })
+    }
+
+    /// Logs `code` for `source` once per transport (README D20). Names the declared media type
+    /// (a header value the server chose, never a secret), never body bytes.
+    fn warn_once(&self, source: &str, code: &'static str, declared: Option<&str>) {
+        let first = self
+            .warned
+            .lock()
+            .map(|mut set| set.insert((source.to_owned(), code)))
+            .unwrap_or(false);
+        if first {
+            let declared: String = declared.unwrap_or("(none)").chars().take(64).collect();
+            tracing::warn!(
+                code,
+                source,
+                declared,
+                "{source}: the response body does not match its Content-Type ({declared}); \
+                 read by its first byte ({code})"
+            );
+        }
     }
 
     /// The size options in force.
@@ -128,6 +159,55 @@ impl OpenAiTransport {
         Ok(response.status().as_u16())
     }
 
+    /// `GET {base_url}/models` with the answer's body (README D36): like
+    /// [`OpenAiTransport::probe_models`], and the body read up to [`PROBE_BODY_MAX_BYTES`] so the
+    /// doctor can check that the list names the model, or show the server's reason.
+    pub async fn probe_models_answer(
+        &self,
+        source: &SourceConfig,
+    ) -> Result<ProbeAnswer, WireFailure> {
+        let client = self.client(&source.name)?;
+        let mut headers = client.headers.clone();
+        headers.remove(header::CONTENT_TYPE);
+        let request = client
+            .client
+            .get(client.models_url.clone())
+            .headers(headers);
+        probe_send(request, probe_bound(client)).await
+    }
+
+    /// One minimal chat completion for `pgw doctor` (README D36): `max_tokens: 1`, one user
+    /// message, `"stream": false`, the source's model, `HEADERS`, `QUERY` and authentication
+    /// (no `EXTRA_BODY`: a probe must not pay for sampling options). Bounded like
+    /// [`OpenAiTransport::probe_models`]; no admission, breaker or telemetry.
+    pub async fn probe_chat(&self, source: &SourceConfig) -> Result<ProbeAnswer, WireFailure> {
+        let client = self.client(&source.name)?;
+        let body = serde_json::json!({
+            "model": source.model,
+            "messages": [{"role": "user", "content": "ping"}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let request = client
+            .client
+            .post(client.url(Endpoint::ChatCompletions).clone())
+            .headers(client.headers.clone())
+            .body(body.to_string());
+        probe_send(request, probe_bound(client)).await
+    }
+
+    /// One one-word embedding for `pgw doctor` (README D36), bounded like the other probes.
+    pub async fn probe_embedding(&self, source: &SourceConfig) -> Result<ProbeAnswer, WireFailure> {
+        let client = self.client(&source.name)?;
+        let body = serde_json::json!({"model": source.model, "input": ["ping"]});
+        let request = client
+            .client
+            .post(client.url(Endpoint::Embeddings).clone())
+            .headers(client.headers.clone())
+            .body(body.to_string());
+        probe_send(request, probe_bound(client)).await
+    }
+
     /// Sends the request and returns the 200 response; any other status is read into
     /// `WireFailure::Http` (S-7 outcome 2), a failure before the status is `Network` (outcome 3).
     async fn exchange(
@@ -143,24 +223,39 @@ impl OpenAiTransport {
         let body = serde_json::to_vec(&request.body).map_err(|_| WireFailure::Unsupported {
             what: "request body cannot be serialised",
         })?;
-        let response = client
-            .client
-            .post(client.url(request.endpoint).clone())
-            .headers(client.headers.clone())
-            .header(REQUEST_ID_HEADER, request_id)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| {
-                let fault = network_fault(&e, Phase::Send);
+        let body = bytes::Bytes::from(body);
+        let post = |http: &reqwest::Client| {
+            http.post(client.url(request.endpoint).clone())
+                .headers(client.headers.clone())
+                .header(REQUEST_ID_HEADER, request_id.clone())
+                .body(body.clone())
+                .send()
+        };
+        let failed = |e: &reqwest::Error| {
+            let fault = network_fault(e, Phase::Send);
+            tracing::debug!(
+                source = %request.source.name,
+                call_id = %request.call_id,
+                kind = %fault.kind,
+                "upstream request failed before a status line"
+            );
+            WireFailure::Network(fault)
+        };
+        let response = match post(&client.client).await {
+            Ok(response) => response,
+            // README D29: a pooled connection the server had already closed fails before any
+            // response byte; re-send once, at once, on a fresh connection, inside this attempt.
+            Err(e) if is_stale_connection(&e) => {
                 tracing::debug!(
                     source = %request.source.name,
                     call_id = %request.call_id,
-                    kind = %fault.kind,
-                    "upstream request failed before a status line"
+                    code = STALE_CONNECTION_RESENT,
+                    "connection closed before any response byte; re-sent once on a fresh connection"
                 );
-                WireFailure::Network(fault)
-            })?;
+                post(&client.fresh).await.map_err(|e| failed(&e))?
+            }
+            Err(e) => return Err(failed(&e)),
+        };
         let status = response.status().as_u16();
         if status != 200 {
             tracing::debug!(
@@ -191,14 +286,39 @@ impl OpenAiTransport {
         }
     }
 
-    /// The `Events` response of a streamed 200 (S-8; R-27).
-    fn events(&self, client: &SourceClient, response: reqwest::Response) -> WireResponse {
+    /// The `Events` response of a streamed 200 (S-8; R-27; README D20).
+    ///
+    /// README D20: the declared media type is a first guess; the first non-whitespace byte of
+    /// the body decides. A JSON-typed body that does not start with `{` or `[` is framed as SSE;
+    /// a `text/event-stream` (or untyped) body that starts with `{` is read whole as one JSON
+    /// body. The reported `content_type` is then the effective one (`text/event-stream` or
+    /// `application/json`), so the core judges what was framed, and the rescue logs one
+    /// `dialect:content_type_mismatch` warning per source.
+    async fn events(
+        &self,
+        source_name: &str,
+        client: &SourceClient,
+        response: reqwest::Response,
+    ) -> WireResponse {
         let headers = header_pairs(response.headers());
-        let content_type = response
+        let declared = response
             .headers()
             .get(header::CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let body = body_stream(response);
+        let sniff_cap = body_limit(self.options.max_frame_bytes, client.max_response_bytes);
+        let (first, body) = sniff_first_byte(body_stream(response), sniff_cap).await;
+        let declared_json = declared.as_deref().is_some_and(is_json_content_type);
+        let content_type = match first {
+            Some(b'{' | b'[') if !declared_json => {
+                self.warn_once(source_name, CONTENT_TYPE_MISMATCH, declared.as_deref());
+                Some(SNIFFED_JSON.to_owned())
+            }
+            Some(b) if declared_json && b != b'{' && b != b'[' => {
+                self.warn_once(source_name, CONTENT_TYPE_MISMATCH, declared.as_deref());
+                Some(SNIFFED_SSE.to_owned())
+            }
+            _ => declared,
+        };
         let events: WireEventStream = if content_type.as_deref().is_some_and(is_json_content_type) {
             // R-27: not framed; the whole body becomes one event, read on the first poll so
             // that `send` still resolves at the status line.
@@ -230,7 +350,7 @@ impl ChatTransport for OpenAiTransport {
     async fn send(&self, request: WireRequest) -> Result<WireResponse, WireFailure> {
         let (client, response) = self.exchange(&request).await?;
         if request.stream {
-            Ok(self.events(client, response))
+            Ok(self.events(&request.source.name, client, response).await)
         } else {
             self.whole_body(client, response)
                 .await
@@ -248,6 +368,115 @@ impl EmbeddingTransport for OpenAiTransport {
         let (client, response) = self.exchange(&request).await?;
         self.whole_body(client, response).await
     }
+}
+
+/// Most bytes of a probe answer's body that are kept (README D36).
+pub const PROBE_BODY_MAX_BYTES: usize = 64 * 1024;
+
+/// What a doctor probe received (README D36): the status and the body, cut at
+/// [`PROBE_BODY_MAX_BYTES`] (UTF-8 with replacement). Judged by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body text, possibly cut.
+    pub body: String,
+}
+
+/// The probe bound: `min(timeout_s, 10 s)` (05 R-53).
+fn probe_bound(client: &SourceClient) -> Duration {
+    let bound_s = if client.timeout_s.is_finite() && client.timeout_s > 0.0 {
+        client.timeout_s.min(PROBE_MAX_S)
+    } else {
+        PROBE_MAX_S
+    };
+    Duration::try_from_secs_f64(bound_s).unwrap_or(Duration::from_secs(10))
+}
+
+/// Sends one probe and reads its answer (status and capped body) within `bound`.
+async fn probe_send(
+    request: reqwest::RequestBuilder,
+    bound: Duration,
+) -> Result<ProbeAnswer, WireFailure> {
+    let read = async {
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| WireFailure::Network(network_fault(&e, Phase::Send)))?;
+        let status = response.status().as_u16();
+        let mut body: Vec<u8> = Vec::new();
+        while let Ok(Some(bytes)) = response.chunk().await {
+            let room = PROBE_BODY_MAX_BYTES.saturating_sub(body.len());
+            body.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+            if body.len() >= PROBE_BODY_MAX_BYTES {
+                break;
+            }
+        }
+        Ok(ProbeAnswer {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    };
+    match tokio::time::timeout(bound, read).await {
+        Ok(result) => result,
+        Err(_) => Err(WireFailure::Network(gateway_ports::NetworkFault::new(
+            gateway_ports::NetworkFaultKind::ReadTimeout,
+            "probe timed out",
+        ))),
+    }
+}
+
+/// Stable code of the README D20 warning: the body's first byte contradicted its media type.
+pub const CONTENT_TYPE_MISMATCH: &str = "dialect:content_type_mismatch";
+
+/// The media type reported for a body sniffed as one JSON value (README D20).
+const SNIFFED_JSON: &str = "application/json";
+/// The media type reported for a body sniffed as an event stream (README D20).
+const SNIFFED_SSE: &str = "text/event-stream";
+
+/// Reads the body until its first non-whitespace byte (README D20) and gives it back with a
+/// stream that replays the reads taken. `None` when the body ended (or broke) first; the error
+/// is replayed too, so the framer reports it as usual. Whitespace here is the JSON and SSE
+/// blank set (space, tab, CR, LF) plus a leading UTF-8 BOM. At most `cap` bytes of whitespace
+/// are held; past that the declared type stands (the framer then applies its own caps).
+async fn sniff_first_byte(mut body: BodyStream, cap: usize) -> (Option<u8>, BodyStream) {
+    let mut taken: Vec<reqwest::Result<bytes::Bytes>> = Vec::new();
+    let mut first = None;
+    let mut offset_bom = true;
+    let mut held = 0_usize;
+    while held <= cap {
+        let Some(next) = body.next().await else {
+            break;
+        };
+        held = held.saturating_add(next.as_ref().map_or(0, bytes::Bytes::len));
+        let found = match &next {
+            Ok(bytes) => {
+                let mut slice: &[u8] = bytes;
+                if offset_bom {
+                    // Only the very first bytes of the body may be a BOM.
+                    if let Some(rest) = slice.strip_prefix(b"\xEF\xBB\xBF") {
+                        slice = rest;
+                    }
+                    if !slice.is_empty() {
+                        offset_bom = false;
+                    }
+                }
+                slice
+                    .iter()
+                    .copied()
+                    .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+            }
+            Err(_) => None,
+        };
+        let broken = next.is_err();
+        taken.push(next);
+        if found.is_some() || broken {
+            first = found;
+            break;
+        }
+    }
+    let replay = futures_util::stream::iter(taken).chain(body);
+    (first, Box::pin(replay))
 }
 
 /// The per-attempt body cap of a whole body: `min(max_frame_bytes, max_response_bytes)`.

@@ -429,10 +429,11 @@ async fn case_009_a_tool_without_index_is_delivered_in_openai_d13() {
         "kept raw, never normalised (as 013)"
     );
     assert!(cacheable(ResponseMode::OpenAi, r));
+    // README D27: a text-mode answer whose only output is tool calls.
     fails(
         &sse(&C009_A, TEXT).await,
-        Category::Transient,
-        ReasonCode::EmptyCompletion,
+        Category::ResultInvalid,
+        ReasonCode::ToolCallsInTextMode,
     );
 }
 
@@ -449,10 +450,11 @@ async fn case_009_b_null_index_calls_are_split_by_id_d13() {
     assert_eq!(tools[1]["function"]["name"], "get_time");
     assert_eq!(finish(r), Some("tool_calls"));
     assert!(cacheable(ResponseMode::OpenAi, r));
+    // README D27: a text-mode answer whose only output is tool calls.
     fails(
         &sse(&C009_B, TEXT).await,
-        Category::Transient,
-        ReasonCode::EmptyCompletion,
+        Category::ResultInvalid,
+        ReasonCode::ToolCallsInTextMode,
     );
 }
 
@@ -510,10 +512,11 @@ async fn case_012_missing_tool_id_is_synthesized_d13_s_65() {
     // Deterministic: a second attempt on the same bytes gives the same id.
     let again = sse(&C012, OPENAI).await;
     assert_eq!(message(ok(&again))["tool_calls"][0]["id"], id);
+    // README D27: a text-mode answer whose only output is tool calls.
     fails(
         &sse(&C012, TEXT).await,
-        Category::Transient,
-        ReasonCode::EmptyCompletion,
+        Category::ResultInvalid,
+        ReasonCode::ToolCallsInTextMode,
     );
 }
 
@@ -546,10 +549,11 @@ async fn case_013_tool_calls_with_stop_are_not_normalised_v_30() {
         "{\"location\":\"Seoul\"}"
     );
     assert!(cacheable(ResponseMode::OpenAi, r));
+    // README D27: a text-mode answer whose only output is tool calls.
     fails(
         &sse(&C013, TEXT).await,
-        Category::Transient,
-        ReasonCode::EmptyCompletion,
+        Category::ResultInvalid,
+        ReasonCode::ToolCallsInTextMode,
     );
 }
 

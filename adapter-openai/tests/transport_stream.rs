@@ -269,10 +269,16 @@ async fn r_27_json_body_empty_invalid_too_large_broken() {
                 WireEvent::End,
             ],
         ),
+        // README D20: a JSON-typed body that does not start with `{` or `[` is framed as SSE.
         (
             b"<html>oops</html>",
             "eof",
-            vec![WireEvent::MalformedFrame { len: 17 }, WireEvent::End],
+            vec![
+                WireEvent::Unrecognized {
+                    excerpt: "<html>oops</html>".into(),
+                },
+                WireEvent::End,
+            ],
         ),
         (
             &[b' '; 200],

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Response mode of `pgw chat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +73,10 @@ pub struct ChatArgs {
     /// {SCOPE}__{PROVIDER}__{N}__EFFORT_FALLBACK=nearest.
     #[arg(long, value_name = "LEVEL")]
     pub effort: Option<String>,
+    /// Give up after this many seconds (retries and waits included); 0 = no limit from the
+    /// command line. Default: the scope's CALL_DEADLINE_S when set, else 120.
+    #[arg(long, value_name = "SECONDS")]
+    pub deadline_s: Option<f64>,
     /// Configuration flags.
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -219,12 +224,23 @@ pub async fn run(args: ChatArgs) -> u8 {
     if let Some(level) = effort {
         options = options.reasoning_effort(level);
     }
+    match call_deadline(args.deadline_s, client.plan().call_deadline.is_some()) {
+        Ok(Some(deadline)) => options = options.call_deadline(deadline),
+        Ok(None) => {}
+        Err(e) => {
+            out::stderr_line(&format!("pgw: {e}"));
+            return exit::USAGE;
+        }
+    }
     let outcome = tokio::select! {
         outcome = client.chat_outcome(messages, options) => outcome,
-        _ = tokio::signal::ctrl_c() => {
-            out::stderr_line("pgw: interrupted; draining");
+        signal = signals::interrupted() => {
+            out::stderr_line(&format!("pgw: interrupted by {}; draining", signal.name()));
             client.close().await;
-            return exit::INTERRUPTED;
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
         }
     };
     let report = outcome.error_report();
@@ -250,6 +266,9 @@ pub async fn run(args: ChatArgs) -> u8 {
                 }));
             } else {
                 out::stderr_line(&format!("pgw: {}: {error}", error.type_name()));
+                if let Some(hint) = report.get("retry_after_s").and_then(Value::as_f64) {
+                    out::stderr_line(&format!("pgw: retry after {hint:.3} s"));
+                }
                 if let Some(last) = report.get("last_failure").filter(|v| !v.is_null()) {
                     out::stderr_line(&format!("pgw: last failure: {}", describe_failure(last)));
                 }
@@ -259,6 +278,31 @@ pub async fn run(args: ChatArgs) -> u8 {
     };
     client.close().await;
     code
+}
+
+/// The default call deadline of `pgw chat`, in seconds: a one-shot command must not stay silent
+/// for minutes behind a persistent 429.
+pub const DEFAULT_DEADLINE_S_WHOLE: u64 = 120;
+
+/// The call deadline `pgw chat` sets: `--deadline-s` when given (`0` = none from the command
+/// line), else [`DEFAULT_DEADLINE_S_WHOLE`] unless the scope configures its own `CALL_DEADLINE_S`.
+fn call_deadline(
+    flag_s: Option<f64>,
+    scope_has_deadline: bool,
+) -> Result<Option<std::time::Duration>, String> {
+    match flag_s {
+        Some(0.0) => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => std::time::Duration::try_from_secs_f64(s)
+            .map(Some)
+            .map_err(|_| format!("--deadline-s {s} is too large")),
+        Some(s) => Err(format!(
+            "--deadline-s must be a number of seconds >= 0 (0 = no limit), got {s}"
+        )),
+        None if scope_has_deadline => Ok(None),
+        None => Ok(Some(std::time::Duration::from_secs(
+            DEFAULT_DEADLINE_S_WHOLE,
+        ))),
+    }
 }
 
 /// One human line for an `ErrorReport` JSON (`last_failure`): `Type [HTTP n]: message`.
@@ -284,5 +328,21 @@ fn print_response(response: &LlmResponse) {
         for call in completion.tool_calls() {
             out::stdout_line(&format!("tool_call: {call}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_call_deadline_is_120_s_unless_the_scope_sets_one() {
+        let d = |s: f64| std::time::Duration::try_from_secs_f64(s).ok();
+        assert_eq!(call_deadline(None, false), Ok(d(120.0)));
+        assert_eq!(call_deadline(None, true), Ok(None));
+        assert_eq!(call_deadline(Some(0.0), false), Ok(None));
+        assert_eq!(call_deadline(Some(5.5), true), Ok(d(5.5)));
+        assert!(call_deadline(Some(-1.0), false).is_err());
+        assert!(call_deadline(Some(f64::NAN), false).is_err());
     }
 }

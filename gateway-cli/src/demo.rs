@@ -37,6 +37,7 @@ use upstream_sim::{Sim, SimHandle};
 use crate::config::{self, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// The model every demo source is configured with.
 pub const DEMO_MODEL: &str = "sim-model";
@@ -744,12 +745,15 @@ async fn run_phase(
     let started = Instant::now();
     let facts = tokio::select! {
         facts = run_workload(&client, args.calls, args.concurrency, &bar) => facts,
-        _ = tokio::signal::ctrl_c() => {
+        signal = signals::interrupted() => {
             bar.abandon();
-            out::stderr_line("pgw demo: interrupted; draining");
+            out::stderr_line(&format!("pgw demo: interrupted by {}; draining", signal.name()));
             client.close().await;
             sims.shutdown();
-            return Err(Stopped(exit::INTERRUPTED));
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return Err(Stopped(signal.exit_code()));
         }
     };
     let elapsed_s = started.elapsed().as_secs_f64();

@@ -1,9 +1,20 @@
-//! `pgw doctor` (05 R-53): validates a scope (stages A–F), prints every warning, then sends
-//! `GET {base_url}/models` to each source through `OpenAiTransport::probe_models`, bounded by
-//! `min(timeout_s, 10 s)` — no admission, no breaker, no telemetry.
+//! `pgw doctor` (05 R-53; README D36): validates a scope (stages A–F), prints every warning, then
+//! probes each source, bounded by `min(timeout_s, 10 s)` — no admission, no breaker, no
+//! telemetry:
 //!
-//! Exit 0 when every source answered 2xx, 3 on a configuration error, 13 when a source was
-//! unreachable or refused (any other status). `--json` prints one object with `schema_version`.
+//! 1. `GET {base_url}/models`: an OpenAI-shaped list (`{"data": [{"id": …}, …]}`) that names the
+//!    source's model → ok; a list without it → `model_missing`, naming the model and the listed
+//!    ones;
+//! 2. a 404 or a 2xx that is not an OpenAI list (mocks and proxies without a standard
+//!    `/models`) → one minimal request instead: a chat completion with `max_tokens: 1` (chat
+//!    scopes) or a one-word embedding (embedding scopes), judged by its status; the output says
+//!    which probe was used;
+//! 3. any other status → refused. A refusal shows the server's reason (the body's summary,
+//!    scrubbed of the key, bearer tokens and IP addresses).
+//!
+//! Exit 0 when every source is ok, 3 on a configuration error, 13 when a source was unreachable
+//! or refused, 14 when every source answered but at least one does not serve its model.
+//! `--json` prints one object with `schema_version`.
 
 use std::sync::Arc;
 
@@ -19,6 +30,7 @@ use tokio::time::Instant;
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Which kind of scope to validate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -45,29 +57,210 @@ pub struct DoctorArgs {
     pub config: ConfigArgs,
 }
 
+/// What one source's probe concluded (README D36).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// The source serves the model.
+    Ok,
+    /// The source answered, but does not serve the model.
+    ModelMissing,
+    /// The source answered with a status that refuses the probe.
+    Refused,
+    /// No answer (connect, TLS, timeout).
+    Unreachable,
+}
+
+impl Verdict {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ModelMissing => "model_missing",
+            Self::Refused => "refused",
+            Self::Unreachable => "unreachable",
+        }
+    }
+}
+
+/// Which probe decided (README D36).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeKind {
+    /// `GET /models`.
+    Models,
+    /// `POST /chat/completions` with `max_tokens: 1`.
+    Chat,
+    /// `POST /embeddings` with one word.
+    Embedding,
+}
+
+impl ProbeKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Models => "models",
+            Self::Chat => "chat",
+            Self::Embedding => "embedding",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Models => "GET /models",
+            Self::Chat => "POST /chat/completions (max_tokens 1; no standard /models)",
+            Self::Embedding => "POST /embeddings (one word; no standard /models)",
+        }
+    }
+}
+
+/// Most listed model names kept in the output.
+const LISTED_MAX: usize = 20;
+
 /// One source's probe result.
 #[derive(Debug, Clone)]
 struct Probe {
     name: String,
     base_url: String,
     model: String,
+    verdict: Verdict,
+    probe: ProbeKind,
     status: Option<u16>,
     error: Option<String>,
+    /// The server's reason on a refusal or a missing model (scrubbed summary of the body).
+    reason: Option<String>,
+    /// The models `/models` listed when it did not name this one.
+    listed: Option<Vec<String>>,
     latency_ms: u64,
 }
 
 impl Probe {
     fn ok(&self) -> bool {
-        self.status.is_some_and(|s| (200..300).contains(&s))
+        self.verdict == Verdict::Ok
     }
 
     fn verdict(&self) -> &'static str {
-        match self.status {
-            Some(s) if (200..300).contains(&s) => "ok",
-            Some(_) => "refused",
-            None => "unreachable",
+        self.verdict.as_str()
+    }
+}
+
+/// The model ids of an OpenAI-shaped list (`{"data": [{"id": "…"}, …]}`), `None` for any other
+/// shape.
+fn openai_model_list(body: &str) -> Option<Vec<String>> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    let data = value.get("data")?.as_array()?;
+    data.iter()
+        .map(|item| item.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// The server's reason, scrubbed of secrets (05 R-34) and capped like a body summary.
+fn reason_of(body: &str, source: &SourceConfig) -> Option<String> {
+    let key = source.api_key.as_ref().map(|k| k.expose_secret().as_str());
+    let summary = gateway_core::redact::scrubbed_summary(
+        body,
+        &gateway_core::redact::ScrubOptions {
+            source_key: key,
+            redact_ips: true,
+            source: Some(source),
+        },
+    );
+    (!summary.is_empty()).then_some(summary)
+}
+
+/// A failure text may quote the URL or an echoed header: scrub the source's configured secrets
+/// (the IP addresses are what the user is debugging: kept).
+fn scrub_error(text: &str, source: &SourceConfig) -> String {
+    gateway_core::redact::scrub(
+        text,
+        &gateway_core::redact::ScrubOptions {
+            source_key: None,
+            redact_ips: false,
+            source: Some(source),
+        },
+    )
+}
+
+/// Probes one source (README D36); see the module docs for the steps.
+async fn probe_one(transport: &OpenAiTransport, source: &SourceConfig, kind: KindArg) -> Probe {
+    let started = Instant::now();
+    let mut probe = Probe {
+        name: source.name.clone(),
+        base_url: gateway_ports::redact_url_password(&source.base_url).into_owned(),
+        model: source.model.clone(),
+        verdict: Verdict::Unreachable,
+        probe: ProbeKind::Models,
+        status: None,
+        error: None,
+        reason: None,
+        listed: None,
+        latency_ms: 0,
+    };
+    let models = transport.probe_models_answer(source).await;
+    let fallback = match models {
+        Err(e) => {
+            probe.error = Some(scrub_error(&e.to_string(), source));
+            false
+        }
+        Ok(answer) => {
+            probe.status = Some(answer.status);
+            let list = (200..300)
+                .contains(&answer.status)
+                .then(|| openai_model_list(&answer.body))
+                .flatten();
+            match list {
+                Some(ids) if ids.contains(&source.model) => {
+                    probe.verdict = Verdict::Ok;
+                    false
+                }
+                Some(ids) => {
+                    probe.verdict = Verdict::ModelMissing;
+                    probe.listed = Some(ids.into_iter().take(LISTED_MAX).collect());
+                    false
+                }
+                None if answer.status == 404 || (200..300).contains(&answer.status) => true,
+                None => {
+                    probe.verdict = Verdict::Refused;
+                    probe.reason = reason_of(&answer.body, source);
+                    false
+                }
+            }
+        }
+    };
+    if fallback {
+        // OCR scopes never get here: they probe `GET /health` (`run` returns before).
+        probe.probe = match kind {
+            KindArg::Chat | KindArg::Ocr => ProbeKind::Chat,
+            KindArg::Embedding => ProbeKind::Embedding,
+        };
+        let answer = match kind {
+            KindArg::Chat | KindArg::Ocr => transport.probe_chat(source).await,
+            KindArg::Embedding => transport.probe_embedding(source).await,
+        };
+        match answer {
+            Err(e) => {
+                probe.status = None;
+                probe.verdict = Verdict::Unreachable;
+                probe.error = Some(scrub_error(&e.to_string(), source));
+            }
+            Ok(answer) => {
+                probe.status = Some(answer.status);
+                probe.verdict = if (200..300).contains(&answer.status) {
+                    Verdict::Ok
+                } else if matches!(answer.status, 400 | 404 | 422)
+                    && gateway_core::classify::contains_marker(
+                        &answer.body,
+                        &gateway_core::classify::MODEL_MISSING_MARKERS,
+                    )
+                {
+                    Verdict::ModelMissing
+                } else {
+                    Verdict::Refused
+                };
+                if probe.verdict != Verdict::Ok {
+                    probe.reason = reason_of(&answer.body, source);
+                }
+            }
         }
     }
+    probe.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    probe
 }
 
 /// The environment key of a transport-build error's field (`{SCOPE}__{PROVIDER}__{N}__{FIELD}`).
@@ -97,30 +290,15 @@ pub(crate) fn plan_for(args: &DoctorArgs, scope: &str) -> Result<ClientPlan, Con
     }
 }
 
-async fn probe_all(transport: Arc<OpenAiTransport>, sources: &[SourceConfig]) -> Vec<Probe> {
+async fn probe_all(
+    transport: Arc<OpenAiTransport>,
+    sources: &[SourceConfig],
+    kind: KindArg,
+) -> Vec<Probe> {
     let mut tasks = tokio::task::JoinSet::new();
     for (index, source) in sources.iter().cloned().enumerate() {
         let transport = Arc::clone(&transport);
-        tasks.spawn(async move {
-            let started = Instant::now();
-            let result = transport.probe_models(&source).await;
-            let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let (status, error) = match result {
-                Ok(status) => (Some(status), None),
-                Err(e) => (None, Some(e.to_string())),
-            };
-            (
-                index,
-                Probe {
-                    name: source.name.clone(),
-                    base_url: source.base_url.clone(),
-                    model: source.model.clone(),
-                    status,
-                    error,
-                    latency_ms,
-                },
-            )
-        });
+        tasks.spawn(async move { (index, probe_one(&transport, &source, kind).await) });
     }
     let mut probes: Vec<(usize, Probe)> = Vec::with_capacity(sources.len());
     while let Some(joined) = tasks.join_next().await {
@@ -167,10 +345,18 @@ pub async fn run(args: DoctorArgs) -> u8 {
         config::print_warnings(&plan.warnings);
     }
     let probes = tokio::select! {
-        probes = probe_all(transport, &plan.sources) => probes,
-        _ = tokio::signal::ctrl_c() => return exit::INTERRUPTED,
+        probes = probe_all(transport, &plan.sources, args.kind) => probes,
+        signal = signals::interrupted() => {
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
+        }
     };
     let all_ok = probes.iter().all(Probe::ok);
+    let any_unanswered = probes
+        .iter()
+        .any(|p| matches!(p.verdict, Verdict::Refused | Verdict::Unreachable));
     if args.json {
         let sources: Vec<Value> = probes
             .iter()
@@ -180,8 +366,11 @@ pub async fn run(args: DoctorArgs) -> u8 {
                     "base_url": p.base_url,
                     "model": p.model,
                     "verdict": p.verdict(),
+                    "probe": p.probe.as_str(),
                     "http_status": p.status,
                     "error": p.error,
+                    "reason": p.reason,
+                    "models_listed": p.listed,
                     "latency_ms": p.latency_ms,
                 })
             })
@@ -195,17 +384,32 @@ pub async fn run(args: DoctorArgs) -> u8 {
         }));
     } else {
         for p in &probes {
-            let detail = match (&p.status, &p.error) {
+            let mut detail = match (&p.status, &p.error) {
                 (Some(s), _) => format!("HTTP {s}"),
                 (None, Some(e)) => e.clone(),
                 (None, None) => String::new(),
             };
+            if let Some(listed) = &p.listed {
+                detail.push_str(&format!(
+                    "; model {} is not listed; the server lists: {}",
+                    p.model,
+                    if listed.is_empty() {
+                        "(none)".to_owned()
+                    } else {
+                        listed.join(", ")
+                    }
+                ));
+            }
+            if let Some(reason) = &p.reason {
+                detail.push_str(&format!("; the server says: {reason}"));
+            }
             out::stdout_line(&format!(
-                "{} {} ({}, model {}): GET /models → {} in {} ms",
+                "{} {} ({}, model {}): {} → {} in {} ms",
                 p.verdict(),
                 p.name,
                 p.base_url,
                 p.model,
+                p.probe.describe(),
                 detail,
                 p.latency_ms
             ));
@@ -213,14 +417,28 @@ pub async fn run(args: DoctorArgs) -> u8 {
     }
     if all_ok {
         exit::OK
-    } else {
+    } else if any_unanswered {
         exit::DOCTOR_SOURCE
+    } else {
+        exit::DOCTOR_MODEL_MISSING
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn d36_openai_model_list_shape() {
+        assert_eq!(
+            openai_model_list(r#"{"object":"list","data":[{"id":"a"},{"id":"b"}]}"#),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
+        assert_eq!(openai_model_list(r#"{"data":[]}"#), Some(vec![]));
+        assert_eq!(openai_model_list(r#"{"models":[{"name":"a"}]}"#), None);
+        assert_eq!(openai_model_list(r#"{"data":[{"name":"a"}]}"#), None);
+        assert_eq!(openai_model_list("<html>"), None);
+    }
 
     #[test]
     fn r_53_transport_errors_name_the_source_key() {

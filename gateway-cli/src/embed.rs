@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Arguments of `pgw embed`.
 #[derive(Debug, Clone, Args)]
@@ -35,6 +36,29 @@ pub fn success_json(response: &EmbeddingResponse) -> Value {
     })
 }
 
+/// The success JSON text of `pgw embed --json`, serialised straight from the response so that
+/// every vector value is printed as the f32 the server sent (`0.1`, never the widened
+/// `0.10000000149011612` a `serde_json::Value` would hold).
+pub fn success_json_text(response: &EmbeddingResponse) -> String {
+    #[derive(serde::Serialize)]
+    struct Success<'a> {
+        schema_version: u32,
+        ok: bool,
+        response: &'a EmbeddingResponse,
+    }
+    serde_json::to_string(&Success {
+        schema_version: SCHEMA_VERSION,
+        ok: true,
+        response,
+    })
+    .unwrap_or_else(|_| success_json(response).to_string())
+}
+
+/// One vector as a JSON array of f32 values in their shortest form (`[0.1,-0.25]`).
+fn vector_line(vector: &[f32]) -> String {
+    serde_json::to_string(vector).unwrap_or_default()
+}
+
 /// Runs `pgw embed`; returns the exit code.
 pub async fn run(args: EmbedArgs) -> u8 {
     let scope = args.config.scope_or("EMBED");
@@ -53,16 +77,19 @@ pub async fn run(args: EmbedArgs) -> u8 {
     let request = EmbedRequest::new(args.texts.clone());
     let result = tokio::select! {
         result = client.embed(request) => result,
-        _ = tokio::signal::ctrl_c() => {
-            out::stderr_line("pgw: interrupted; draining");
+        signal = signals::interrupted() => {
+            out::stderr_line(&format!("pgw: interrupted by {}; draining", signal.name()));
             client.close().await;
-            return exit::INTERRUPTED;
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
         }
     };
     let code = match &result {
         Ok(response) => {
             if args.json {
-                out::stdout_json(&success_json(response));
+                out::stdout_line(&success_json_text(response));
             } else {
                 out::stderr_line(&format!(
                     "pgw: {} vectors of dimension {} from {}",
@@ -71,7 +98,7 @@ pub async fn run(args: EmbedArgs) -> u8 {
                     response.source_name
                 ));
                 for vector in &response.vectors {
-                    out::stdout_line(&json!(vector).to_string());
+                    out::stdout_line(&vector_line(vector));
                 }
             }
             exit::OK
@@ -91,4 +118,14 @@ pub async fn run(args: EmbedArgs) -> u8 {
     };
     client.close().await;
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_print_as_the_f32_sent() {
+        assert_eq!(vector_line(&[0.1, -0.25, 1.0]), "[0.1,-0.25,1.0]");
+    }
 }

@@ -38,22 +38,79 @@ pub fn base_map(choice: &EnvFileChoice) -> Result<EnvMap, ConfigError> {
             read_env_file(&path, origin, &mut map)?;
         }
     }
-    for (key, value) in std::env::vars_os() {
-        if let (Some(k), Some(v)) = (key.to_str(), value.to_str()) {
-            map.insert(k.to_owned(), v.to_owned());
-        }
-    }
+    // Non-UTF-8 values are kept as a marker the settings refuse for known keys.
+    map.extend(polygateway::process_env());
     Ok(map)
+}
+
+/// Largest `.env` file read, in bytes (1 MiB): a larger file, or a FIFO or device
+/// (`--env-file /dev/zero`), is a `cli.env_file` error instead of an unbounded read.
+pub const MAX_ENV_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The key of a `.env` line (`KEY=…`, `export KEY=…`, or the first word of a line without `=`),
+/// when it looks like one; never the value.
+fn line_key(line: &str) -> Option<&str> {
+    let line = line.trim_start();
+    let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+    let key = line.split(['=', ' ', '\t']).next()?.trim();
+    let ok = !key.is_empty()
+        && key.len() <= 128
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+    ok.then_some(key)
+}
+
+/// Where a `.env` problem is, without any value: `line N` or `line N (key KEY)`.
+fn line_place(number: usize, line: &str) -> String {
+    match line_key(line) {
+        Some(key) => format!("line {number} (key {key})"),
+        None => format!("line {number}"),
+    }
 }
 
 fn read_env_file(path: &Path, origin: &str, map: &mut EnvMap) -> Result<(), ConfigError> {
     let shown = path.display();
-    let iter = dotenvy::from_path_iter(path).map_err(|e| {
-        ConfigError::new("cli.env_file", origin, format!("cannot read {shown}: {e}"))
-    })?;
-    for item in iter {
-        let (key, value) = item.map_err(|e| {
-            ConfigError::new("cli.env_file", origin, format!("cannot parse {shown}: {e}"))
+    let fail = |detail: String| ConfigError::new("cli.env_file", origin, detail);
+    let bytes = gateway_ports::files::read_regular_file_capped(path, MAX_ENV_FILE_BYTES)
+        .map_err(|e| fail(format!("{shown} {e}")))?;
+    // Non-UTF-8 is reported by line and key, never dropped silently and never echoed.
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let raw = e.as_bytes();
+            let number = 1 + raw[..valid].iter().filter(|&&b| b == b'\n').count();
+            let start = raw[..valid]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let head = String::from_utf8_lossy(&raw[start..valid]);
+            return Err(fail(format!(
+                "{shown}: {} is not valid UTF-8",
+                line_place(number, &head)
+            )));
+        }
+    };
+    for item in dotenvy::from_read_iter(std::io::Cursor::new(text.as_bytes())) {
+        let (key, value) = item.map_err(|e| match e {
+            // The parser's message quotes the whole line, value included: report where it is.
+            dotenvy::Error::LineParse(line, _) => {
+                let first = line.lines().next().unwrap_or_default();
+                let number = text
+                    .find(line.as_str())
+                    .map_or(0, |at| 1 + text[..at].matches('\n').count());
+                let place = if number == 0 {
+                    line_place(0, first).replacen("line 0", "a line", 1)
+                } else {
+                    line_place(number, first)
+                };
+                fail(format!("cannot parse {shown}: {place} is malformed"))
+            }
+            dotenvy::Error::EnvVar(_) => fail(format!(
+                "cannot parse {shown}: a variable substitution could not be resolved"
+            )),
+            _ => fail(format!("cannot read {shown}")),
         })?;
         map.insert(key, value);
     }

@@ -17,7 +17,11 @@ pub const USAGE: u8 = 2;
 pub const CONFIG: u8 = 3;
 /// `pgw doctor`: a source unreachable or refused (05 R-53).
 pub const DOCTOR_SOURCE: u8 = 13;
-/// Ctrl-C: the call was dropped and the client drained with `close()`.
+/// `pgw doctor`: every source answered, but at least one does not serve its model (its
+/// `/models` lists other models, or the probe said the model is missing; README D36).
+pub const DOCTOR_MODEL_MISSING: u8 = 14;
+/// Ctrl-C (SIGINT): the call was dropped and the client drained with `close()`. SIGTERM and
+/// SIGHUP do the same and exit 143 and 129 (`signals::Interrupt::exit_code`).
 pub const INTERRUPTED: u8 = 130;
 
 /// The exit code of a call error by its stable type name (05 R-51). `TransientError` and

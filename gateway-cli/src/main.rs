@@ -18,7 +18,10 @@ mod envmap;
 mod exit;
 mod ocr;
 mod out;
+mod retry_lines;
+mod signals;
 mod sim;
+mod soak;
 mod status;
 mod telemetry_cmd;
 
@@ -65,6 +68,9 @@ enum Command {
     // Spec: 05 R-49.
     /// Serve a simulator script (docs/simulator.md); prints the bound address first.
     Sim(sim::SimArgs),
+    /// Fault soak: many calls against in-process faulty simulators with random caller drops;
+    /// prints RSS, in-flight counts and the telemetry ledger check.
+    Soak(soak::SoakArgs),
     // Spec: 05 R-53.
     /// Validate the configuration and probe every source with `GET /models`.
     // Doctor sends no call and writes no telemetry: these flags would mean nothing here.
@@ -101,7 +107,10 @@ enum BackendArg {
     Postgres,
 }
 
-fn init_logging(verbose: u8, quiet: bool) {
+fn init_logging(verbose: u8, quiet: bool, retry_lines: bool) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, filter};
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         // Configuration warnings are printed by the CLI itself (config::print_warnings); the
         // library's copy of them (target polygateway::config) is shown only with -v.
@@ -114,11 +123,18 @@ fn init_logging(verbose: u8, quiet: bool) {
         };
         EnvFilter::new(level)
     });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // No colour codes in files, pipes and CI logs.
         .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(filter);
+    // README D26: `pgw chat` in human mode prints one line per retry or wait, at any level.
+    let lines = retry_lines
+        .then_some(retry_lines::RetryLines)
+        .map(|l| l.with_filter(filter::filter_fn(retry_lines::is_retry_event)));
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(lines)
         .try_init();
 }
 
@@ -129,6 +145,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Embed(args) => embed::run(args).await,
         Command::Ocr(args) => ocr::run(args).await,
         Command::Sim(args) => sim::run(args).await,
+        Command::Soak(args) => soak::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Telemetry(args) => telemetry_cmd::run(args).await,
         Command::Status(args) => status::run(args).await,
@@ -156,7 +173,8 @@ fn main() -> ExitCode {
             });
         }
     };
-    init_logging(cli.verbose, cli.quiet);
+    let retry_lines = matches!(&cli.command, Command::Chat(args) if !args.json);
+    init_logging(cli.verbose, cli.quiet, retry_lines);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -167,7 +185,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::INTERNAL);
         }
     };
-    let code = runtime.block_on(dispatch(cli.command));
+    let mut code = runtime.block_on(dispatch(cli.command));
+    // An answer that could not be written (a full disk, /dev/full) is not a success.
+    if code == exit::OK && out::stdout_failed() {
+        code = exit::INTERNAL;
+    }
     // Hung simulator connections and detached cleanup must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     ExitCode::from(code)

@@ -8,6 +8,14 @@ use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// A write to stdout failed for another reason than a closed pipe (e.g. ENOSPC on `/dev/full`).
+static STDOUT_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// `true` once a stdout write failed other than by a closed pipe: the output is incomplete, so
+/// a command that would exit 0 exits 1 instead (a closed pipe is the reader's choice and stays 0).
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.load(Ordering::Relaxed)
+}
 
 /// Writes `text` and a newline to stdout and flushes. Returns `false` when stdout is gone (a
 /// broken pipe or another write error); never panics.
@@ -25,6 +33,7 @@ pub fn stdout_line(text: &str) -> bool {
         Err(e) => {
             STDOUT_CLOSED.store(true, Ordering::Relaxed);
             if e.kind() != ErrorKind::BrokenPipe {
+                STDOUT_FAILED.store(true, Ordering::Relaxed);
                 stderr_line(&format!("pgw: cannot write to stdout: {e}"));
             }
             false

@@ -13,6 +13,7 @@ use upstream_sim::script::Script;
 
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Arguments of `pgw sim`.
 #[derive(Debug, Clone, Args)]
@@ -25,10 +26,16 @@ pub struct SimArgs {
     pub script: PathBuf,
 }
 
+/// Largest simulator script read, in bytes (16 MiB); larger files, FIFOs and devices are refused.
+const MAX_SCRIPT_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Runs `pgw sim`; returns the exit code (130 when stopped with Ctrl-C).
 pub async fn run(args: SimArgs) -> u8 {
     let shown = args.script.display();
-    let text = match std::fs::read_to_string(&args.script) {
+    let text = match gateway_ports::files::read_regular_file_capped(&args.script, MAX_SCRIPT_BYTES)
+        .map_err(|e| e.to_string())
+        .and_then(|b| String::from_utf8(b).map_err(|_| "is not valid UTF-8".to_owned()))
+    {
         Ok(t) => t,
         Err(e) => {
             out::stderr_line(&format!("pgw sim: cannot read {shown}: {e}"));
@@ -51,7 +58,7 @@ pub async fn run(args: SimArgs) -> u8 {
     };
     sim.set_recording(false);
     out::stdout_line(&sim.addr().to_string());
-    let _ = tokio::signal::ctrl_c().await;
+    let signal = signals::interrupted().await;
     sim.shutdown();
-    exit::INTERRUPTED
+    signal.exit_code()
 }

@@ -179,9 +179,13 @@ fn case_009_a_tool_call_without_index_finish_stop_kept_raw() {
 }
 
 #[test]
-fn case_009_a_text_mode_is_empty_completion() {
-    // 50 V-72 / V-26: in text mode a tool-only turn has no output → Transient empty_completion.
-    exhausted("case_009_a", &["--mode", "text"], Some("empty_completion"));
+fn case_009_a_text_mode_is_tool_calls_in_text_mode() {
+    // README D27 (was 50 V-72 empty_completion): in text mode a tool-only turn is
+    // ResultInvalid `tool_calls_in_text_mode`, not retried (exit 6, one attempt).
+    let (code, value) = chat_case("case_009_a", &["--mode", "text"]);
+    assert_eq!(code, 6, "{value}");
+    assert_eq!(value["error"]["reason_code"], "tool_calls_in_text_mode");
+    assert_eq!(value["error"]["attempts"], 1);
 }
 
 #[test]

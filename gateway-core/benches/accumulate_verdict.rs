@@ -113,6 +113,8 @@ fn judge(mode: ResponseMode, chunks: &[Value]) -> bool {
         thinking: &acc.thinking,
         message: acc.message.as_ref(),
         usage_measured: acc.usage_measured(),
+        refusal: &acc.refusal,
+        tool_calls_in_text: acc.tool_calls_in_text,
     };
     let delivered = judge_attempt(&facts).is_deliver();
     let snapshot = acc.completion().is_none_or(|c| c.is_ok());

@@ -53,6 +53,9 @@ pub struct AdmissionPolicy {
     pub breaker_cooldown_s: f64,
     /// `{SCOPE}__MAX_WAITERS` (default 10 000).
     pub max_waiters: usize,
+    /// `{SCOPE}__GLOBAL__TPM` (0 = no global token gate): a source whose token estimate is
+    /// above it can never be admitted (issue 22).
+    pub global_tpm: u64,
 }
 
 impl Default for AdmissionPolicy {
@@ -63,6 +66,7 @@ impl Default for AdmissionPolicy {
             poll_interval_s: 0.25,
             breaker_cooldown_s: 60.0,
             max_waiters: DEFAULT_MAX_WAITERS,
+            global_tpm: 0,
         }
     }
 }
@@ -152,6 +156,11 @@ pub struct Rejections {
     pub breaker_hints_s: Vec<f64>,
     /// Limiter wait hints of the denied sources.
     pub quota_hints_s: Vec<f64>,
+    /// Candidates that can never be admitted: their token estimate is above their own `TPM`
+    /// or the scope's `GLOBAL__TPM` (issue 22). Counted in `quota` too.
+    pub never: u32,
+    /// The limit the first such candidate can never fit, for the error and the log.
+    pub never_detail: Option<String>,
 }
 
 /// The result of one pick (30 G-60).
@@ -402,6 +411,14 @@ impl Admission {
                 reasons.insert(name.to_owned(), FailureReason::CircuitOpen);
                 continue;
             }
+            let est = source.effective_est_tokens();
+            if let Some(detail) = self.never_fits(source, est) {
+                rej.quota += 1;
+                rej.never += 1;
+                rej.never_detail.get_or_insert(detail);
+                reasons.insert(name.to_owned(), FailureReason::QuotaFull);
+                continue;
+            }
             let call_id = new_uuid_v4();
             let decision = self
                 .breaker
@@ -417,7 +434,6 @@ impl Admission {
                 reasons.insert(name.to_owned(), FailureReason::CircuitOpen);
                 continue;
             }
-            let est = source.effective_est_tokens();
             let mut guard = AttemptGuard::new(
                 logical_call_id,
                 cand.clone(),
@@ -462,6 +478,24 @@ impl Admission {
         Ok(Pick::NothingRunnable(rej))
     }
 
+    /// Why `source` can never be admitted with the estimate `est`: a token gate (its own `TPM`,
+    /// or the scope's `GLOBAL__TPM`) smaller than the estimate. `None` when it may fit.
+    fn never_fits(&self, source: &SourceConfig, est: u64) -> Option<String> {
+        if source.tpm > 0 && est > source.tpm {
+            return Some(format!(
+                "source {}: the token estimate ({est}, EST_TOKENS) exceeds its TPM ({}); raise TPM or lower EST_TOKENS",
+                source.name, source.tpm
+            ));
+        }
+        let global = self.policy.global_tpm;
+        (global > 0 && est > global).then(|| {
+            format!(
+                "source {}: the token estimate ({est}, EST_TOKENS) exceeds the scope's GLOBAL__TPM ({global}); raise GLOBAL__TPM or lower EST_TOKENS",
+                source.name
+            )
+        })
+    }
+
     async fn stats_view(&self) -> Result<StatsView, GatewayError> {
         let mut view = StatsView::new();
         for (id, src) in self.ids.iter().zip(&self.sources) {
@@ -490,6 +524,10 @@ impl Admission {
         reasons: &BTreeMap<String, FailureReason>,
     ) -> NoRunnable {
         let poll = self.policy.poll_interval_s;
+        if rej.candidates >= 1 && rej.never == rej.candidates {
+            // Issue 22: waiting would spend the whole stall window on a call that can never run.
+            return NoRunnable::Fail(self.quota_full_error(rej, reasons));
+        }
         if rej.candidates >= 1 && rej.gate_rejections == rej.candidates {
             if self.policy.circuit_open == WaitPolicy::Wait {
                 return NoRunnable::Nap;
@@ -525,6 +563,9 @@ impl Admission {
             .map_or(poll, |h| h.max(poll));
         let mut u = Unavailable::new(&self.scope, ScopeReason::QuotaFull, hint);
         u.per_source_reasons = reasons.clone();
+        if rej.candidates >= 1 && rej.never == rej.candidates {
+            u.detail.clone_from(&rej.never_detail);
+        }
         GatewayError::all_sources_exhausted(u)
     }
 

@@ -11,7 +11,9 @@
 //! - in-band error objects of a 200 stream or body (G-20b, D15, D18);
 //! - transport faults (G-21) and their `cause_type` (G-15);
 //! - the failure reason that feeds breaker, health and pacer (G-30);
-//! - when a Retry-After hint is parsed (G-31: `Transient` 429 and 503 only);
+//! - when a retry hint is parsed (G-31: `Transient` 429 and 503; README D23: 522/524, the
+//!   capacity markers, and every status but 400/401/403/404 as a deferral; D19 hint sources);
+//! - the model-missing and capacity markers (D23) and the relayed quota codes (D24);
 //! - the message templates (G-16).
 //!
 //! Typing decisions read the **raw** body as retained by the adapter; messages and `body_text`
@@ -34,22 +36,67 @@ use gateway_ports::{
 use serde_json::{Map, Value};
 
 use crate::redact::{ScrubOptions, scrub, scrubbed_summary};
-use crate::retry_after::parse_retry_after;
+use crate::retry_after::parse_retry_hint;
 
 /// The closed list of context-overflow markers (README D14; 30 G-20a), lower-case. A non-200
 /// response or an in-band error frame whose raw text contains one (ASCII case-insensitive) is
 /// `RequestRejected` with reason code `context_length_exceeded`. Adding one is a spec change.
-pub const CONTEXT_OVERFLOW_MARKERS: [&str; 6] = [
+///
+/// Sources: OpenAI (`context_length_exceeded`, "maximum context length"), llama.cpp
+/// (`exceed_context_size_error`, "exceeds the available context size", case 035), LM Studio
+/// ("context size has been exceeded"), Anthropic ("prompt is too long"); README D24 adds the
+/// LiteLLM relay's names (`ContextWindowExceededError`, `context_window_exceeded`, "context
+/// window exceeded") and Gemini/Bedrock's "input is too long".
+pub const CONTEXT_OVERFLOW_MARKERS: [&str; 10] = [
     "context_length_exceeded",
     "exceed_context_size_error",
     "maximum context length",
     "context size has been exceeded",
     "exceeds the available context size",
     "prompt is too long",
+    "context window exceeded",
+    "contextwindowexceedederror",
+    "context_window_exceeded",
+    "input is too long",
 ];
 
 /// The body fact that makes a 429 `SourceDead` (30 G-20).
 pub const INSUFFICIENT_QUOTA: &str = "insufficient_quota";
+
+/// The quota-exhausted error codes of G-20 with README D24's addition: OpenAI's
+/// `billing_hard_limit_reached` (seen behind LiteLLM, which rewrites the type to
+/// `throttling_error` but keeps the code or the message).
+pub const QUOTA_CODES: [&str; 2] = [INSUFFICIENT_QUOTA, "billing_hard_limit_reached"];
+
+/// OpenAI's quota sentence (README D24), matched ASCII case-insensitively anywhere in the raw
+/// body: LiteLLM keeps it when it rewrites `insufficient_quota` to `throttling_error`.
+pub const QUOTA_SENTENCE: &str = "you exceeded your current quota";
+
+/// Model-missing markers (README D23), lower-case, matched ASCII case-insensitively in the raw
+/// body of a 400, 404 or 422: the model is missing on this source, so the source is
+/// `SourceDead` and the call fails over. Sources: OpenAI `model_not_found`; LiteLLM "Invalid
+/// model name"; Ollama "model not found"; vLLM / TGI "unknown model", "no such model".
+pub const MODEL_MISSING_MARKERS: [&str; 5] = [
+    "model_not_found",
+    "invalid model name",
+    "model not found",
+    "unknown model",
+    "no such model",
+];
+
+/// Capacity markers (README D23), lower-case, matched ASCII case-insensitively in the raw body
+/// of a 400 or 409: the server is busy, not the request wrong → `Transient` (like 529).
+/// Sources: OpenAI "model is at capacity" (409), Anthropic `overloaded_error` relayed as 400,
+/// "server is overloaded" (vLLM / relays).
+pub const CAPACITY_MARKERS: [&str; 3] = [
+    "model is at capacity",
+    "overloaded_error",
+    "server is overloaded",
+];
+
+/// Statuses that mean an upstream timeout (README D23): 408, 504 and Cloudflare's 522
+/// (connection timed out) and 524 (a timeout occurred).
+pub const TIMEOUT_STATUSES: [u16; 4] = [408, 504, 522, 524];
 
 /// What the classifier needs besides the fact itself (30 G-18).
 ///
@@ -125,7 +172,7 @@ pub struct Classification {
     /// `None` for `RequestRejected` and `ResultInvalid` (they feed a neutral success).
     pub failure_reason: Option<FailureReason>,
     /// The payload: message (G-16), source, operation, `http_status`, `retry_after_s` (only on a
-    /// `Transient` 429/503 with a usable hint, G-31), `body_text` (scrubbed summary, G-26),
+    /// `Transient` failure with a usable hint, G-31, README D23), `body_text` (scrubbed summary, G-26),
     /// `reason_code` (G-28), `cause` (G-15).
     pub failure: AttemptFailure,
 }
@@ -220,7 +267,10 @@ pub fn classify_wire_failure(failure: &WireFailure, ctx: &ClassifyContext<'_>) -
 /// Order: a context-overflow marker in the raw body (any status) → `RequestRejected`
 /// `context_length_exceeded`; then the status table: 400 → `RequestRejected`; 401/403 →
 /// `SourceDead`; 429 with `insufficient_quota` → `SourceDead` (no hint parsed, no warning);
-/// other 429 → `Transient` `rate_limited` with the Retry-After hint; 5xx → `Transient` (503 with
+/// other 429 → `Transient` `rate_limited` with the retry hint; 400/404/422 with a model-missing
+/// marker → `SourceDead` (README D23); 400/409 with a capacity marker → `Transient` with the hint
+/// (D23); then any status but 400/401/403/404 that carries a usable hint (D4, D19) is a
+/// `Transient` deferral with that hint (D23); 5xx → `Transient` (503, 522, 524 with
 /// the hint; 504 `timeout`); 408/425 → `Transient`; 402/404/405/501/505/3xx → `SourceDead`;
 /// other 4xx → `RequestRejected`; other values → `Transient`.
 ///
@@ -257,26 +307,54 @@ pub fn classify_http(
             true,
             format!("{source}: rate limited: 429"),
         )
+    } else if matches!(status, 400 | 404 | 422) && contains_marker(raw_body, &MODEL_MISSING_MARKERS)
+    {
+        (
+            Category::SourceDead,
+            None,
+            false,
+            format!("{source}: HTTP {status} (model not found on this source)"),
+        )
+    } else if matches!(status, 400 | 409) && contains_marker(raw_body, &CAPACITY_MARKERS) {
+        (
+            Category::Transient,
+            None,
+            true,
+            format!("{source}: HTTP {status} (model overloaded)"),
+        )
     } else {
         let (category, parse_hint) = status_row(status);
         (
             category,
             None,
-            parse_hint,
+            parse_hint || may_defer(status),
             format!("{source}: HTTP {status}"),
         )
     };
 
-    let mut failure = base_failure(ctx, compose(prefix, &summary));
-    failure.http_status = Some(status);
-    failure.reason_code = reason_code;
-    failure.retry_after_s = if parse_hint {
-        parse_retry_after(headers, source, ctx.wall_now)
+    let hint = if parse_hint {
+        parse_retry_hint(headers, raw_body, source, ctx.wall_now)
     } else {
         None
     };
+    // README D23: a usable hint on a status that may defer makes the failure a deferral.
+    let category = if hint.is_some() {
+        Category::Transient
+    } else {
+        category
+    };
+    let mut failure = base_failure(ctx, compose(prefix, &summary));
+    failure.http_status = Some(status);
+    failure.reason_code = reason_code;
+    failure.retry_after_s = hint;
     failure.body_text = Some(summary);
     Classification::new(category, failure)
+}
+
+/// `true` when a usable hint on `status` makes it a deferral (README D23): every non-2xx
+/// status except 400, 401, 403 and 404.
+fn may_defer(status: u16) -> bool {
+    !(200..=299).contains(&status) && !matches!(status, 400 | 401 | 403 | 404)
 }
 
 /// The category of a status without body facts, and whether a Retry-After hint is parsed
@@ -292,7 +370,7 @@ fn status_row(status: u16) -> (Category, bool) {
         },
         5 => match status {
             501 | 505 => (Category::SourceDead, false),
-            503 => (Category::Transient, true),
+            503 | 522 | 524 => (Category::Transient, true),
             _ => (Category::Transient, false),
         },
         // Redirects are not followed: a misconfigured `base_url`.
@@ -450,42 +528,71 @@ pub fn in_band_status(error_object: &Map<String, Value>) -> Option<u16> {
 /// `true` when `raw` contains a context-overflow marker (README D14; 30 G-20a): a substring
 /// search in which only the ASCII letters fold case; every other byte must match exactly.
 pub fn contains_context_overflow_marker(raw: &str) -> bool {
-    // `to_ascii_lowercase` folds A–Z only, so this is exactly the G-20a comparison.
-    let folded = raw.to_ascii_lowercase();
-    CONTEXT_OVERFLOW_MARKERS
-        .iter()
-        .any(|marker| folded.contains(marker))
+    contains_marker(raw, &CONTEXT_OVERFLOW_MARKERS)
 }
 
-/// `true` when a raw body says `insufficient_quota` (30 G-20): parsed as JSON, `error.type` or
-/// `error.code` equals `"insufficient_quota"`; if it is not JSON, or its `error` has neither
-/// field (a `null` field counts as absent), the raw text contains the byte string
-/// `insufficient_quota` (case-sensitive). Reads the untruncated raw body, never a summary.
+/// `true` when `raw` contains one of the lower-case `markers`, folding ASCII letters only
+/// (the G-20a comparison, shared by README D14, D23 and D24).
+pub fn contains_marker(raw: &str, markers: &[&str]) -> bool {
+    // `to_ascii_lowercase` folds A–Z only, so this is exactly the G-20a comparison.
+    let folded = raw.to_ascii_lowercase();
+    markers.iter().any(|marker| folded.contains(marker))
+}
+
+/// `true` when a raw body says the quota is exhausted (30 G-20 with README D24).
+///
+/// 1. The raw text contains [`QUOTA_SENTENCE`] (ASCII case-insensitive) → `true`.
+/// 2. Parsed as JSON, the error objects are the top-level `error`, the first element of an
+///    array body (or its `error`), and a nested `error.error`. When any of them has a non-null
+///    `type` or `code`, the answer is whether one of those equals a [`QUOTA_CODES`] entry.
+/// 3. Otherwise (not JSON, or no such field) the raw text contains a [`QUOTA_CODES`] entry
+///    (case-sensitive).
+///
+/// Reads the untruncated raw body, never a summary.
 pub fn is_insufficient_quota(raw: &str) -> bool {
+    if contains_marker(raw, &[QUOTA_SENTENCE]) {
+        return true;
+    }
     let parsed: Option<Value> = serde_json::from_str(raw).ok();
-    let error = parsed
-        .as_ref()
-        .and_then(|top| top.get("error"))
-        .and_then(Value::as_object);
-    if let Some(error) = error {
-        let fields: Vec<&Value> = ["type", "code"]
-            .into_iter()
-            .filter_map(|key| error.get(key))
-            .filter(|v| !v.is_null())
-            .collect();
-        if !fields.is_empty() {
-            return fields
-                .iter()
-                .any(|v| v.as_str() == Some(INSUFFICIENT_QUOTA));
+    let top = match parsed.as_ref() {
+        Some(Value::Array(items)) => items.first(),
+        other => other,
+    };
+    let mut objects: Vec<&Map<String, Value>> = Vec::new();
+    if let Some(top) = top {
+        if let Some(error) = top.get("error").and_then(Value::as_object) {
+            objects.push(error);
+            if let Some(nested) = error.get("error").and_then(Value::as_object) {
+                objects.push(nested);
+            }
+        } else if parsed.as_ref().is_some_and(Value::is_array)
+            && let Some(obj) = top.as_object()
+        {
+            objects.push(obj);
         }
     }
-    raw.contains(INSUFFICIENT_QUOTA)
+    let fields: Vec<&Value> = objects
+        .iter()
+        .flat_map(|error| {
+            ["type", "code"]
+                .into_iter()
+                .filter_map(|key| error.get(key))
+        })
+        .filter(|v| !v.is_null())
+        .collect();
+    if !fields.is_empty() {
+        return fields
+            .iter()
+            .any(|v| v.as_str().is_some_and(|s| QUOTA_CODES.contains(&s)));
+    }
+    QUOTA_CODES.iter().any(|code| raw.contains(code))
 }
 
 /// The failure reason of a classified attempt (30 G-30): `SourceDead` → `source_dead`;
 /// `Transient` with status 429 or reason code `rate_limited` → `rate_limited`; `Transient` with
 /// a timeout cause (`ConnectTimeout`, `ReadTimeout`, `WriteTimeout`, `PoolTimeout`,
-/// `StreamLivenessTimeout`) or status 408/504 → `timeout`; every other `Transient` →
+/// `StreamLivenessTimeout`) or status 408/504/522/524 (README D23) → `timeout`; a malformed
+/// answer ([`is_bad_response_code`], README D27) → `bad_response`; every other `Transient` →
 /// `network_error`; `RequestRejected` and `ResultInvalid` → `None`.
 pub fn failure_reason(category: Category, failure: &AttemptFailure) -> Option<FailureReason> {
     match category {
@@ -504,15 +611,37 @@ pub fn failure_reason(category: Category, failure: &AttemptFailure) -> Option<Fa
                         | CauseKind::PoolTimeout
                         | CauseKind::StreamLivenessTimeout
                 )
-            ) || matches!(failure.http_status, Some(408 | 504))
+            ) || failure
+                .http_status
+                .is_some_and(|status| TIMEOUT_STATUSES.contains(&status))
             {
                 FailureReason::Timeout
+            } else if failure.reason_code.is_some_and(is_bad_response_code) {
+                FailureReason::BadResponse
             } else {
                 FailureReason::NetworkError
             },
         ),
         Category::RequestRejected | Category::ResultInvalid => None,
     }
+}
+
+/// `true` for the reason codes of a malformed answer (README D27): the verdict's and the
+/// stream's `Transient` failures — empty completion or response, protocol error, invalid or
+/// malformed JSON, truncation (`missing_done`, `early_eof`), an incomplete tool call. Their
+/// failure reason is `bad_response`, which breaker and health treat like `network_error`.
+pub fn is_bad_response_code(code: ReasonCode) -> bool {
+    matches!(
+        code,
+        ReasonCode::EmptyCompletion
+            | ReasonCode::EmptyResponse
+            | ReasonCode::ProtocolError
+            | ReasonCode::InvalidJson
+            | ReasonCode::MalformedJson
+            | ReasonCode::MissingDone
+            | ReasonCode::EarlyEof
+            | ReasonCode::ToolIncomplete
+    )
 }
 
 /// [`failure_reason`] of a `GatewayError` (30 G-30): `None` outside the four categories.

@@ -281,3 +281,24 @@ pub fn validate_source(
     }
     Ok(warnings)
 }
+
+/// Issue 22: one `global.est_exceeds_tpm` warning per source whose token estimate is above the
+/// scope's `GLOBAL__TPM` (`global_tpm` 0 = no gate): no call to it can ever be admitted, and
+/// such calls fail at once with `quota_full` naming the limit.
+pub fn global_tpm_warnings(sources: &[SourceConfig], global_tpm: u64) -> Vec<ConfigWarning> {
+    sources
+        .iter()
+        .filter(|s| global_tpm > 0 && s.effective_est_tokens() > global_tpm)
+        .map(|s| {
+            ConfigWarning::new(
+                "global.est_exceeds_tpm",
+                format!(
+                    "source {}: est_tokens ({}) exceeds the scope's global tpm ({global_tpm}); calls to this source can never be admitted (they fail at once with quota_full)",
+                    s.name,
+                    s.effective_est_tokens()
+                ),
+            )
+            .with_source(&s.name)
+        })
+        .collect()
+}

@@ -56,6 +56,17 @@ pub fn resolve_call_deadline(
     }
 }
 
+/// The instant `deadline` after `now`, or `None` when that instant cannot be represented (e.g.
+/// `Duration::MAX`, or 1e19 s from the settings). Unrepresentable means "no end instant": the
+/// call then has no deadline within the life of the process (the boundary timer of
+/// [`with_deadline`] saturates the same way), and never panics (issue 22; docs/decisions.md).
+pub fn deadline_instant(
+    now: tokio::time::Instant,
+    deadline: Duration,
+) -> Option<tokio::time::Instant> {
+    now.checked_add(deadline)
+}
+
 /// The boundary timer fired while the governed future was pending (30 G-100 row 1). The
 /// governed future has been dropped (its guards handed their cleanup to the queue).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

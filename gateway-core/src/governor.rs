@@ -36,7 +36,7 @@ use crate::budget::RetryBudget;
 use crate::cache::CacheCall;
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
-use crate::deadline::{resolve_call_deadline, with_deadline};
+use crate::deadline::{deadline_instant, resolve_call_deadline, with_deadline};
 use crate::hedge::HedgeConfig;
 use crate::pacer::{AimdPacer, Pacer};
 use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
@@ -348,6 +348,13 @@ impl GovernorBuilder {
     /// `QUOTA_FULL` policy.
     pub fn quota_full(mut self, policy: WaitPolicy) -> Self {
         self.admission.quota_full = policy;
+        self
+    }
+
+    /// `{SCOPE}__GLOBAL__TPM` (0 = none): calls whose estimate exceeds it fail at once with
+    /// `quota_full` instead of waiting (issue 22).
+    pub fn global_tpm(mut self, tpm: u64) -> Self {
+        self.admission.global_tpm = tpm;
         self
     }
 
@@ -683,7 +690,8 @@ impl Governor {
                 row_call: ctx.row_call(),
                 policy,
                 settle,
-                deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+                deadline_at: deadline
+                    .and_then(|d| deadline_instant(tokio::time::Instant::now(), d)),
                 stream,
             };
             // Boxed once per call (05 R-56): the loop's state machine is ~16 KB, and every
@@ -751,7 +759,7 @@ impl Governor {
             ctx,
             guard,
             deadline,
-            deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
+            deadline_at: deadline.and_then(|d| deadline_instant(tokio::time::Instant::now(), d)),
             stream,
             span,
             ended: None,

@@ -20,6 +20,8 @@
 use std::fmt;
 use std::net::Ipv6Addr;
 
+use gateway_ports::SourceConfig;
+
 /// The replacement text of every scrubbed secret (05 R-34).
 pub const REDACTED: &str = "<redacted>";
 
@@ -42,6 +44,10 @@ pub struct ScrubOptions<'a> {
     pub source_key: Option<&'a str>,
     /// Replace IPv4 and IPv6 addresses (`PGW_REDACT_IPS`, default `true`).
     pub redact_ips: bool,
+    /// The source whose other configured secrets are scrubbed too (issue 22): every `HEADERS`
+    /// and `QUERY` value and the `BASE_URL` password ([`SourceConfig::secret_values`]). `None`:
+    /// only `source_key` and the fixed patterns.
+    pub source: Option<&'a SourceConfig>,
 }
 
 impl Default for ScrubOptions<'_> {
@@ -50,6 +56,7 @@ impl Default for ScrubOptions<'_> {
         Self {
             source_key: None,
             redact_ips: true,
+            source: None,
         }
     }
 }
@@ -59,6 +66,7 @@ impl fmt::Debug for ScrubOptions<'_> {
         f.debug_struct("ScrubOptions")
             .field("source_key", &self.source_key.map(|_| REDACTED))
             .field("redact_ips", &self.redact_ips)
+            .field("source", &self.source.map(|s| s.name.as_str()))
             .finish()
     }
 }
@@ -76,27 +84,39 @@ impl fmt::Debug for ScrubOptions<'_> {
 ///
 /// Never panics; the output is valid UTF-8 with every non-secret character kept.
 pub fn scrub(text: &str, opts: &ScrubOptions<'_>) -> String {
-    let keyless;
-    let text = match opts.source_key {
-        Some(key) if !key.is_empty() && text.contains(key) => {
-            keyless = text.replace(key, REDACTED);
-            keyless.as_str()
+    // A JSON body may echo a secret with escaped characters (`sk\u002d…`): ASCII escapes are
+    // decoded first so every rule below sees the plain form (issue 22).
+    let unescaped;
+    let mut text = text;
+    if text.contains('\\') {
+        unescaped = unescape_ascii_json(text);
+        text = unescaped.as_str();
+    }
+    let mut secrets: Vec<&str> = opts.source_key.into_iter().collect();
+    if let Some(source) = opts.source {
+        secrets.extend(source.secret_values());
+    }
+    // Longest first, so a secret that contains another is replaced whole.
+    secrets.retain(|s| !s.is_empty());
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    let mut owned: Option<String> = None;
+    for secret in &secrets {
+        let current = owned.as_deref().unwrap_or(text);
+        if current.contains(secret) {
+            owned = Some(current.replace(secret, REDACTED));
         }
-        _ => text,
-    };
-    // A body retained up to `max_error_body_bytes` can end in the middle of the key: that cut
-    // prefix is a secret too.
-    let cut_key;
-    let text = match opts
-        .source_key
-        .and_then(|key| trailing_key_prefix(text, key))
-    {
-        Some(start) => {
-            cut_key = format!("{}{REDACTED}", text.get(..start).unwrap_or_default());
-            cut_key.as_str()
+        // A body retained up to `max_error_body_bytes` can end in the middle of a secret: that
+        // cut prefix is a secret too.
+        let current = owned.as_deref().unwrap_or(text);
+        if let Some(start) = trailing_key_prefix(current, secret) {
+            owned = Some(format!(
+                "{}{REDACTED}",
+                current.get(..start).unwrap_or_default()
+            ));
         }
-        None => text,
-    };
+    }
+    let text = owned.as_deref().unwrap_or(text);
 
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -120,6 +140,35 @@ pub fn scrub(text: &str, opts: &ScrubOptions<'_>) -> String {
         }
     }
     out.push_str(text.get(copied..).unwrap_or_default());
+    out
+}
+
+/// Decodes the JSON escapes `\\uXXXX` of printable ASCII (U+0020..U+007E) and `\\/`; every
+/// other byte, and every other escape, is kept as is. Never panics.
+fn unescape_ascii_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        let tail = rest.get(at..).unwrap_or_default();
+        let decoded = tail
+            .get(2..6)
+            .filter(|_| tail.starts_with("\\u"))
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .filter(|c| (0x20..0x7F).contains(c))
+            .and_then(char::from_u32);
+        if let Some(c) = decoded {
+            out.push(c);
+            rest = tail.get(6..).unwrap_or_default();
+        } else if tail.starts_with("\\/") {
+            out.push('/');
+            rest = tail.get(2..).unwrap_or_default();
+        } else {
+            out.push('\\');
+            rest = tail.get(1..).unwrap_or_default();
+        }
+    }
+    out.push_str(rest);
     out
 }
 

@@ -94,6 +94,221 @@ pub fn parse_retry_after(
     }
 }
 
+/// The relay-renamed hint headers (README D19; LiteLLM forwards the provider's `retry-after-ms`
+/// and `retry-after` as `llm_provider-…`), consulted in this order after D4's headers; the first
+/// is read as milliseconds, the second with `Retry-After` syntax.
+pub const RELAY_HINT_HEADERS: [&str; 2] =
+    ["llm_provider-retry-after-ms", "llm_provider-retry-after"];
+
+/// The rate-limit reset headers (README D19; OpenAI's `x-ratelimit-reset-requests` /
+/// `x-ratelimit-reset-tokens`, values such as `6m0s`, `1.5s`, `250ms` or plain seconds), each
+/// paired with its `x-ratelimit-remaining-*` header.
+pub const RATELIMIT_RESET_HEADERS: [(&str, &str); 2] = [
+    (
+        "x-ratelimit-reset-requests",
+        "x-ratelimit-remaining-requests",
+    ),
+    ("x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"),
+];
+
+/// Parses the server's wait hint from the headers **and** the body of a failed response, in
+/// seconds (README D4 then D19).
+///
+/// Order, first usable wins:
+/// 1. D4's headers ([`parse_retry_after`]);
+/// 2. the relay-renamed headers [`RELAY_HINT_HEADERS`] (D4 syntax);
+/// 3. [`RATELIMIT_RESET_HEADERS`]: plain seconds or a Go-style duration; the dimension whose
+///    `x-ratelimit-remaining-*` is `0`, else the larger of the two;
+/// 4. in the JSON body (an object, or the first element of an array), at
+///    `error.metadata.headers.X-RateLimit-Reset` (epoch milliseconds, a number or a numeric
+///    string; past values ignored; OpenRouter);
+/// 5. a `google.rpc.RetryInfo` detail's `retryDelay` (e.g. `"30s"`) anywhere in
+///    `error.details` (Google AI / Vertex).
+///
+/// Same safety rules as D4: a non-finite value is ignored with exactly one warning per call
+/// naming the source and the header (never the raw value); zero, negative, past and garbage
+/// values are ignored silently. Never panics. The result is finite and `> 0`.
+pub fn parse_retry_hint(
+    headers: &[(String, String)],
+    raw_body: &str,
+    source_name: &str,
+    wall_now: SystemTime,
+) -> Option<f64> {
+    if let Some(hint) = parse_retry_after(headers, source_name, wall_now) {
+        return Some(hint);
+    }
+    let mut warned = false;
+    let mut verdict = |reading: Reading, header: &'static str| -> Option<f64> {
+        match reading {
+            Reading::Hint(s) => Some(s),
+            Reading::NotFinite => {
+                if !warned {
+                    warned = true;
+                    tracing::warn!(
+                        code = RETRY_AFTER_NOT_FINITE,
+                        source = source_name,
+                        header,
+                        "{source_name}: retry hint is not finite; treated as no hint ({RETRY_AFTER_NOT_FINITE})"
+                    );
+                }
+                None
+            }
+            Reading::Unusable => None,
+        }
+    };
+
+    if let Some(v) = first_header(headers, RELAY_HINT_HEADERS[0])
+        && let Some(s) = verdict(read_milliseconds(v), RELAY_HINT_HEADERS[0])
+    {
+        return Some(s);
+    }
+    if let Some(v) = first_header(headers, RELAY_HINT_HEADERS[1])
+        && let Some(s) = verdict(read_retry_after(v, wall_now), RELAY_HINT_HEADERS[1])
+    {
+        return Some(s);
+    }
+
+    let mut resets: Vec<(f64, bool)> = Vec::new();
+    for (reset, remaining) in RATELIMIT_RESET_HEADERS {
+        let Some(v) = first_header(headers, reset) else {
+            continue;
+        };
+        if let Some(s) = verdict(read_duration(v), reset) {
+            let exhausted = first_header(headers, remaining)
+                .and_then(|r| r.trim_ascii().parse::<f64>().ok())
+                .is_some_and(|r| r == 0.0);
+            resets.push((s, exhausted));
+        }
+    }
+    let exhausted_max = resets
+        .iter()
+        .filter(|(_, e)| *e)
+        .map(|(s, _)| *s)
+        .reduce(f64::max);
+    if let Some(s) = exhausted_max.or_else(|| resets.iter().map(|(s, _)| *s).reduce(f64::max)) {
+        return Some(s);
+    }
+
+    body_hint(raw_body, wall_now, &mut verdict)
+}
+
+/// Steps 4 and 5 of [`parse_retry_hint`]: the body's hints.
+fn body_hint(
+    raw_body: &str,
+    wall_now: SystemTime,
+    verdict: &mut impl FnMut(Reading, &'static str) -> Option<f64>,
+) -> Option<f64> {
+    let trimmed = raw_body.trim_ascii_start();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return None;
+    }
+    let parsed: serde_json::Value = serde_json::from_str(trimmed).ok()?;
+    let top = match &parsed {
+        serde_json::Value::Array(items) => items.first()?,
+        other => other,
+    };
+    let error = top.get("error")?;
+
+    let reset = error
+        .get("metadata")
+        .and_then(|m| m.get("headers"))
+        .and_then(|h| h.as_object())
+        .and_then(|h| {
+            h.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("x-ratelimit-reset"))
+                .map(|(_, v)| v)
+        });
+    if let Some(value) = reset {
+        let ms = match value {
+            serde_json::Value::Number(n) => n.as_f64(),
+            serde_json::Value::String(s) => s.trim_ascii().parse::<f64>().ok(),
+            _ => None,
+        };
+        if let Some(ms) = ms {
+            let now_ms = wall_now
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64() * 1000.0)
+                .unwrap_or(0.0);
+            let reading = if ms.is_infinite() {
+                Reading::NotFinite
+            } else {
+                positive_seconds((ms - now_ms) / 1000.0)
+            };
+            if let Some(s) = verdict(reading, "X-RateLimit-Reset") {
+                return Some(s);
+            }
+        }
+    }
+
+    let details = error.get("details").and_then(|d| d.as_array())?;
+    for detail in details {
+        let is_retry_info = detail
+            .get("@type")
+            .and_then(|t| t.as_str())
+            .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"));
+        let delay = detail.get("retryDelay").and_then(|d| d.as_str());
+        if let (true, Some(delay)) = (is_retry_info, delay)
+            && let Some(s) = verdict(read_duration(delay), "retryDelay")
+        {
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Reads plain seconds (`"6"`, `"1.5"`) or a Go-style duration (`"6m0s"`, `"1.5s"`,
+/// `"250ms"`, `"1h2m"`; units `h`, `m`, `s`, `ms`, `us`, `µs`, `ns`) (README D19).
+fn read_duration(value: &str) -> Reading {
+    let value = value.trim_ascii();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return positive_seconds(seconds);
+    }
+    match parse_go_duration(value) {
+        Some(seconds) => positive_seconds(seconds),
+        None => Reading::Unusable,
+    }
+}
+
+/// A Go `time.Duration` string in seconds; `None` when it is not one.
+fn parse_go_duration(value: &str) -> Option<f64> {
+    let mut rest = value;
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = 0.0_f64;
+    while !rest.is_empty() {
+        let num_len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'.')
+            .count();
+        if num_len == 0 {
+            return None;
+        }
+        let number: f64 = rest.get(..num_len)?.parse().ok()?;
+        rest = rest.get(num_len..)?;
+        let (factor, unit_len) = if rest.starts_with("ms") {
+            (1e-3, 2)
+        } else if rest.starts_with("us") {
+            (1e-6, 2)
+        } else if rest.starts_with("µs") {
+            (1e-6, "µs".len())
+        } else if rest.starts_with("ns") {
+            (1e-9, 2)
+        } else if rest.starts_with('h') {
+            (3600.0, 1)
+        } else if rest.starts_with('m') {
+            (60.0, 1)
+        } else if rest.starts_with('s') {
+            (1.0, 1)
+        } else {
+            return None;
+        };
+        total += number * factor;
+        rest = rest.get(unit_len..)?;
+    }
+    Some(total)
+}
+
 /// R-35 hint cap: `true` when a cap is configured (`{SCOPE}__RETRY__MAX_HINT_S`) and the server
 /// hint exceeds it, i.e. the call fails at once carrying `retry_after_s = hint_s` instead of
 /// sleeping (05 R-35; 30 G-35 note). This is a decision, never a clamp: when it returns `false`
@@ -200,6 +415,20 @@ mod tests {
         assert_eq!(positive_seconds(f64::NAN), Reading::Unusable);
         assert_eq!(positive_seconds(0.0), Reading::Unusable);
         assert_eq!(positive_seconds(-0.0), Reading::Unusable);
+    }
+
+    #[test]
+    fn d19_go_durations() {
+        assert_eq!(parse_go_duration("6m0s"), Some(360.0));
+        assert_eq!(parse_go_duration("1.5s"), Some(1.5));
+        assert_eq!(parse_go_duration("250ms"), Some(0.25));
+        assert_eq!(parse_go_duration("1h2m3s"), Some(3723.0));
+        assert_eq!(parse_go_duration("2µs"), Some(2e-6));
+        assert_eq!(parse_go_duration(""), None);
+        assert_eq!(parse_go_duration("6x"), None);
+        assert_eq!(parse_go_duration("s"), None);
+        assert_eq!(read_duration("30"), Reading::Hint(30.0));
+        assert_eq!(read_duration("0s"), Reading::Unusable);
     }
 
     #[test]

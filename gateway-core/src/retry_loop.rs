@@ -165,7 +165,29 @@ struct LoopState {
     largest_hint: Option<f64>,
     last_failure: Option<GatewayError>,
     waiter: Option<WaiterSlot>,
+    /// README D26: sources held out of this loop's picks until their backoff or server hint
+    /// passes (the failure's wait belongs to the source that failed, not to the call).
+    held: HashMap<String, Hold>,
 }
+
+/// One source held out of selection (README D26).
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    /// When the source may be picked again.
+    until: tokio::time::Instant,
+    /// Its wait in seconds (for the log line and the error's hint).
+    wait_s: f64,
+    /// The hold comes from a server hint above `RETRY__MAX_HINT_S` (05 R-35): if it is the
+    /// earliest way forward, the call fails at once instead of sleeping.
+    over_cap: bool,
+}
+
+/// A wait longer than this logs one line naming the source and the wait (README D26).
+pub const LONG_WAIT_LOG_S: f64 = 5.0;
+
+/// `tracing` target of the one line logged per retry wait (README D26; `pgw chat` prints these
+/// in human mode).
+pub const RETRY_EVENT_TARGET: &str = "pgw::retry";
 
 impl LoopState {
     fn unavailable(&self, scope: &str, reason: ScopeReason, retry_after_s: f64) -> GatewayError {
@@ -203,7 +225,6 @@ async fn run_loop_inner<R: AttemptRunner>(
             0.0,
         )));
     }
-    let retry = gov.retry;
     let budget = gov.retry_budget.as_deref();
     let mut first_round = true;
     let window_s = gov.backpressure.stall_window_s;
@@ -216,12 +237,58 @@ async fn run_loop_inner<R: AttemptRunner>(
         largest_hint: None,
         last_failure: None,
         waiter: None,
+        held: HashMap::new(),
     };
     // wakeups are armed before any pick that may end in a nap. The first pick runs
     // unarmed (no allocation on the fast path, 05 R-56); when it finds nothing runnable the loop
     // arms and picks once more before napping, and re-arms right after every nap.
     let mut wakeups: Option<Wakeups> = None;
     loop {
+        // README D26: sources whose wait has not passed are held out of this pick; when every
+        // source is held, or the others are not runnable, the loop sleeps until the earliest
+        // hold passes (and fails when that hold is a hint above the cap).
+        let now = tokio::time::Instant::now();
+        st.held.retain(|_, h| h.until > now);
+        if !st.held.is_empty() {
+            let held_names: Vec<&str> = st.held.keys().map(String::as_str).collect();
+            let all_held = gov
+                .admission
+                .sources()
+                .iter()
+                .all(|s| held_names.contains(&s.name.as_str()));
+            let pick = if all_held {
+                None
+            } else {
+                match gov
+                    .admission
+                    .pick(
+                        env.ctx.logical_call_id(),
+                        &mut st.reasons,
+                        &st.attempt_fails,
+                        &held_names,
+                    )
+                    .await?
+                {
+                    Pick::Picked(admitted) => Some(*admitted),
+                    Pick::NothingRunnable(_) => None,
+                }
+            };
+            let admitted = match pick {
+                Some(admitted) => admitted,
+                None => {
+                    wait_for_held(env, &mut st, scope, window_s).await?;
+                    continue;
+                }
+            };
+            st.waiter = None;
+            wakeups = None;
+            let outcome = after_pick(env, runner, &mut st, admitted, &mut first_round, budget);
+            match Box::pin(outcome).await {
+                Ok(Some(success)) => return Ok(success),
+                Ok(None) => continue,
+                Err(e) => return Err(e),
+            }
+        }
         let pick = gov
             .admission
             .pick(
@@ -260,79 +327,186 @@ async fn run_loop_inner<R: AttemptRunner>(
         };
         st.waiter = None;
         wakeups = None;
-        if first_round {
-            first_round = false;
-            if let Some(b) = budget {
-                b.deposit_first_attempt(); // a first attempt of the scope
-            }
-        }
-
-        let mark = st.stall.round_started();
-        // Boxed (05 R-56): built in place, the round's state machine would be copied twice (into
-        // the span wrapper, then into the loop's state); boxed, it is copied once.
-        let outcome = Box::pin(run_round(
-            env,
-            runner,
-            admitted,
-            &mut st.reasons,
-            &st.attempt_fails,
-        ))
-        .instrument(tracing::debug_span!("pgw.round"))
-        .await;
-        match outcome {
-            RoundOutcome::Success(success) => {
-                st.stall.round_ended(mark, false);
-                return Ok(success);
-            }
-            RoundOutcome::Propagate(e) => return Err(e),
-            RoundOutcome::Failed {
-                failure,
-                immediate,
-                deltas,
-            } => {
-                // apply the legs' deltas after adjudication.
-                for d in &deltas {
-                    st.reasons.insert(d.source.clone(), d.failure_reason);
-                    *st.attempt_fails.entry(d.source.clone()).or_insert(0) += 1;
-                }
-                let rate_limited = failure_reason_of(&failure) == Some(FailureReason::RateLimited);
-                st.stall
-                    .round_ended(mark, rate_limited && env.policy.refund_stall);
-                st.failed_rounds = st.failed_rounds.saturating_add(1);
-                if !(rate_limited && env.policy.exempt_429) {
-                    st.fails = st.fails.saturating_add(1);
-                }
-                let hint = failure
-                    .attempt_failure()
-                    .and_then(|f| f.retry_after_s)
-                    .filter(|h| h.is_finite() && *h > 0.0);
-                if let Some(h) = hint {
-                    st.largest_hint = Some(st.largest_hint.map_or(h, |l: f64| l.max(h)));
-                }
-                env.ctx.note_cause(&failure, &st.reasons);
-                st.last_failure = Some(failure);
-                // a hint above the cap fails the call at once, carrying the hint.
-                if let Some(h) = hint.filter(|h| hint_exceeds_cap(*h, retry.max_hint_s)) {
-                    return Err(st.unavailable(scope, ScopeReason::RetryExhausted, h));
-                }
-                // G-48, G-12: no sleep after the exhausting round; R-35: a retry the scope's
-                // budget refuses ends the loop the same way, with this failure as last_failure.
-                if st.fails >= retry.max_attempts || budget.is_some_and(|b| !b.try_withdraw()) {
-                    let ra = st
-                        .largest_hint
-                        .map_or(retry.backoff_base_s, |h| h.max(retry.backoff_base_s));
-                    return Err(st.unavailable(scope, ScopeReason::RetryExhausted, ra));
-                }
-                if immediate {
-                    continue; // G-47: SourceDead → switch without backoff
-                }
-                check_death(env, &st, window_s).await?;
-                let jitter = Arc::clone(&gov.jitter);
-                let delay = backoff_delay(&retry, st.failed_rounds, hint, || jitter());
-                tokio::time::sleep(delay).await;
-            }
+        let outcome = after_pick(env, runner, &mut st, admitted, &mut first_round, budget);
+        match Box::pin(outcome).await {
+            Ok(Some(success)) => return Ok(success),
+            Ok(None) => {}
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// One round from an admitted candidate to its outcome, and the bookkeeping of a failed round
+/// (30 G-44..G-48; README D26): `Ok(Some)` = the call succeeded, `Ok(None)` = pick again,
+/// `Err` = the call ends.
+///
+/// A failed round holds its source(s) out of this loop's picks for the backoff delay (which
+/// includes the server hint, D3) instead of sleeping: the next pick sends to another runnable
+/// source at once, and the loop sleeps only when nothing else can run ([`wait_for_held`]).
+async fn after_pick<R: AttemptRunner>(
+    env: LoopEnv<'_>,
+    runner: &R,
+    st: &mut LoopState,
+    admitted: Admitted,
+    first_round: &mut bool,
+    budget: Option<&crate::budget::RetryBudget>,
+) -> Result<Option<LoopSuccess>, GatewayError> {
+    let gov = env.gov;
+    let scope = gov.scope.as_str();
+    let retry = gov.retry;
+    if *first_round {
+        *first_round = false;
+        if let Some(b) = budget {
+            b.deposit_first_attempt(); // a first attempt of the scope
+        }
+    }
+
+    let mark = st.stall.round_started();
+    // Boxed (05 R-56): built in place, the round's state machine would be copied twice (into
+    // the span wrapper, then into the loop's state); boxed, it is copied once.
+    let outcome = Box::pin(run_round(
+        env,
+        runner,
+        admitted,
+        &mut st.reasons,
+        &st.attempt_fails,
+    ))
+    .instrument(tracing::debug_span!("pgw.round"))
+    .await;
+    match outcome {
+        RoundOutcome::Success(success) => {
+            st.stall.round_ended(mark, false);
+            Ok(Some(success))
+        }
+        RoundOutcome::Propagate(e) => Err(e),
+        RoundOutcome::Failed {
+            failure,
+            immediate,
+            deltas,
+        } => {
+            // apply the legs' deltas after adjudication.
+            for d in &deltas {
+                st.reasons.insert(d.source.clone(), d.failure_reason);
+                *st.attempt_fails.entry(d.source.clone()).or_insert(0) += 1;
+            }
+            let rate_limited = failure_reason_of(&failure) == Some(FailureReason::RateLimited);
+            st.stall
+                .round_ended(mark, rate_limited && env.policy.refund_stall);
+            st.failed_rounds = st.failed_rounds.saturating_add(1);
+            if !(rate_limited && env.policy.exempt_429) {
+                st.fails = st.fails.saturating_add(1);
+            }
+            let hint = failure
+                .attempt_failure()
+                .and_then(|f| f.retry_after_s)
+                .filter(|h| h.is_finite() && *h > 0.0);
+            if let Some(h) = hint {
+                st.largest_hint = Some(st.largest_hint.map_or(h, |l: f64| l.max(h)));
+            }
+            let status = failure.http_status();
+            env.ctx.note_cause(&failure, &st.reasons);
+            st.last_failure = Some(failure);
+            // G-48, G-12: no sleep after the exhausting round; R-35: a retry the scope's
+            // budget refuses ends the loop the same way, with this failure as last_failure.
+            if st.fails >= retry.max_attempts || budget.is_some_and(|b| !b.try_withdraw()) {
+                let ra = st
+                    .largest_hint
+                    .map_or(retry.backoff_base_s, |h| h.max(retry.backoff_base_s));
+                return Err(st.unavailable(scope, ScopeReason::RetryExhausted, ra));
+            }
+            if immediate {
+                return Ok(None); // G-47: SourceDead → switch without backoff
+            }
+            let over_cap = hint.is_some_and(|h| hint_exceeds_cap(h, retry.max_hint_s));
+            let jitter = Arc::clone(&gov.jitter);
+            let delay = backoff_delay(&retry, st.failed_rounds, hint, || jitter());
+            let now = tokio::time::Instant::now();
+            let until = now.checked_add(delay).unwrap_or_else(|| far_future(now));
+            let wait_s = delay.as_secs_f64();
+            for d in &deltas {
+                st.held.insert(
+                    d.source.clone(),
+                    Hold {
+                        until,
+                        wait_s,
+                        over_cap,
+                    },
+                );
+                tracing::debug!(
+                    target: RETRY_EVENT_TARGET,
+                    source = %d.source,
+                    http_status = status,
+                    reason = d.failure_reason.as_str(),
+                    wait_s,
+                    attempt = st.failed_rounds.saturating_add(1),
+                    "{} from {}, {} rests {:.3} s, attempt {} next",
+                    status.map_or_else(|| d.failure_reason.as_str().to_owned(), |s| s.to_string()),
+                    d.source,
+                    d.source,
+                    wait_s,
+                    st.failed_rounds.saturating_add(1),
+                );
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// About 30 years after `now`: a hold that never ends in practice (a huge hint, 30 G-36).
+fn far_future(now: tokio::time::Instant) -> tokio::time::Instant {
+    now + std::time::Duration::from_secs(86_400 * 365 * 30)
+}
+
+/// Nothing but held sources can run (README D26): sleep until the earliest hold passes, after
+/// the death check (G-55). When that earliest hold is a server hint above `RETRY__MAX_HINT_S`,
+/// the call fails at once carrying the hint (05 R-35). A wait above [`LONG_WAIT_LOG_S`] logs one
+/// line naming the source and the wait.
+async fn wait_for_held(
+    env: LoopEnv<'_>,
+    st: &mut LoopState,
+    scope: &str,
+    window_s: f64,
+) -> Result<(), GatewayError> {
+    let Some((name, hold)) = st
+        .held
+        .iter()
+        .min_by_key(|(_, h)| h.until)
+        .map(|(n, h)| (n.clone(), *h))
+    else {
+        return Ok(());
+    };
+    let now = tokio::time::Instant::now();
+    let remaining_s = hold.until.saturating_duration_since(now).as_secs_f64();
+    if hold.over_cap {
+        return Err(st.unavailable(scope, ScopeReason::RetryExhausted, hold.wait_s));
+    }
+    check_death(env, st, window_s).await?;
+    let attempt = st.failed_rounds.saturating_add(1);
+    let status = st
+        .last_failure
+        .as_ref()
+        .and_then(GatewayError::http_status)
+        .map_or_else(|| "failure".to_owned(), |s| s.to_string());
+    if remaining_s > LONG_WAIT_LOG_S {
+        tracing::info!(
+            target: RETRY_EVENT_TARGET,
+            source = %name,
+            wait_s = remaining_s,
+            attempt,
+            "{status} from {name}, waiting {remaining_s:.3} s, attempt {attempt}"
+        );
+    } else {
+        tracing::debug!(
+            target: RETRY_EVENT_TARGET,
+            source = %name,
+            wait_s = remaining_s,
+            attempt,
+            "{status} from {name}, waiting {remaining_s:.3} s, attempt {attempt}"
+        );
+    }
+    tokio::time::sleep_until(hold.until).await;
+    st.held.remove(&name);
+    Ok(())
 }
 
 /// The death check before a non-productive wait (30 G-55). `progress_age_s` is only read when

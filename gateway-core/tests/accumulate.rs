@@ -978,10 +978,10 @@ fn s_42_chunk_id_identity_rule_with_empty_absent_d12() {
     )
     .unwrap();
     assert_eq!(acc.response_id.as_deref(), Some("r1"));
-    assert_eq!(
-        push_err(OPENAI, &[with_id(json!("r1")), with_id(json!("r2"))]),
-        protocol(ProtocolViolation::IdConflict)
-    );
+    // README D35: a second id is accepted; the first is kept, with one dialect warning.
+    let acc = run(OPENAI, &[with_id(json!("r1")), with_id(json!("r2"))]).unwrap();
+    assert_eq!(acc.response_id.as_deref(), Some("r1"));
+    assert_eq!(acc.warnings, [DialectWarning::ChunkIdChanges]);
     assert_eq!(
         push_err(OPENAI, &[with_id(json!(5))]),
         protocol(ProtocolViolation::IdNotString)

@@ -38,6 +38,7 @@ fn ctx() -> ClassifyContext<'static> {
         ScrubOptions {
             source_key: Some(KEY),
             redact_ips: true,
+            source: None,
         },
     )
 }
@@ -185,6 +186,7 @@ fn r_34_body_cut_inside_the_key_redacts_the_cut_prefix() {
     let opts = ScrubOptions {
         source_key: Some(KEY),
         redact_ips: false,
+        source: None,
     };
     let body = format!("{{\"echo\":\"{}", &KEY[..20]);
     let out = scrub(&body, &opts);

@@ -81,19 +81,19 @@ fn g_19_429_is_transient_rate_limited_with_hint() {
 }
 
 // covers: G-31
+/// README D23 widens G-31: every 5xx carrying a usable hint keeps it (a deferral).
 #[test]
-fn g_19_5xx_transient_and_only_503_parses_a_hint() {
-    for status in [500, 502] {
+fn g_19_d23_5xx_transient_with_their_hint() {
+    for status in [500, 502, 503] {
         let c = http_hinted(status, "7", "oops");
         assert_verdict(&c, Category::Transient, Some(FailureReason::NetworkError));
-        assert_eq!(c.retry_after_s(), None, "{status}: no hint");
+        assert_eq!(c.retry_after_s(), Some(7.0), "{status}: D23 hint");
+        let c = http(status, "oops");
+        assert_eq!(c.retry_after_s(), None, "{status}: no header, no hint");
     }
-    let c = http_hinted(503, "7", "overloaded");
-    assert_verdict(&c, Category::Transient, Some(FailureReason::NetworkError));
-    assert_eq!(c.retry_after_s(), Some(7.0), "G-31: 503 hint (chosen)");
     let c = http_hinted(504, "7", "gateway timeout");
     assert_verdict(&c, Category::Transient, Some(FailureReason::Timeout));
-    assert_eq!(c.retry_after_s(), None);
+    assert_eq!(c.retry_after_s(), Some(7.0));
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn g_19_chosen_rows() {
         (u16::MAX, Transient, Some(FailureReason::NetworkError)),
     ];
     for &(status, category, reason) in rows {
-        let c = http_hinted(status, "9", "body");
+        let c = http(status, "body");
         assert_eq!(
             (c.category, c.failure_reason),
             (category, reason),
@@ -142,6 +142,15 @@ fn g_19_chosen_rows() {
         );
         assert_eq!(c.retry_after_s(), None, "status {status}: G-31");
         assert_eq!(c.http_status(), Some(status));
+        // README D23: with a usable hint, every non-2xx but 400/401/403/404 is a deferral.
+        let hinted = http_hinted(status, "9", "body");
+        if (200..=299).contains(&status) || matches!(status, 400 | 401 | 403 | 404) {
+            assert_eq!(hinted.category, category, "status {status}: no deferral");
+            assert_eq!(hinted.retry_after_s(), None, "status {status}");
+        } else {
+            assert_eq!(hinted.category, Category::Transient, "status {status}: D23");
+            assert_eq!(hinted.retry_after_s(), Some(9.0), "status {status}: D23");
+        }
     }
 }
 
@@ -364,6 +373,7 @@ fn r_34_key_bearer_and_ips_never_reach_message_or_body_text() {
     let scrub = ScrubOptions {
         source_key: Some("my-own-key-123"),
         redact_ips: true,
+        source: None,
     };
     let cx = ctx().with_scrub(scrub);
     let body =
@@ -387,6 +397,7 @@ fn r_34_key_bearer_and_ips_never_reach_message_or_body_text() {
     let cx = ctx().with_scrub(ScrubOptions {
         source_key: Some("my-own-key-123"),
         redact_ips: false,
+        source: None,
     });
     let c = classify_http(401, &[], body, &cx);
     assert!(c.failure.message.contains("198.51.100.7"));
@@ -809,7 +820,8 @@ fn g_30_failure_reason_rules() {
     f.reason_code = Some(ReasonCode::MissingDone);
     assert_eq!(
         failure_reason(Category::Transient, &f),
-        Some(FailureReason::NetworkError)
+        Some(FailureReason::BadResponse),
+        "README D27: a malformed answer is bad_response"
     );
     f.cause = Some(CauseKind::StreamLivenessTimeout);
     assert_eq!(
@@ -862,7 +874,7 @@ fn g_2_into_error_keeps_the_payload() {
 
 proptest! {
     /// G-18, G-29: any status, headers and body → no panic; the verdict is deterministic;
-    /// hints only on Transient 429/503; the summary is bounded.
+    /// hints only on Transient failures (README D23); the summary is bounded.
     // covers: G-1
     #[test]
     fn g_29_classify_http_total_and_deterministic(
@@ -876,7 +888,8 @@ proptest! {
         prop_assert_eq!(&a, &b);
         if a.retry_after_s().is_some() {
             prop_assert_eq!(a.category, Category::Transient);
-            prop_assert!(status == 429 || status == 503);
+            // README D23: a deferral on any non-2xx but 400/401/403/404.
+            prop_assert!(!(200..=299).contains(&status) && !matches!(status, 400 | 401 | 403 | 404));
         }
         prop_assert!(a.failure.body_text.as_ref().unwrap().chars().count() <= SUMMARY_MAX_CHARS);
         prop_assert_eq!(a.failure_reason.is_some(), matches!(a.category, Category::Transient | Category::SourceDead));

@@ -153,8 +153,10 @@ async fn d25_deadline_after_three_429s_carries_the_last_429() {
 // covers: G-102
 #[tokio::test(start_paused = true)]
 async fn cf_310_expires_while_queued_for_quota_zero_calls() {
+    // The TPM window is full (another holder took 1000 of 1500) but a call could fit later;
+    // a TPM that no call can ever fit fails at once instead (issue 22, hostile_never_admit).
     let mut s = source("s1");
-    s.tpm = 1;
+    s.tpm = 1500;
     s.est_tokens = Some(1000);
     let fx = FxBuilder {
         sources: vec![s],
@@ -162,6 +164,10 @@ async fn cf_310_expires_while_queued_for_quota_zero_calls() {
         ..FxBuilder::default()
     }
     .build();
+    let gateway_ports::Acquire::Granted(_held) = fx.limiter.try_acquire("s1", 1000).await.unwrap()
+    else {
+        panic!("the first 1000 tokens fit");
+    };
     fx.runner.push(ok());
     let e = fx.chat().await.unwrap_err();
     cde(&e);

@@ -295,8 +295,10 @@ async fn r_27_json_error_body_on_a_stream_is_an_in_band_error() {
     ))
     .await;
     run.assert_fails(Category::Transient, ReasonCode::UpstreamErrorFrame);
+    // README D20: a JSON-typed body that does not start with `{` or `[` is framed as SSE: the
+    // line is not SSE, so the stream ends with zero output.
     let run = run_text(json_body(0, "not json")).await;
-    run.assert_fails(Category::Transient, ReasonCode::InvalidJson);
+    run.assert_fails(Category::Transient, ReasonCode::EarlyEof);
     let run = run_text(json_body(0, "  ")).await;
     run.assert_fails(Category::Transient, ReasonCode::EmptyResponse);
 }

@@ -265,10 +265,11 @@ async fn cf_209_to_cf_215_v_74_stream_outcome_table_by_mode() {
             Some((Category::Transient, ReasonCode::EmptyCompletion)),
             true,
         ),
+        // README D22: a text-mode answer whose only output is a refusal.
         (
             r#"{"role":"assistant","refusal":"no"}"#,
             "stop",
-            Some((Category::Transient, ReasonCode::EmptyCompletion)),
+            Some((Category::ResultInvalid, ReasonCode::Refused)),
             true,
         ),
         (

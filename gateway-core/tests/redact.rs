@@ -9,6 +9,7 @@ fn opts(key: Option<&str>) -> ScrubOptions<'_> {
     ScrubOptions {
         source_key: key,
         redact_ips: true,
+        source: None,
     }
 }
 
@@ -149,6 +150,7 @@ fn r_34_redact_ips_false_keeps_addresses_but_not_keys() {
     let o = ScrubOptions {
         source_key: Some("k-0123456789"),
         redact_ips: false,
+        source: None,
     };
     let out = scrub(
         "ip 10.1.2.3 and ::1, key k-0123456789, sk-abcdefghij, Bearer xyz",
@@ -243,7 +245,7 @@ proptest! {
     /// the scrubber never panics, on any text and any key.
     #[test]
     fn r_34_scrub_never_panics(text in "\\PC{0,300}", key in proptest::option::of("\\PC{0,12}"), ips in any::<bool>()) {
-        let o = ScrubOptions { source_key: key.as_deref(), redact_ips: ips };
+        let o = ScrubOptions { source_key: key.as_deref(), redact_ips: ips, source: None };
         let _ = scrub(&text, &o);
     }
 
@@ -266,7 +268,7 @@ proptest! {
     fn r_34_sk_key_never_survives(pre in "\\PC{0,40}", body in "[A-Za-z0-9_-]{8,40}", post in "\\PC{0,40}") {
         let secret = format!("sk-{body}");
         let text = format!("{pre} {secret} {post}");
-        let out = scrub(&text, &ScrubOptions { source_key: None, redact_ips: false });
+        let out = scrub(&text, &ScrubOptions { source_key: None, redact_ips: false, source: None });
         prop_assert!(!out.contains(&secret));
     }
 

@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gateway_core::retry_after::{RETRY_AFTER_NOT_FINITE, hint_exceeds_cap, parse_retry_after};
+use gateway_core::retry_after::{
+    RETRY_AFTER_NOT_FINITE, hint_exceeds_cap, parse_retry_after, parse_retry_hint,
+};
 use proptest::prelude::*;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -303,4 +305,21 @@ proptest! {
             prop_assert!(hint.is_finite() && hint > 0.0);
         }
     }
+}
+
+/// README D19: the relay and reset hints keep D4's rule — one warning per call, naming the
+/// source, never the raw value.
+#[test]
+fn d19_non_finite_relay_hint_warns_once_without_the_raw_value() {
+    let headers = h(&[
+        ("llm_provider-retry-after-ms", "1e999"),
+        ("llm_provider-retry-after", "Infinity"),
+        ("x-ratelimit-reset-requests", "inf"),
+    ]);
+    let (hint, warnings) = capture(|| parse_retry_hint(&headers, "", "litellm_1", now()));
+    assert_eq!(hint, None);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("litellm_1"), "{warnings:?}");
+    assert!(warnings[0].contains(RETRY_AFTER_NOT_FINITE), "{warnings:?}");
+    assert!(!warnings[0].contains("1e999"), "{warnings:?}");
 }

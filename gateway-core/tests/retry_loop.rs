@@ -408,3 +408,138 @@ async fn g_62_failed_source_is_demoted_within_the_call() {
     assert_eq!(fx.runner.calls(), ["s1", "s2"]);
     assert_eq!(g.source.name, "s2");
 }
+
+// ── README D26: failing over does not wait ───────────────────────────────────────────────────
+
+/// Two sources, a 5 s backoff base: the second source is tried at once after the first fails.
+fn two_sources(retry: RetryPolicy) -> Fx {
+    FxBuilder {
+        retry,
+        ..FxBuilder::default().sources(&["s1", "s2"])
+    }
+    .build()
+}
+
+#[tokio::test(start_paused = true)]
+async fn d26_500_then_healthy_succeeds_without_backoff() {
+    let fx = two_sources(retry(3, 5.0, 30.0));
+    fx.runner.push_for("s1", Script::fail(transient(500)));
+    fx.runner.push_for("s2", ok());
+    let start = Instant::now();
+    let g = fx.chat().await.unwrap();
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "D26: no backoff before failover"
+    );
+    assert_eq!(fx.runner.calls(), ["s1", "s2"]);
+    assert_eq!(g.source.name, "s2");
+    assert_eq!(g.stats.attempts, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn d26_429_retry_after_30_then_healthy_succeeds_at_once() {
+    for hint_status in [429_u16, 503] {
+        let fx = two_sources(retry(3, 1.0, 10.0));
+        let mut failure = rate_limited(Some(30.0));
+        if hint_status == 503 {
+            failure = transient(503);
+            if let GatewayError::Transient(f) = &mut failure {
+                f.retry_after_s = Some(30.0);
+            }
+        }
+        fx.runner.push_for("s1", Script::fail(failure));
+        fx.runner.push_for("s2", ok());
+        let start = Instant::now();
+        let g = fx.chat().await.unwrap();
+        assert_eq!(start.elapsed(), Duration::ZERO, "{hint_status}: D26");
+        assert_eq!(g.source.name, "s2");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn d26_hint_above_max_hint_s_fails_over_instead_of_failing() {
+    let fx = two_sources(RetryPolicy {
+        max_hint_s: Some(10.0),
+        ..retry(3, 1.0, 10.0)
+    });
+    fx.runner
+        .push_for("s1", Script::fail(rate_limited(Some(30.0))));
+    fx.runner.push_for("s2", ok());
+    let start = Instant::now();
+    let g = fx.chat().await.unwrap();
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(
+        g.source.name, "s2",
+        "R-35 cap ends the call only when nothing else runs"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn d26_hint_with_a_5_s_call_deadline_fails_over() {
+    let fx = FxBuilder {
+        retry: retry(3, 1.0, 10.0),
+        deadline: Some(Duration::from_secs(5)),
+        ..FxBuilder::default().sources(&["s1", "s2"])
+    }
+    .build();
+    fx.runner
+        .push_for("s1", Script::fail(rate_limited(Some(30.0))));
+    fx.runner.push_for("s2", ok());
+    let g = fx.chat().await.unwrap();
+    assert_eq!(g.source.name, "s2");
+}
+
+#[tokio::test(start_paused = true)]
+async fn d26_single_source_still_waits_for_its_hint() {
+    let fx = fx();
+    fx.runner
+        .push_all([Script::fail(rate_limited(Some(2.0))), ok()]);
+    let start = Instant::now();
+    fx.chat().await.unwrap();
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "D3: the hint is slept"
+    );
+    assert!(start.elapsed() < Duration::from_millis(2100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn d26_sleeps_only_until_the_earliest_source_is_runnable() {
+    // s1 asks for 30 s, s2 fails with a plain 500 (backoff 1.0 s × jitter factor 1.0 on the
+    // second failed round → 2.0 s): the call waits for s2, not for s1's 30 s.
+    let fx = two_sources(retry(4, 1.0, 10.0));
+    fx.runner
+        .push_for("s1", Script::fail(rate_limited(Some(30.0))));
+    fx.runner.push_for("s2", Script::fail(transient(500)));
+    fx.runner.push_for("s2", ok());
+    let start = Instant::now();
+    let g = fx.chat().await.unwrap();
+    assert_eq!(g.source.name, "s2");
+    assert_eq!(fx.runner.calls(), ["s1", "s2", "s2"]);
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_secs(2) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn d26_hint_cap_ends_the_call_when_no_other_source_can_run() {
+    let fx = two_sources(RetryPolicy {
+        max_hint_s: Some(60.0),
+        ..retry(3, 1.0, 10.0)
+    });
+    fx.runner
+        .push_for("s1", Script::fail(rate_limited(Some(86_400.0))));
+    fx.runner.push_for("s2", Script::fail(dead()));
+    let start = Instant::now();
+    let e = fx.chat().await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(unavailable(&e).retry_after_s, 86_400.0);
+    assert_eq!(fx.runner.calls(), ["s1", "s2"]);
+    assert!(
+        unavailable(&e).last_failure.is_some(),
+        "D25: the cause is kept"
+    );
+}

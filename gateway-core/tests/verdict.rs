@@ -459,6 +459,9 @@ fn v_45_registry_covers_every_reason_code() {
         (ReasonCode::EmptyResponse, T),
         (ReasonCode::InvalidJson, T),
         (ReasonCode::ResponseTooLarge, RI),
+        (ReasonCode::Refused, RI),             // README D22
+        (ReasonCode::ToolCallsInTextMode, RI), // README D27
+        (ReasonCode::MalformedItem, RI),       // README D30
     ];
     assert_eq!(
         expected.len(),
@@ -550,6 +553,7 @@ fn v_45_every_produced_code_maps_to_its_registry_category() {
                                 thinking,
                                 message,
                                 usage_measured: false,
+                                ..AttemptFacts::default()
                             };
                             let verdict = judge_attempt(&facts);
                             if let Some(code) = verdict.reason_code() {
@@ -666,9 +670,10 @@ fn v_45_completeness_messages() {
     );
     let classification = failure.into_classification(SRC);
     assert_eq!(classification.category, Category::Transient);
+    // README D27: a truncated answer is `bad_response` (was `network_error`).
     assert_eq!(
         classification.failure_reason,
-        Some(FailureReason::NetworkError)
+        Some(FailureReason::BadResponse)
     );
 
     let openai = AttemptFacts {
@@ -1372,6 +1377,7 @@ proptest! {
             thinking,
             message: message.as_ref(),
             usage_measured: measured,
+            ..AttemptFacts::default()
         };
         let verdict = judge_attempt(&facts);
         match &verdict {

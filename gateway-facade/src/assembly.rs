@@ -341,6 +341,11 @@ impl CoreOptions {
             warnings.extend(found);
         }
         warnings.extend(found);
+        // Issue 22: a global TPM below a source's token estimate admits no call to it.
+        warnings.extend(gateway_core::config::global_tpm_warnings(
+            &sources,
+            self.global_limits.tpm,
+        ));
         // Scope policies: the same C5 rules as the settings path (chosen).
         let probe = GatewaySettings {
             scope: self.scope.clone(),

@@ -601,6 +601,9 @@ impl GatewayClient {
         if let Err(error) = check_chat(&request) {
             return failed(error);
         }
+        if let Err(error) = check_n(&request, &inner.runtime.plan.sources) {
+            return failed(error);
+        }
         let request = Arc::new(request);
         let mut call = CallOptions::default()
             .with_row_input(Arc::new(RowInput::chat(&request)))
@@ -802,21 +805,11 @@ impl GatewayClientBuilder {
 /// The chat call-boundary guards, in order. Each
 /// failure is `InvalidArgument` naming the `ChatOptions` field.
 pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
-    if request.response_mode == ResponseMode::OpenAi {
-        if request.structured.is_some() {
-            return Err(GatewayError::invalid_argument(
-                "ChatOptions::response_mode",
-                "openai mode does not support structured output",
-            ));
-        }
-        if let Some(n) = request.overlay.get("n")
-            && n.as_i64() != Some(1)
-        {
-            return Err(GatewayError::invalid_argument(
-                "ChatOptions::overlay",
-                "openai mode supports only n=1",
-            ));
-        }
+    if request.response_mode == ResponseMode::OpenAi && request.structured.is_some() {
+        return Err(GatewayError::invalid_argument(
+            "ChatOptions::response_mode",
+            "openai mode does not support structured output",
+        ));
     }
     if let Some(spec) = &request.structured {
         check_structured(spec)?;
@@ -862,6 +855,43 @@ fn check_structured(_spec: &StructuredSpec) -> Result<(), GatewayError> {
         "ChatRequest::structured",
         "structured output not enabled: this build lacks the cargo feature `structured` of polygateway",
     ))
+}
+
+/// The effective `n` of a chat request must be 1 in both modes (README D28): the request
+/// overlay's `n` when it has one, else each source's `extra_body` `n`. The text mode reads only
+/// choice 0 and would pay for the others. Checked before any I/O; the error names where the
+/// value came from.
+pub(crate) fn check_n(
+    request: &ChatRequest,
+    sources: &[gateway_ports::SourceConfig],
+) -> Result<(), GatewayError> {
+    let is_one = |n: &serde_json::Value| n.as_i64() == Some(1);
+    if let Some(n) = request.overlay.get("n") {
+        if is_one(n) {
+            return Ok(());
+        }
+        return Err(GatewayError::invalid_argument(
+            "ChatOptions::overlay",
+            format!(
+                "n={n} is not supported: the gateway returns one choice; set n to 1 or remove it"
+            ),
+        ));
+    }
+    for source in sources {
+        if let Some(n) = source.extra_body.get("n")
+            && !is_one(n)
+        {
+            return Err(GatewayError::invalid_argument(
+                format!("SourceConfig::extra_body ({})", source.name),
+                format!(
+                    "source {}'s extra_body sets n={n}; the gateway returns one choice: set n \
+                     to 1 or remove it from the source's EXTRA_BODY",
+                    source.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `^[a-z][a-z0-9_]{0,63}$` (80 T-33).

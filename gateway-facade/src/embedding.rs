@@ -102,6 +102,9 @@ enum BodyFault {
     NotJson,
     /// A shape anomaly: `ResultInvalid`.
     Shape(String),
+    /// Items whose vector holds something other than finite numbers (`null`, `"NaN"`, a value
+    /// beyond f32): `ResultInvalid(malformed_item)` naming these item indexes (README D30).
+    MalformedItems(Vec<u64>),
 }
 
 /// Maps a 200 body: `data[]` items with an `embedding` array of finite numbers, ordered
@@ -115,22 +118,32 @@ fn parse_embeddings(bytes: &[u8], expected: usize) -> Result<(Parsed, Option<u64
         .and_then(Value::as_array)
         .ok_or_else(|| shape("the body lacks a `data` array"))?;
     let mut items: Vec<(Option<u64>, Vec<f32>)> = Vec::with_capacity(data.len());
-    for item in data {
+    let mut malformed: Vec<u64> = Vec::new();
+    for (position, item) in data.iter().enumerate() {
         let embedding = item
             .get("embedding")
             .and_then(Value::as_array)
             .ok_or_else(|| shape("a `data` item lacks an `embedding` array"))?;
+        let index = item.get("index").and_then(Value::as_u64);
         let mut vector = Vec::with_capacity(embedding.len());
+        let mut bad = false;
         for x in embedding {
+            // README D30: `null`, strings such as "NaN", and numbers beyond f32 are not finite
+            // numbers.
             #[allow(clippy::cast_possible_truncation)]
-            let v = x
-                .as_f64()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| shape("an `embedding` holds a non-number"))?
-                as f32;
-            vector.push(v);
+            match x.as_f64().map(|v| v as f32).filter(|v| v.is_finite()) {
+                Some(v) => vector.push(v),
+                None => bad = true,
+            }
         }
-        items.push((item.get("index").and_then(Value::as_u64), vector));
+        if bad {
+            malformed.push(index.unwrap_or_else(|| u64::try_from(position).unwrap_or(u64::MAX)));
+        }
+        items.push((index, vector));
+    }
+    if !malformed.is_empty() {
+        malformed.sort_unstable();
+        return Err(BodyFault::MalformedItems(malformed));
     }
     if items.iter().all(|(i, _)| i.is_some()) {
         items.sort_by_key(|(i, _)| *i);
@@ -204,6 +217,7 @@ impl EmbedRunner {
             .with_scrub(ScrubOptions {
                 source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),
                 redact_ips: self.redact_ips,
+                source: Some(source),
             });
         // The whole-attempt watchdog (40 S-93 for a non-stream body): `timeout_s`.
         let total = Duration::try_from_secs_f64(source.timeout_s).unwrap_or(Duration::MAX);
@@ -239,6 +253,27 @@ impl EmbedRunner {
                     &source.name,
                     format!("{}: malformed embedding response: {what}", source.name),
                 ));
+            }
+            Err(BodyFault::MalformedItems(indexes)) => {
+                let shown: Vec<String> = indexes.iter().take(32).map(u64::to_string).collect();
+                let more = if indexes.len() > shown.len() {
+                    format!(" and {} more", indexes.len() - shown.len())
+                } else {
+                    String::new()
+                };
+                let mut error = result_invalid(
+                    &source.name,
+                    format!(
+                        "{}: malformed embedding response (malformed_item): item(s) {}{more} \
+                         hold values that are not finite numbers",
+                        source.name,
+                        shown.join(", ")
+                    ),
+                );
+                if let GatewayError::ResultInvalid(details) = &mut error {
+                    details.failure.reason_code = Some(ReasonCode::MalformedItem);
+                }
+                return AttemptOutcome::Failed(error);
             }
         };
         if let Some(expected) = self.expected_dim

@@ -70,7 +70,7 @@ pub use structured::SchemaOf;
 pub use structured::{DEFAULT_STRUCTURED_MAX_RETRIES, StructuredConfig};
 
 #[cfg(feature = "openai")]
-pub use adapter_openai::{OpenAiTransport, TransportOptions};
+pub use adapter_openai::{OpenAiTransport, ProbeAnswer, TransportOptions};
 pub use gateway_ports::schema::telemetry_schema_sql;
 pub use gateway_ports::{
     CachePolicy, CallStats, ChatRequest, EFFORT_ORDER, Effort, EmbedRequest, EmbeddingResponse,
@@ -93,9 +93,9 @@ pub use settings::{
     CacheBackend, DEFAULT_BATCH_SIZE, DEFAULT_CACHE_MEMORY_MAX_ENTRIES, DEFAULT_CACHE_TTL_S,
     DEFAULT_CHAT_SCOPE, DEFAULT_EMBED_SCOPE, DEFAULT_MAX_WAITERS, DEFAULT_OCR_MODEL,
     DEFAULT_OCR_SCOPE, DEFAULT_TELEMETRY_PG_POOL_MAX, DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S,
-    EmbeddingSettings, EnvMap, GatewaySettings, LEASE_GRACE_S, OcrSettings, PROBE_GRACE_S,
-    SOURCE_FIELDS, SchemaMode, StateBackend, TelemetryBackend, ValidatedEmbeddingSettings,
-    ValidatedSettings, is_scope_name,
+    EmbeddingSettings, EnvMap, GatewaySettings, LEASE_GRACE_S, NON_UTF8_VALUE, OcrSettings,
+    PROBE_GRACE_S, SOURCE_FIELDS, SchemaMode, StateBackend, TelemetryBackend,
+    ValidatedEmbeddingSettings, ValidatedSettings, is_scope_name, process_env,
 };
 
 /// The crate version.

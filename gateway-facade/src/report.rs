@@ -60,9 +60,11 @@ impl From<&GatewayError> for ErrorSummary {
             message: error.to_string(),
             reason_code: error.reason_code().map(|r| r.as_str()),
             http_status: error.http_status(),
+            // Millisecond precision: a hint of 59.999959308 s reads as 60.0.
             retry_after_s: error
                 .retry_after_s()
-                .or_else(|| failure.and_then(|f| f.retry_after_s)),
+                .or_else(|| failure.and_then(|f| f.retry_after_s))
+                .map(round_ms),
             scope: error.scope().map(str::to_owned),
             scope_reason: unavailable.map(|u| u.reason.as_str()),
             per_source_reasons: error.per_source_reasons().map(|reasons| {
@@ -73,6 +75,15 @@ impl From<&GatewayError> for ErrorSummary {
             }),
             attempts: None,
         }
+    }
+}
+
+/// Seconds rounded to the millisecond (hints are reported at millisecond precision).
+fn round_ms(seconds: f64) -> f64 {
+    if seconds.is_finite() && seconds.abs() < 1e12 {
+        (seconds * 1000.0).round() / 1000.0
+    } else {
+        seconds
     }
 }
 

@@ -590,6 +590,7 @@ impl Runtime {
         .hedge(hedge)
         .backpressure(plan.backpressure)
         .quota_full(plan.quota_full)
+        .global_tpm(plan.global_limits.tpm)
         .circuit_open(plan.circuit_open)
         .breaker_cooldown_s(plan.breaker.cooldown_s)
         .max_waiters(usize::try_from(plan.max_waiters).unwrap_or(usize::MAX))

@@ -24,6 +24,11 @@ pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
 pub const DEFAULT_STALL_THRESHOLD_MS: u32 = 1000;
 /// Default admission estimate when `est_tokens` is unset (10 §2.1, chosen).
 pub const DEFAULT_EST_TOKENS: u64 = 1000;
+/// Default idle timeout of a source's pooled connections, in seconds (README D29): below the
+/// 5 s keep-alive of Node and llama.cpp servers, so the client closes an idle connection before
+/// the server does.
+pub const DEFAULT_POOL_IDLE_TIMEOUT_S: f64 = 4.0;
+
 /// Default per-attempt read cap `max_response_bytes`: 64 MiB (05 R-29, 20 §4).
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -99,7 +104,10 @@ pub struct SourceConfig {
     pub name: String,
     /// Lower-cased provider segment; selects the provider profile (70).
     pub provider: String,
-    /// OpenAI-compatible (or MonkeyOCR) base URL, stored without trailing `/`.
+    /// OpenAI-compatible (or MonkeyOCR) base URL, stored without trailing `/`. A password in
+    /// its userinfo (`https://user:pass@host`) is a secret: `Debug` and `Serialize` show it as
+    /// `<redacted>` ([`redact_url_password`]).
+    #[serde(serialize_with = "serialize_url_redacted")]
     pub base_url: String,
     /// Credential; required for chat/embedding sources unless `auth_style` is `None`, optional
     /// for OCR (90 O-1). Redacted everywhere.
@@ -145,6 +153,9 @@ pub struct SourceConfig {
     pub auth_style: AuthStyle,
     /// Extra PEM root certificate for this source's HTTP client (05 R-33 `CA_FILE`).
     pub ca_file: Option<PathBuf>,
+    /// Seconds an idle pooled connection is kept before the client closes it (README D29
+    /// `POOL_IDLE_TIMEOUT_S`; default [`DEFAULT_POOL_IDLE_TIMEOUT_S`]).
+    pub pool_idle_timeout_s: f64,
 }
 
 impl Default for SourceConfig {
@@ -174,6 +185,7 @@ impl Default for SourceConfig {
             query: BTreeMap::new(),
             auth_style: AuthStyle::Bearer,
             ca_file: None,
+            pool_idle_timeout_s: DEFAULT_POOL_IDLE_TIMEOUT_S,
         }
     }
 }
@@ -352,6 +364,74 @@ fn serialize_query_redacted<S: serde::Serializer>(
     map.end()
 }
 
+fn serialize_url_redacted<S: serde::Serializer>(
+    url: &str,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&redact_url_password(url))
+}
+
+/// The byte range of the userinfo password of `url` (`scheme://user:PASSWORD@host…`), if any.
+fn url_password_range(url: &str) -> Option<std::ops::Range<usize>> {
+    let start = url.find("://")? + 3;
+    let rest = url.get(start..)?;
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = rest.get(..authority_len)?;
+    let at = authority.rfind('@')?;
+    let userinfo = authority.get(..at)?;
+    let colon = userinfo.find(':')?;
+    let from = start + colon + 1;
+    let to = start + at;
+    (from < to).then_some(from..to)
+}
+
+/// The userinfo password of `url`, if it has a non-empty one (issue 22: a secret).
+pub fn url_password(url: &str) -> Option<&str> {
+    url_password_range(url).and_then(|r| url.get(r))
+}
+
+/// `url` with a userinfo password replaced by `<redacted>` (user name and host kept), for every
+/// output that shows a base URL or DSN (`pgw doctor`, `Debug`, errors).
+pub fn redact_url_password(url: &str) -> std::borrow::Cow<'_, str> {
+    match url_password_range(url) {
+        Some(r) => std::borrow::Cow::Owned(format!(
+            "{}{REDACTED}{}",
+            url.get(..r.start).unwrap_or_default(),
+            url.get(r.end..).unwrap_or_default()
+        )),
+        None => std::borrow::Cow::Borrowed(url),
+    }
+}
+
+/// Shortest configured value, in bytes, that [`SourceConfig::secret_values`] reports for the
+/// header, query and URL-password secrets: shorter ones (`1`, `true`, `v1`) would scrub ordinary
+/// words out of every error body. The API key is reported at any length.
+pub const MIN_SCRUBBED_SECRET_BYTES: usize = 6;
+
+impl SourceConfig {
+    /// Every secret value configured on this source, for scrubbing upstream error bodies and
+    /// messages: the API key, every `HEADERS` value, every `QUERY` value and the password of
+    /// `BASE_URL`; all but the API key only when at least [`MIN_SCRUBBED_SECRET_BYTES`] long.
+    pub fn secret_values(&self) -> Vec<&str> {
+        let long = |v: &&str| v.len() >= MIN_SCRUBBED_SECRET_BYTES;
+        let mut out: Vec<&str> = Vec::new();
+        if let Some(key) = &self.api_key
+            && !key.expose_secret().is_empty()
+        {
+            out.push(key.expose_secret());
+        }
+        out.extend(
+            self.headers
+                .values()
+                .map(|v| v.expose_secret().as_str())
+                .filter(long),
+        );
+        out.extend(self.query.values().map(String::as_str).filter(long));
+        out.extend(url_password(&self.base_url).filter(long));
+        out
+    }
+}
+
 /// `Debug` names every field (exhaustively, so a new field cannot be forgotten) and never prints
 /// the key, header values or query values (05 ).
 impl fmt::Debug for SourceConfig {
@@ -381,13 +461,14 @@ impl fmt::Debug for SourceConfig {
             query,
             auth_style,
             ca_file,
+            pool_idle_timeout_s,
         } = self;
         let query_names: BTreeMap<&str, &str> =
             query.keys().map(|k| (k.as_str(), REDACTED)).collect();
         f.debug_struct("SourceConfig")
             .field("name", name)
             .field("provider", provider)
-            .field("base_url", base_url)
+            .field("base_url", &redact_url_password(base_url))
             .field("api_key", api_key)
             .field("model", model)
             .field("timeout_s", timeout_s)
@@ -409,6 +490,7 @@ impl fmt::Debug for SourceConfig {
             .field("query", &query_names)
             .field("auth_style", auth_style)
             .field("ca_file", ca_file)
+            .field("pool_idle_timeout_s", pool_idle_timeout_s)
             .finish()
     }
 }

@@ -130,6 +130,12 @@ impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.reason, &self.detail) {
             (ScopeReason::BackendUnavailable, Some(detail)) => f.write_str(detail),
+            // A scope that can never admit names the limit (issue 22).
+            (ScopeReason::QuotaFull, Some(detail)) => write!(
+                f,
+                "{} gateway temporarily unavailable: {}; {detail}",
+                self.scope, self.reason
+            ),
             _ => write!(
                 f,
                 "{} gateway temporarily unavailable: {}",

@@ -20,6 +20,7 @@
 
 pub mod config;
 pub mod error;
+pub mod files;
 pub mod ports;
 pub mod request;
 pub mod response;

@@ -127,7 +127,8 @@ impl TryFrom<RawCompletion> for OpenAiChatCompletion {
 
 impl OpenAiChatCompletion {
     /// Checks and builds a snapshot (10 §4.2), in order: role is `assistant`; `content` and
-    /// `reasoning_content` a string or null (absent is fine); `tool_calls` absent, null or an
+    /// `reasoning_content` a string or null (absent is fine; `content` may also be an array of
+    /// objects with a string `type`, README D21); `tool_calls` absent, null or an
     /// array; every non-null tool has a non-empty string `id` unique within the message,
     /// `type == "function"` and an object `function` with a non-empty string `name` and a string
     /// `arguments`. An empty `finish_reason` or `response_id` is absent (D12).
@@ -143,6 +144,12 @@ impl OpenAiChatCompletion {
         for key in ["content", "reasoning_content"] {
             match message.get(key) {
                 None | Some(Value::Null) | Some(Value::String(_)) => {}
+                // README D21: `content` as an array of typed parts is kept raw.
+                Some(Value::Array(parts))
+                    if key == "content"
+                        && parts
+                            .iter()
+                            .all(|p| p.get("type").is_some_and(Value::is_string)) => {}
                 Some(_) => return Err(CompletionShapeError::ContentType),
             }
         }

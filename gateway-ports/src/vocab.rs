@@ -239,8 +239,9 @@ wire_enum! {
 
 wire_enum! {
     /// The breaker/health reason vocabulary and the value type of `per_source_reasons`
-    /// (30 G-10). The breaker port only ever receives the four attempt-failure reasons
-    /// (`RateLimited`, `Timeout`, `NetworkError`, `SourceDead`).
+    /// (30 G-10). The breaker port only ever receives the five attempt-failure reasons
+    /// (`RateLimited`, `Timeout`, `NetworkError`, `SourceDead`, and README D27's
+    /// `BadResponse`).
     pub enum FailureReason {
         /// `"rate_limited"` (attempt failure).
         RateLimited => "rate_limited",
@@ -250,6 +251,10 @@ wire_enum! {
         NetworkError => "network_error",
         /// `"source_dead"` (attempt failure).
         SourceDead => "source_dead",
+        /// `"bad_response"` (attempt failure): a malformed answer — empty completion, protocol
+        /// error, invalid JSON, truncation. Breaker and health count it like `network_error`;
+        /// telemetry and `per_source_reasons` name it honestly.
+        BadResponse => "bad_response",
         /// `"circuit_open"` (admission only).
         CircuitOpen => "circuit_open",
         /// `"quota_full"` (admission only; chosen).
@@ -264,7 +269,11 @@ impl FailureReason {
     pub const fn is_attempt_failure(self) -> bool {
         matches!(
             self,
-            Self::RateLimited | Self::Timeout | Self::NetworkError | Self::SourceDead
+            Self::RateLimited
+                | Self::Timeout
+                | Self::NetworkError
+                | Self::SourceDead
+                | Self::BadResponse
         )
     }
 }
@@ -361,6 +370,14 @@ wire_enum! {
         InvalidJson => "invalid_json",
         /// `"response_too_large"` (RI).
         ResponseTooLarge => "response_too_large",
+        /// `"refused"` (RI, README D22): a text-mode answer whose only output is a refusal.
+        Refused => "refused",
+        /// `"tool_calls_in_text_mode"` (RI, README D27): a text-mode answer whose only output
+        /// is tool calls; the openai response mode delivers them.
+        ToolCallsInTextMode => "tool_calls_in_text_mode",
+        /// `"malformed_item"` (RI, README D30): an embedding item whose vector is not all
+        /// finite numbers.
+        MalformedItem => "malformed_item",
     }
 }
 

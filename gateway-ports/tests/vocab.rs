@@ -237,6 +237,7 @@ fn g_10_failure_reason_wire_strings() {
             (FailureReason::Timeout, "timeout"),
             (FailureReason::NetworkError, "network_error"),
             (FailureReason::SourceDead, "source_dead"),
+            (FailureReason::BadResponse, "bad_response"),
             (FailureReason::CircuitOpen, "circuit_open"),
             (FailureReason::QuotaFull, "quota_full"),
             (FailureReason::Paced, "paced"),
@@ -254,7 +255,8 @@ fn g_10_failure_reason_wire_strings() {
             FailureReason::RateLimited,
             FailureReason::Timeout,
             FailureReason::NetworkError,
-            FailureReason::SourceDead
+            FailureReason::SourceDead,
+            FailureReason::BadResponse, // README D27
         ]
     );
 }
@@ -315,6 +317,9 @@ fn g_28_v_45_reason_code_registry() {
             (ReasonCode::EmptyResponse, "empty_response"),
             (ReasonCode::InvalidJson, "invalid_json"),
             (ReasonCode::ResponseTooLarge, "response_too_large"),
+            (ReasonCode::Refused, "refused"),
+            (ReasonCode::ToolCallsInTextMode, "tool_calls_in_text_mode"),
+            (ReasonCode::MalformedItem, "malformed_item"),
         ],
         ReasonCode::as_str,
     );

@@ -75,7 +75,19 @@ pub fn parse_non_stream_body(
             options,
         ));
     }
-    let body: Value = serde_json::from_str(&text).map_err(|_| AccumulateError::InvalidJson)?;
+    let body: Value = match serde_json::from_str(&text) {
+        Ok(body) => body,
+        Err(_) => {
+            // README D20: a complete JSON answer with `data: [DONE]` appended is that answer.
+            let prefix = gateway_ports::json_before_trailing_sse(&text)
+                .ok_or(AccumulateError::InvalidJson)?;
+            let body: Value =
+                serde_json::from_str(prefix).map_err(|_| AccumulateError::InvalidJson)?;
+            let mut acc = parse_non_stream_value(&body, mode, options)?;
+            acc.warnings.insert(0, DialectWarning::TrailingSse);
+            return Ok(acc);
+        }
+    };
     parse_non_stream_value(&body, mode, options)
 }
 
@@ -112,26 +124,57 @@ pub fn parse_non_stream_value(
         let key = response_id.as_deref().unwrap_or(&options.call_id);
         synthesized = strip_and_synthesize(&mut message, key);
     }
+    // README D21: `content` as an array of parts (fidelity mode keeps the raw array).
+    let mut part_warnings = Vec::new();
+    let parts = match message.get("content") {
+        Some(Value::Array(parts)) => {
+            let read = super::read_content_parts(parts).ok_or(AccumulateError::Protocol(
+                ProtocolViolation::MessageMalformed,
+            ))?;
+            for kind in &read.skipped {
+                part_warnings.push(DialectWarning::UnknownContentPart { kind: kind.clone() });
+            }
+            Some(read)
+        }
+        _ => None,
+    };
     for key in ["content", "reasoning_content"] {
         match message.get(key) {
             None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(Value::Array(_)) if key == "content" => {}
             Some(_) => return violation(ProtocolViolation::MessageMalformed),
         }
     }
 
-    let content = message
-        .get("content")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let thinking = match message.get("reasoning_content") {
-        Some(Value::String(r)) if !r.is_empty() => r.as_str(),
-        _ => message
-            .get("reasoning")
+    let content = match &parts {
+        Some(read) => read.text.as_str(),
+        None => message
+            .get("content")
             .and_then(Value::as_str)
             .unwrap_or_default(),
     };
+    let thinking = match message.get("reasoning_content") {
+        Some(Value::String(r)) if !r.is_empty() => r.as_str(),
+        _ => match &parts {
+            Some(read) if !read.thinking.is_empty() => read.thinking.as_str(),
+            _ => message
+                .get("reasoning")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        },
+    };
     let (content, thinking) = (content.to_owned(), thinking.to_owned());
-    Ok(assemble(
+    // README D22, D27: the refusal text and (text mode) whether tool calls came.
+    let refusal = match message.get("refusal") {
+        Some(Value::String(refusal)) => refusal.clone(),
+        _ => String::new(),
+    };
+    let tool_calls_in_text = mode == ResponseMode::Text
+        && matches!(
+            message.get("tool_calls"),
+            Some(Value::Array(tools)) if tools.iter().any(|t| !t.is_null())
+        );
+    let mut acc = assemble(
         Parts {
             mode,
             response_id,
@@ -144,7 +187,11 @@ pub fn parse_non_stream_value(
         &thinking,
         finish,
         options,
-    ))
+    );
+    acc.warnings.extend(part_warnings);
+    acc.refusal = refusal;
+    acc.tool_calls_in_text = tool_calls_in_text;
+    Ok(acc)
 }
 
 /// What both readings of a body hand to [`assemble`].
@@ -193,6 +240,8 @@ fn assemble(
         tool_calls,
         conflicts: Default::default(),
         warnings,
+        refusal: String::new(),
+        tool_calls_in_text: false,
     }
 }
 

@@ -360,6 +360,13 @@ impl<'de, const STRICT: bool> Visitor<'de> for FragmentsVisitor<STRICT> {
                 _ if STRICT => {
                     return Err(de::Error::custom("delta key outside the fast reading"));
                 }
+                // README D22, D27: a refusal or tool calls in a text-mode body are facts of the
+                // verdict; a non-null one goes to the `Value` reading.
+                "refusal" | "tool_calls" => {
+                    if !map.next_value::<Value>()?.is_null() {
+                        return Err(de::Error::custom("refusal or tool calls in a text body"));
+                    }
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -316,6 +316,10 @@ pub struct Accumulator {
     text_bytes: usize,
     notices: Vec<DialectWarning>,
     failed: Option<AccumulateError>,
+    /// README D22: the accumulated `refusal` fragments.
+    refusal: String,
+    /// README D27: text mode saw at least one tool-call element.
+    text_tool_calls: bool,
 }
 
 impl Accumulator {
@@ -339,6 +343,8 @@ impl Accumulator {
             text_bytes: 0,
             notices: Vec::new(),
             failed: None,
+            refusal: String::new(),
+            text_tool_calls: false,
         }
     }
 
@@ -520,6 +526,8 @@ impl Accumulator {
             tool_calls,
             conflicts: self.merger.conflicts,
             warnings,
+            refusal: self.refusal,
+            tool_calls_in_text: self.text_tool_calls,
         }
     }
 
@@ -610,11 +618,39 @@ impl Accumulator {
                 Ok(())
             }
             Some(fixed) if fixed == id => Ok(()),
-            Some(_) if self.mode == ResponseMode::OpenAi => {
-                Err(AccumulateError::Protocol(ProtocolViolation::IdConflict))
+            // README D35: a chunk id that changes (mockllm gives every chunk a fresh one) is
+            // accepted in both modes; the first id is kept and one dialect warning raised.
+            Some(_) => {
+                if !self.notices.contains(&DialectWarning::ChunkIdChanges) {
+                    self.notices.push(DialectWarning::ChunkIdChanges);
+                }
+                Ok(())
             }
-            Some(_) => Ok(()),
         }
+    }
+
+    /// README D21: `content` as an array of parts. `text` parts append to the content,
+    /// `thinking` / `reasoning` parts to the reasoning projection; other types are skipped with
+    /// one dialect warning each. `Err` when the array is not one of parts (→ `protocol_error`).
+    fn content_parts(
+        &mut self,
+        parts: &[Value],
+        out: &mut ChatDelta,
+    ) -> Result<bool, ProtocolViolation> {
+        let read = read_content_parts(parts).ok_or(ProtocolViolation::ContentType)?;
+        for kind in read.skipped {
+            let warning = DialectWarning::UnknownContentPart { kind };
+            if !self.notices.contains(&warning) {
+                self.notices.push(warning);
+            }
+        }
+        if !read.text.is_empty() {
+            self.take_fragment("content", &read.text, out);
+        }
+        if !read.thinking.is_empty() {
+            self.take_fragment("reasoning", &read.thinking, out);
+        }
+        Ok(!read.text.is_empty() || !read.thinking.is_empty())
     }
 
     /// S-49, S-50 for a string finish_reason; `""` is absent (D12).
@@ -758,6 +794,18 @@ impl Accumulator {
                         self.take_fragment(key, fragment, out);
                         progress |= !fragment.is_empty();
                     }
+                    // README D21: fidelity mode keeps the raw parts in the completion.
+                    Value::Array(parts) if key == "content" => {
+                        progress |= self.content_parts(parts, out)?;
+                        match self.message.get_mut("content") {
+                            Some(Value::Array(kept)) => kept.extend(parts.iter().cloned()),
+                            None | Some(Value::Null) => {
+                                self.message
+                                    .insert("content".to_owned(), Value::Array(parts.clone()));
+                            }
+                            Some(_) => return Err(ProtocolViolation::ContentType),
+                        }
+                    }
                     _ if key == "content" => return Err(ProtocolViolation::ContentType),
                     _ => return Err(ProtocolViolation::ReasoningContentType),
                 },
@@ -781,6 +829,11 @@ impl Accumulator {
                         && let Value::String(fragment) = value
                     {
                         self.take_fragment("reasoning", fragment, out);
+                    }
+                    if other == "refusal"
+                        && let Value::String(fragment) = value
+                    {
+                        self.refusal.push_str(fragment);
                     }
                     let path = format!("delta.{other}");
                     progress |= self
@@ -809,11 +862,15 @@ impl Accumulator {
                         self.take_fragment(key, fragment, out);
                         progress |= !fragment.is_empty();
                     }
+                    Value::Array(parts) if key == "content" => {
+                        progress |= self.content_parts(parts, out)?;
+                    }
                     _ if key == "content" => return Err(ProtocolViolation::ContentType),
                     _ => return Err(ProtocolViolation::ReasoningContentType),
                 },
                 "tool_calls" => {
                     if let Value::Array(elements) = value {
+                        self.text_tool_calls |= elements.iter().any(|e| !e.is_null());
                         progress |= self.tools.observe_text(elements)?;
                     }
                 }
@@ -823,12 +880,86 @@ impl Accumulator {
                     {
                         self.take_fragment("reasoning", fragment, out);
                     }
+                    if other == "refusal"
+                        && let Value::String(fragment) = value
+                    {
+                        self.charge_text(fragment.len());
+                        self.refusal.push_str(fragment);
+                    }
                     progress |= fragment_progress(other, value);
                 }
             }
         }
         out.progress = progress;
         Ok(())
+    }
+}
+
+/// What an array of content parts says (README D21).
+#[derive(Debug, Default)]
+pub(crate) struct ContentParts {
+    /// The `text` parts' text, concatenated.
+    pub(crate) text: String,
+    /// The `thinking` / `reasoning` parts' nested text, concatenated.
+    pub(crate) thinking: String,
+    /// The types of the skipped parts.
+    pub(crate) skipped: Vec<String>,
+}
+
+/// Reads `content` given as an array of parts (README D21; Mistral's
+/// `[{"type":"thinking","thinking":[{"type":"text","text":…}]},{"type":"text","text":…}]`).
+/// `None` when the array is empty or an element is not an object with a string `type`.
+pub(crate) fn read_content_parts(parts: &[Value]) -> Option<ContentParts> {
+    if parts.is_empty() {
+        return None; // an empty array is not "an array of parts"
+    }
+    let mut read = ContentParts::default();
+    for part in parts {
+        let part = part.as_object()?;
+        let kind = part.get("type")?.as_str()?;
+        match kind {
+            "text" => {
+                if let Some(text) = part.get("text").and_then(Value::as_str) {
+                    read.text.push_str(text);
+                }
+            }
+            "thinking" | "reasoning" => {
+                for key in ["thinking", "reasoning", "text", "content", "summary"] {
+                    if let Some(value) = part.get(key) {
+                        nested_text(value, &mut read.thinking);
+                        break;
+                    }
+                }
+            }
+            other => {
+                if !read.skipped.iter().any(|k| k == other) {
+                    read.skipped.push(other.to_owned());
+                }
+            }
+        }
+    }
+    Some(read)
+}
+
+/// Appends the text of a nested thinking value: a string, or an array of strings and objects
+/// with a string `text`.
+fn nested_text(value: &Value, out: &mut String) {
+    match value {
+        Value::String(text) => out.push_str(text),
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::String(text) => out.push_str(text),
+                    Value::Object(obj) => {
+                        if let Some(text) = obj.get("text").and_then(Value::as_str) {
+                            out.push_str(text);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -963,6 +1094,12 @@ pub struct Accumulated {
     pub conflicts: BTreeSet<String>,
     /// Dialect warnings in S-95 step 1 order (split-data-lines notice first), at most 1024.
     pub warnings: Vec<DialectWarning>,
+    /// The accumulated `refusal` text (README D22): `delta.refusal` fragments or
+    /// `message.refusal`; `""` when none.
+    pub refusal: String,
+    /// Text mode: the answer carried at least one tool call (README D27); always `false` in
+    /// openai mode, where the tool calls are in `message`.
+    pub tool_calls_in_text: bool,
 }
 
 impl Accumulated {
@@ -980,6 +1117,10 @@ impl Accumulated {
         let Some(raw) = &self.usage_raw else {
             return (Usage::default(), UsageSource::Unavailable);
         };
+        if usage_is_implausible(raw) {
+            // Issue 22: nothing of an implausible usage object is kept.
+            return (Usage::default(), UsageSource::Unavailable);
+        }
         let (cached, reasoning) = usage_details(raw);
         let (mut usage, source) = match measured_usage(raw) {
             Some(usage) if salvaged => (usage, UsageSource::Estimated),
@@ -1034,7 +1175,16 @@ fn count(value: Option<&Value>) -> Option<u64> {
 
 /// Measured usage (S-104): `prompt_tokens` and `completion_tokens` both JSON non-negative
 /// integers; with the S-107 details. `None` otherwise (`{}` is not measured).
+///
+/// A usage object that is *implausible* ([`usage_is_plausible`]) is not measured either: it is
+/// treated as unavailable (the attempt settles its estimate, no cost is computed) and the
+/// executor logs one warning per source (issue 22).
 pub fn measured_usage(usage: &Map<String, Value>) -> Option<Usage> {
+    reported_usage(usage).filter(usage_is_plausible)
+}
+
+/// The counts as reported (S-104), before the plausibility check.
+fn reported_usage(usage: &Map<String, Value>) -> Option<Usage> {
     let prompt = count(usage.get("prompt_tokens"))?;
     let completion = count(usage.get("completion_tokens"))?;
     let (cached, reasoning) = usage_details(usage);
@@ -1044,6 +1194,30 @@ pub fn measured_usage(usage: &Map<String, Value>) -> Option<Usage> {
         cached_prompt_tokens: cached,
         reasoning_tokens: reasoning,
     })
+}
+
+/// Largest token count of one attempt taken as measured: 100 000 000 (10^8). No model's
+/// context or output comes near it; a larger count (e.g. `prompt_tokens` = 2^64 − 1) would
+/// poison the TPM window and the cost, so it is refused (issue 22; docs/decisions.md).
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
+
+/// Plausible usage (issue 22): every count at most [`MAX_PLAUSIBLE_TOKENS`], `cached` not above
+/// `prompt_tokens`, `reasoning` not above `completion_tokens`.
+pub fn usage_is_plausible(usage: &Usage) -> bool {
+    let within = |n: u64| n <= MAX_PLAUSIBLE_TOKENS;
+    within(usage.prompt_tokens)
+        && within(usage.completion_tokens)
+        && usage
+            .cached_prompt_tokens
+            .is_none_or(|c| c <= usage.prompt_tokens)
+        && usage
+            .reasoning_tokens
+            .is_none_or(|r| r <= usage.completion_tokens)
+}
+
+/// `true` when `usage` reports both counts as integers but fails [`usage_is_plausible`].
+pub fn usage_is_implausible(usage: &Map<String, Value>) -> bool {
+    reported_usage(usage).is_some_and(|u| !usage_is_plausible(&u))
 }
 
 /// S-107: `(cached_prompt_tokens, reasoning_tokens)` of a usage object.

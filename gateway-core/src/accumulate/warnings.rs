@@ -45,6 +45,20 @@ pub enum DialectWarning {
     SynthesizedToolId,
     /// A streamed request got a 200 JSON body, judged as a non-stream body (05 R-27).
     JsonBodyOnStream,
+    /// A JSON body followed by an event-stream trailer (`data: [DONE]`, comments) was read as
+    /// that JSON value (README D20).
+    TrailingSse,
+    /// A chunk `id` differed from the stream's first id and was accepted (README D35).
+    ChunkIdChanges,
+    /// A `content` part of an unknown type was skipped (README D21); `kind` is its `type`,
+    /// cut to 64 characters.
+    UnknownContentPart {
+        /// The part's `type`.
+        kind: String,
+    },
+    /// The usage object was implausible (a count above 10^8, cached above prompt, reasoning
+    /// above completion) and was treated as unavailable (issue 22).
+    ImplausibleUsage,
 }
 
 impl DialectWarning {
@@ -56,6 +70,10 @@ impl DialectWarning {
             Self::SplitDataLines => "dialect.sse_split_data_lines",
             Self::SynthesizedToolId => "dialect.tool_synthesized_id",
             Self::JsonBodyOnStream => "dialect.json_body_on_stream",
+            Self::TrailingSse => "dialect:trailing_sse",
+            Self::ChunkIdChanges => "dialect:chunk_id_changes",
+            Self::UnknownContentPart { .. } => "dialect:content_part_skipped",
+            Self::ImplausibleUsage => "dialect.implausible_usage",
         }
     }
 
@@ -71,6 +89,12 @@ impl DialectWarning {
             Self::SplitDataLines => "sse:split_data_lines".to_owned(),
             Self::SynthesizedToolId => "tool:synthesized_id".to_owned(),
             Self::JsonBodyOnStream => "stream:json_body".to_owned(),
+            Self::TrailingSse => "dialect:trailing_sse".to_owned(),
+            Self::ChunkIdChanges => "dialect:chunk_id_changes".to_owned(),
+            Self::UnknownContentPart { kind } => {
+                format!("dialect:content_part:{}", cut(kind, FINISH_KEY_CHARS))
+            }
+            Self::ImplausibleUsage => "usage:implausible".to_owned(),
         }
     }
 
@@ -94,6 +118,19 @@ impl DialectWarning {
             ),
             Self::JsonBodyOnStream => format!(
                 "source {source}: a streamed request was answered with a JSON body; it was judged as a non-stream body"
+            ),
+            Self::TrailingSse => format!(
+                "source {source}: a JSON answer was followed by an event-stream trailer (data: [DONE]); the JSON value was used"
+            ),
+            Self::ChunkIdChanges => {
+                format!("source {source}: stream chunks carry changing ids; the first id is kept")
+            }
+            Self::UnknownContentPart { kind } => format!(
+                "source {source}: a content part of type {:?} was skipped",
+                cut(kind, FINISH_KEY_CHARS)
+            ),
+            Self::ImplausibleUsage => format!(
+                "source {source}: implausible token usage reported (a count above 100000000, or cached/reasoning above its total); usage treated as unavailable and the estimate settled"
             ),
         }
     }

@@ -286,6 +286,7 @@ enum Stop {
 struct Judge<'a> {
     source_name: &'a str,
     source_key: Option<&'a str>,
+    source: &'a gateway_ports::SourceConfig,
     redact_ips: bool,
     wall_now: std::time::SystemTime,
     mode: ResponseMode,
@@ -305,6 +306,7 @@ impl<'a> Judge<'a> {
         Self {
             source_name: &source.name,
             source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),
+            source,
             redact_ips: executor.options.redact_ips,
             wall_now: executor.options.clock.wall(),
             mode: executor.request.response_mode,
@@ -319,6 +321,7 @@ impl<'a> Judge<'a> {
         ScrubOptions {
             source_key: self.source_key,
             redact_ips: self.redact_ips,
+            source: Some(self.source),
         }
     }
 
@@ -565,6 +568,13 @@ impl<'a> Judge<'a> {
         for warning in &accumulated.warnings {
             self.warn(warning);
         }
+        if accumulated
+            .usage_raw
+            .as_ref()
+            .is_some_and(crate::accumulate::usage_is_implausible)
+        {
+            self.warn(&crate::accumulate::DialectWarning::ImplausibleUsage);
+        }
         let facts = AttemptFacts {
             mode: self.mode,
             missing_done: self.missing_done,
@@ -574,6 +584,8 @@ impl<'a> Judge<'a> {
             thinking: &accumulated.thinking,
             message: accumulated.message.as_ref(),
             usage_measured: accumulated.usage_measured(),
+            refusal: &accumulated.refusal,
+            tool_calls_in_text: accumulated.tool_calls_in_text,
         };
         let delivery = match judge_attempt(&facts) {
             Verdict::Deliver(delivery) => delivery,

@@ -156,7 +156,10 @@ fn closed_error() -> BackendError {
 fn counts(reason: FailureReason) -> bool {
     matches!(
         reason,
-        FailureReason::Timeout | FailureReason::NetworkError | FailureReason::SourceDead
+        FailureReason::Timeout
+            | FailureReason::NetworkError
+            | FailureReason::BadResponse
+            | FailureReason::SourceDead
     )
 }
 

@@ -237,6 +237,7 @@ impl OcrRunner {
         ClassifyContext::new(&source.name, operation, self.clock.wall()).with_scrub(ScrubOptions {
             source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),
             redact_ips: self.redact_ips,
+            source: Some(source),
         })
     }
 

@@ -33,14 +33,20 @@ pub fn load_pricing(path: impl AsRef<Path>) -> Result<PricingTable, ConfigError>
     Ok(table)
 }
 
+/// Largest pricing file read, in bytes (16 MiB); a larger file, a FIFO or a device is refused
+/// (issue 22).
+pub const MAX_PRICING_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// [`load_pricing`] returning the warnings (`pricing.unknown_member`) instead of logging them.
 pub fn load_pricing_with_warnings(
     path: impl AsRef<Path>,
 ) -> Result<(PricingTable, Vec<ConfigWarning>), ConfigError> {
     let path = path.as_ref();
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| invalid(&file, None, &format!("cannot read the file ({e})")))?;
+    let bytes = gateway_ports::files::read_regular_file_capped(path, MAX_PRICING_FILE_BYTES)
+        .map_err(|e| invalid(&file, None, &format!("the file {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| invalid(&file, None, "the file is not valid UTF-8"))?;
     parse_pricing(&text, &file)
 }
 

@@ -771,6 +771,7 @@ impl RowShaper {
         let scrub = ScrubOptions {
             source_key: key,
             redact_ips: self.redact_ips,
+            source: Some(source),
         };
         let OwnedTexts {
             call_id,

@@ -182,7 +182,17 @@ impl ChatTransport for ScriptedWire {
                 End::Hang => pending().await,
             };
         }
-        let json_body = content_type.as_deref().is_some_and(is_json_content_type);
+        // README D20, as the adapter does: the first non-whitespace byte decides the framing,
+        // and the reported content type is the effective one.
+        let declared_json = content_type.as_deref().is_some_and(is_json_content_type);
+        let first = first_significant_byte(&plan.writes);
+        let (json_body, content_type) = match first {
+            Some(b'{' | b'[') if !declared_json => (true, Some("application/json".to_owned())),
+            Some(b) if declared_json && b != b'{' && b != b'[' => {
+                (false, Some("text/event-stream".to_owned()))
+            }
+            _ => (declared_json, content_type),
+        };
         let state = StreamState {
             writes: plan.writes.into(),
             end: plan.end,
@@ -199,6 +209,28 @@ impl ChatTransport for ScriptedWire {
             events: Box::pin(events),
         })
     }
+}
+
+/// The first byte of the planned body that is not whitespace (space, tab, CR, LF), after one
+/// leading UTF-8 BOM (README D20).
+fn first_significant_byte(writes: &[PlannedWrite]) -> Option<u8> {
+    let mut bytes = writes.iter().flat_map(|w| w.bytes.iter().copied());
+    let mut head: Vec<u8> = Vec::new();
+    for b in bytes.by_ref() {
+        head.push(b);
+        if head.len() == 3 || !b"\xEF\xBB\xBF".starts_with(&head) {
+            break;
+        }
+    }
+    let skip = if head.as_slice() == b"\xEF\xBB\xBF" {
+        3
+    } else {
+        0
+    };
+    head.into_iter()
+        .skip(skip)
+        .chain(bytes)
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
 async fn sleep_ms(ms: u64) {

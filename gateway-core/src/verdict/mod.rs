@@ -72,6 +72,10 @@ pub struct AttemptFacts<'a> {
     pub message: Option<&'a Map<String, Value>>,
     /// The last non-null usage object is measured (40 S-104, V-9).
     pub usage_measured: bool,
+    /// The accumulated `refusal` text (README D22); `""` when none.
+    pub refusal: &'a str,
+    /// Text mode: the answer carried at least one tool call (README D27).
+    pub tool_calls_in_text: bool,
 }
 
 /// A deliverable attempt and what it carries besides the content (50 V-55, V-58, S-105).
@@ -104,6 +108,8 @@ pub struct VerdictFailure {
     pub finish_reason: Option<String>,
     /// Unicode scalar values of the projected thinking (V-39); the text itself is never kept.
     pub thinking_len: usize,
+    /// `refused` only (README D22): the refusal text, scrubbed and capped like a body summary.
+    pub detail: Option<String>,
 }
 
 impl VerdictFailure {
@@ -120,6 +126,7 @@ impl VerdictFailure {
                 .filter(|f| !f.is_empty())
                 .map(str::to_owned),
             thinking_len: facts.thinking.chars().count(),
+            detail: None,
         }
     }
 
@@ -139,6 +146,14 @@ impl VerdictFailure {
             (ReasonCode::MissingDone, ResponseMode::Text) => {
                 format!("{source_name}: SSE stream truncated without [DONE] (missing_done)")
             }
+            (ReasonCode::Refused, _) => crate::classify::compose(
+                format!("{source_name}: the model refused to answer (refused)"),
+                self.detail.as_deref().unwrap_or_default(),
+            ),
+            (ReasonCode::ToolCallsInTextMode, _) => format!(
+                "{source_name}: the answer holds only tool calls (tool_calls_in_text_mode); \
+                 use the openai response mode to receive tool calls"
+            ),
             (ReasonCode::EarlyEof, _) => {
                 format!("{source_name}: SSE stream ended with zero output (early_eof)")
             }
@@ -157,7 +172,7 @@ impl VerdictFailure {
 
     /// The classification of this failure (50 V-40, V-41; 30 G-28, G-30): the category, the
     /// message, `source_name`, operation `chat`, the `reason_code`, no status, hint, body or
-    /// cause. Its failure reason is `network_error` for `Transient` and none for
+    /// cause. Its failure reason is `bad_response` (README D27) for `Transient` and none for
     /// `ResultInvalid` (V-48: a neutral breaker success).
     pub fn into_classification(self, source_name: &str) -> Classification {
         let mut failure = AttemptFailure::new(self.message(source_name), ErrorOperation::Chat);
@@ -260,6 +275,21 @@ pub fn judge_attempt(facts: &AttemptFacts<'_>) -> Verdict {
     };
     let finish_class = classify_finish(facts.finish_reason);
     if let Outcome::Fail(code) = judge_outcome(facts.mode, &summary, finish_class) {
+        // README D22, D27: in text mode, an answer without a body whose output is a refusal or
+        // tool calls is not an empty completion: retrying would give the same answer.
+        if code == ReasonCode::EmptyCompletion && facts.mode == ResponseMode::Text {
+            if !facts.refusal.trim().is_empty() {
+                let mut failure = VerdictFailure::new(ReasonCode::Refused, facts);
+                failure.detail = Some(crate::redact::scrubbed_summary(
+                    facts.refusal,
+                    &crate::redact::ScrubOptions::default(),
+                ));
+                return Verdict::Fail(failure);
+            }
+            if facts.tool_calls_in_text {
+                return Verdict::Fail(VerdictFailure::new(ReasonCode::ToolCallsInTextMode, facts));
+            }
+        }
         return Verdict::Fail(VerdictFailure::new(code, facts));
     }
     Verdict::Deliver(Delivery {

@@ -34,7 +34,8 @@ pub const TERMINAL_CODES: [ReasonCode; 3] = [
 /// `upstream_error_frame`, `rate_limited`, `malformed_json`, `protocol_error`, `read_error`,
 /// `liveness_timeout`, `empty_response`, `invalid_json`; `ResultInvalid` for `tool_truncated`,
 /// `tool_arguments_null`, `length_without_content`, `filtered_without_content`,
-/// `response_too_large` (V-48, V-53); `RequestRejected` for `context_length_exceeded` (D14).
+/// `response_too_large` (V-48, V-53), `refused` (README D22), `tool_calls_in_text_mode`
+/// (D27), `malformed_item` (D30); `RequestRejected` for `context_length_exceeded` (D14).
 ///
 /// `None` only for a code added to `ReasonCode` after this registry (the enum is
 /// `#[non_exhaustive]`); a test walks `ReasonCode::ALL` so that cannot ship silently.
@@ -58,7 +59,10 @@ pub fn reason_category(code: ReasonCode) -> Option<Category> {
         | R::ToolArgumentsNull
         | R::LengthWithoutContent
         | R::FilteredWithoutContent
-        | R::ResponseTooLarge => Category::ResultInvalid,
+        | R::ResponseTooLarge
+        | R::Refused
+        | R::ToolCallsInTextMode
+        | R::MalformedItem => Category::ResultInvalid,
         R::ContextLengthExceeded => Category::RequestRejected,
         _ => return None,
     })

@@ -34,12 +34,36 @@ use super::{
 /// result is unset.
 pub type EnvMap = BTreeMap<String, String>;
 
-/// The process environment as a map (non-UTF-8 entries skipped). The single reader of the
-/// environment.
-pub(crate) fn process_env() -> EnvMap {
+/// The value an [`EnvMap`] holds for a variable whose value is not valid UTF-8. It contains NUL
+/// bytes, which no environment value can, so it never collides with a real value. Parsing a
+/// scope refuses it for every key of the scope and every `PGW_` key with a `config.parse` error
+/// naming the key (a known key is never silently dropped); other variables are ignored.
+pub const NON_UTF8_VALUE: &str = "\u{0}(value is not valid UTF-8)\u{0}";
+
+/// The process environment as a map: entries whose key is not UTF-8 are skipped; a non-UTF-8
+/// value becomes [`NON_UTF8_VALUE`]. The single reader of the environment.
+pub fn process_env() -> EnvMap {
     std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter_map(|(k, v)| {
+            let key = k.into_string().ok()?;
+            let value = v
+                .into_string()
+                .unwrap_or_else(|_| NON_UTF8_VALUE.to_owned());
+            Some((key, value))
+        })
         .collect()
+}
+
+/// Refuses a non-UTF-8 value ([`NON_UTF8_VALUE`]) of any key that belongs to `scope_up`
+/// (`{SCOPE}__…`, legacy `{SCOPE}_…`) or is process-wide (`PGW_…`).
+fn refuse_non_utf8(scope_up: &str, map: &EnvMap) -> Result<(), ConfigError> {
+    let scoped = format!("{scope_up}_");
+    for (key, value) in map {
+        if value == NON_UTF8_VALUE && (key.starts_with(&scoped) || key.starts_with("PGW_")) {
+            return Err(parse_error(key, "valid UTF-8 text"));
+        }
+    }
+    Ok(())
 }
 
 /// Reserved second segments.
@@ -54,7 +78,7 @@ const RESERVED: [&str; 6] = [
 
 /// Per-source FIELD segments of `{SCOPE}__{PROVIDER}__{N}__{FIELD}` in documented order
 /// (request-shaping keys included). Public so tools and tests enumerate the same list.
-pub const SOURCE_FIELDS: [&str; 22] = [
+pub const SOURCE_FIELDS: [&str; 23] = [
     "BASE_URL",
     "API_KEY",
     "MODEL",
@@ -77,6 +101,7 @@ pub const SOURCE_FIELDS: [&str; 22] = [
     "CA_FILE",
     "API_KEY_FILE",
     "MAX_RESPONSE_BYTES",
+    "POOL_IDLE_TIMEOUT_S",
 ];
 
 /// Settings field path → key suffix after `{SCOPE}__` (scope and group keys).
@@ -240,14 +265,15 @@ impl std::fmt::Debug for SourceKeys<'_> {
 /// `source.api_key_file` error instead of an unbounded read.
 const MAX_API_KEY_FILE_BYTES: u64 = 64 * 1024;
 
-/// Reads the key file, at most [`MAX_API_KEY_FILE_BYTES`]; `Ok(None)` when it holds more.
-fn read_key_file(path: &str) -> std::io::Result<Option<String>> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(MAX_API_KEY_FILE_BYTES + 1)
-        .read_to_string(&mut text)?;
-    Ok((text.len() as u64 <= MAX_API_KEY_FILE_BYTES).then_some(text))
+/// Reads the key file: a regular file (a FIFO or device is refused before it is opened), at
+/// most [`MAX_API_KEY_FILE_BYTES`], UTF-8.
+fn read_key_file(path: &str) -> Result<String, String> {
+    let bytes = gateway_ports::files::read_regular_file_capped(
+        std::path::Path::new(path),
+        MAX_API_KEY_FILE_BYTES,
+    )
+    .map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|_| "is not valid UTF-8".to_owned())
 }
 
 fn is_provider(segment: &str) -> bool {
@@ -315,6 +341,7 @@ macro_rules! set_pgw {
 pub(crate) fn parse(scope: &str, kind: ScopeKind, map: &EnvMap) -> Result<Parsed, ConfigError> {
     check_scope_name(scope, "scope")?;
     let scope_up = scope.to_ascii_uppercase();
+    refuse_non_utf8(&scope_up, map)?;
     let vals: BTreeMap<&str, &str> = map
         .iter()
         .filter_map(|(k, v)| {
@@ -704,21 +731,13 @@ fn parse_source(
                 format!("{k} and {api_key} are exclusive: set one of them"),
             ));
         }
-        let content = read_key_file(v)
-            .map_err(|e| {
-                ConfigError::new(
-                    "source.api_key_file",
-                    k,
-                    format!("{k}: cannot read the key file ({})", e.kind()),
-                )
-            })?
-            .ok_or_else(|| {
-                ConfigError::new(
-                    "source.api_key_file",
-                    k,
-                    format!("{k}: the key file is larger than {MAX_API_KEY_FILE_BYTES} bytes"),
-                )
-            })?;
+        let content = read_key_file(v).map_err(|reason| {
+            ConfigError::new(
+                "source.api_key_file",
+                k,
+                format!("{k}: the key file {reason}"),
+            )
+        })?;
         let key = content.trim_matches(|c: char| c.is_ascii_whitespace());
         if key.is_empty() {
             return Err(ConfigError::new(
@@ -731,6 +750,9 @@ fn parse_source(
     }
     if let Some((k, v)) = get("MAX_RESPONSE_BYTES") {
         src.max_response_bytes = int(k, v, 1)?;
+    }
+    if let Some((k, v)) = get("POOL_IDLE_TIMEOUT_S") {
+        src.pool_idle_timeout_s = positive_float(k, v)?;
     }
     // A3 required fields (§3.4; 05 R-33: API_KEY_FILE counts, AUTH_STYLE=none needs no key).
     let missing = |field: &str| {

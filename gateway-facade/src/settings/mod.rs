@@ -26,7 +26,7 @@ use gateway_ports::config::{
 use gateway_ports::vocab::{ScopeKind, SelectorKind, WaitPolicy};
 use gateway_ports::{ConfigError, ConfigWarning};
 
-pub use env::{EnvMap, SOURCE_FIELDS};
+pub use env::{EnvMap, NON_UTF8_VALUE, SOURCE_FIELDS, process_env};
 
 use gateway_core::hedge::{HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly};
 
@@ -477,6 +477,11 @@ fn validate_gateway(
         Some(_) => {}
         None => s.lease_ttl_s = Some(max_timeout + LEASE_GRACE_S),
     }
+    // Issue 22: a global TPM below a source's token estimate admits no call to that source.
+    warnings.extend(gateway_core::config::global_tpm_warnings(
+        &s.sources,
+        s.global_limits.tpm,
+    ));
     // C8 stall window vs TTFT (warning).
     let max_ttft = s
         .sources

@@ -13,6 +13,10 @@ use serde_json::Value;
 
 const MEMBERS: [&str; 3] = ["input_per_1m", "output_per_1m", "cached_input_per_1m"];
 
+/// Largest pricing file read, in bytes: 16 MiB = 16 777 216 (a table of every public model is a
+/// few KiB). A larger file, or a FIFO or device, is a `pricing.invalid` error (issue 22).
+pub const MAX_PRICING_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Reads and validates the pricing file at `path`; `origin` is the key or field that named it.
 pub fn load_pricing(
     path: &Path,
@@ -26,7 +30,9 @@ pub fn load_pricing(
             format!("pricing file {file}: {detail}"),
         )
     };
-    let text = std::fs::read_to_string(path).map_err(|e| invalid(format!("unreadable ({e})")))?;
+    let bytes = gateway_ports::files::read_regular_file_capped(path, MAX_PRICING_FILE_BYTES)
+        .map_err(|e| invalid(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|_| invalid("is not valid UTF-8".into()))?;
     let root: Value =
         serde_json::from_str(&text).map_err(|e| invalid(format!("invalid JSON ({e})")))?;
     let Value::Object(models) = root else {

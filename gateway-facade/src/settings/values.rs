@@ -22,7 +22,7 @@ pub(crate) fn domain_error(key: &str, what: &str) -> ConfigError {
 /// `float` (seconds): Rust `f64::from_str` after trimming; underscores rejected.
 pub(crate) fn float(key: &str, raw: &str) -> Result<f64, ConfigError> {
     raw.parse::<f64>()
-        .map_err(|_| parse_error(key, &format!("a number (got `{raw}`)")))
+        .map_err(|_| parse_error(key, "a number, e.g. 30 or 0.5"))
 }
 
 /// `float` with the domain "finite > 0".
@@ -40,7 +40,7 @@ pub(crate) fn positive_float(key: &str, raw: &str) -> Result<f64, ConfigError> {
 pub(crate) fn int<T: TryFrom<i128>>(key: &str, raw: &str, min: i128) -> Result<T, ConfigError> {
     let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(parse_error(key, &format!("an integer (got `{raw}`)")));
+        return Err(parse_error(key, "an integer, e.g. 10"));
     }
     let v: i128 = raw
         .parse()

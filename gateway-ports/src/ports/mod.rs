@@ -25,5 +25,5 @@ pub use transport::{
     ArchiveEntry, ChatTransport, ChunkJson, EmbeddingTransport, Endpoint, KeepAliveKind,
     OcrLayoutWire, OcrStage, OcrTransport, OcrWireFailure, OcrWireRequest, WireBody, WireEvent,
     WireEventStream, WireNotice, WireRequest, WireResponse, body_text, is_json_content_type,
-    lossy_utf8,
+    json_before_trailing_sse, lossy_utf8,
 };

@@ -148,6 +148,38 @@ pub fn body_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     lossy_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes))
 }
 
+/// README D20: when `text` is one JSON value followed only by whitespace, blank lines, SSE `:`
+/// comment lines and `data: [DONE]` lines (at least one such line), the JSON value's text;
+/// otherwise `None` (also when `text` is plain JSON: nothing needed rescuing). Servers that
+/// answer a non-stream request with a complete JSON body and then an event-stream trailer send
+/// this (seen on relays in front of vLLM and on llama.cpp forks).
+pub fn json_before_trailing_sse(text: &str) -> Option<&str> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    match values.next() {
+        Some(Ok(_)) => {}
+        _ => return None,
+    }
+    let end = values.byte_offset();
+    let rest = text.get(end..)?;
+    let mut trailer = false;
+    for line in rest.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with(':') {
+            trailer = true;
+            continue;
+        }
+        let data = line.strip_prefix("data:")?;
+        if data.trim() != "[DONE]" {
+            return None;
+        }
+        trailer = true;
+    }
+    if trailer { text.get(..end) } else { None }
+}
+
 /// The data of one dispatched SSE event (or a whole JSON body, 05 R-27): one complete JSON text of
 /// any type, checked when built and kept as text (40 S-25).
 ///
@@ -264,7 +296,11 @@ impl WireEvent {
         }
         match ChunkJson::parse(&text) {
             Ok(chunk) => Self::Chunk(chunk),
-            Err(_) => Self::MalformedFrame { len: bytes.len() },
+            // README D20: a JSON answer with `data: [DONE]` (or comments) appended.
+            Err(_) => match json_before_trailing_sse(&text).map(ChunkJson::parse) {
+                Some(Ok(chunk)) => Self::Chunk(chunk),
+                _ => Self::MalformedFrame { len: bytes.len() },
+            },
         }
     }
 

@@ -146,11 +146,21 @@ impl ScriptRunner {
     }
 
     /// Plans the answer to the next request: `GET /v1/models` lists [`ScriptRunner::models`]
-    /// (no fault, no counter); every other request draws its fault (spec 15 "Faults", in request
+    /// (no fault, no counter) unless a response's `match.path` is `/models`; every other request draws its fault (spec 15 "Faults", in request
     /// order), then — unless the fault is a 429/5xx, which answers instead and consumes no
     /// scripted response — selects and renders a response and applies the fault to it.
     pub fn next_plan(&mut self, facts: &RequestFacts) -> Plan {
-        if facts.endpoint == Endpoint::Models {
+        // A script may answer `GET /models` itself (`match.path: "/models"`) to play a server
+        // without a standard model list (README D36); otherwise the built-in list answers.
+        let scripted_models = || {
+            self.script.responses.iter().any(|r| {
+                r.matcher
+                    .as_ref()
+                    .and_then(|m| m.path.as_deref())
+                    .is_some_and(|p| normalize_path(p) == "/models")
+            })
+        };
+        if facts.endpoint == Endpoint::Models && !scripted_models() {
             return render_models(&self.models());
         }
         if facts.endpoint == Endpoint::OcrResult {

@@ -53,6 +53,8 @@ pub(crate) async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     }
     let mut buf = BytesMut::with_capacity(8 * 1024);
     let mut out = Vec::with_capacity(1024);
+    // When the previous response on this connection ended (README D29 keep-alive idle timeout).
+    let mut idle_since: Option<tokio::time::Instant> = None;
     loop {
         let request = match read_request(&mut stream, &mut buf).await {
             Ok(Some(r)) => r,
@@ -66,6 +68,13 @@ pub(crate) async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 return;
             }
         };
+        if let (Some(since), Some(idle_ms)) = (idle_since, shared.keep_alive_idle_ms())
+            && since.elapsed() >= Duration::from_millis(idle_ms)
+        {
+            // The server closed this idle connection as the request crossed: never answered,
+            // never recorded.
+            return;
+        }
         let content_type = request
             .headers
             .iter()
@@ -91,7 +100,7 @@ pub(crate) async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             )
         }));
         match execute(&mut stream, &plan, &mut out).await {
-            Ok(true) if !request.close => {}
+            Ok(true) if !request.close => idle_since = Some(tokio::time::Instant::now()),
             _ => return,
         }
     }

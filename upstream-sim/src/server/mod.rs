@@ -57,6 +57,11 @@ impl Shared {
         lock(&self.runner).next_plan(facts)
     }
 
+    /// The script's keep-alive idle timeout (README D29), if any.
+    pub(crate) fn keep_alive_idle_ms(&self) -> Option<u64> {
+        lock(&self.runner).script().keep_alive_idle_ms
+    }
+
     /// Whether requests are kept (see [`SimHandle::set_recording`]).
     pub(crate) fn recording(&self) -> bool {
         self.recording.load(Ordering::Relaxed)
