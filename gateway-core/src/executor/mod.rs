@@ -522,6 +522,9 @@ impl<'a> Judge<'a> {
         let (stall_ms, stall_count) = stall_from_times(progress.times(), self.stall_threshold_ms);
         match self.judge(&accumulated, Some(facts)) {
             Ok(mut result) => {
+                if let Some(gate) = self.gate {
+                    gate.commit_on_success(self.call_id, self.hedge_leg).await;
+                }
                 result.ttft_ms = ttft_ms;
                 result.max_inter_token_ms = max_inter_token_ms;
                 result.stall_ms = stall_ms;

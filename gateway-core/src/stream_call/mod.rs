@@ -6,7 +6,8 @@
 //! and failover stay invisible. The first attempt whose frame carries a content token (or a
 //! reasoning token when the caller opted in, or a tool-call fragment) **commits**: its buffered
 //! frames and every later one are forwarded, in order, into a bounded channel; frames of any
-//! other attempt are dropped from then on. The hedged round cancels the other leg as the loser
+//! other attempt are dropped from then on. An attempt that succeeds without ever reaching the
+//! commit point (a tool-call-only answer) commits at its success. The hedged round cancels the other leg as the loser
 //! once a commit is observed, and the retry loop never retries a committed call: the committed
 //! attempt's failure ends the call, marked with [`GatewayError::into_committed`].
 //!
@@ -71,10 +72,12 @@ impl StreamDelta {
             && self.raw.is_none()
     }
 
-    /// `true` when this delta reaches the commit point (README D32): a content token, a
-    /// reasoning token (only present when the caller opted in) or a tool-call fragment.
+    /// `true` when this delta reaches the commit point (README D32): a content token or a
+    /// reasoning token (only present when the caller opted in). Tool-call fragments do not
+    /// commit (a stall hedge may still replace a tool-calling leg, as in `chat`); they are
+    /// forwarded once the attempt commits or succeeds.
     pub fn commits(&self) -> bool {
-        !(self.content.is_empty() && self.reasoning.is_empty() && self.tool_calls.is_empty())
+        !(self.content.is_empty() && self.reasoning.is_empty())
     }
 
     /// The tool-call fragments of the first choice of a raw openai chunk.
@@ -279,6 +282,35 @@ impl CommitGate {
             }
         }
         true
+    }
+
+    /// An attempt succeeded without reaching the commit point (e.g. a tool-call-only answer):
+    /// it is the winner, so it commits now and its buffered frames are forwarded.
+    pub async fn commit_on_success(&self, call_id: &str, hedge_leg: bool) {
+        let batch = {
+            let mut state = self.lock();
+            if state.committed.is_some() {
+                return;
+            }
+            state.committed = Some(CommittedLeg {
+                call_id: call_id.to_owned(),
+                hedge_leg,
+            });
+            let batch = state.pending.remove(call_id).unwrap_or_default();
+            state.pending.clear();
+            self.committed.notify_waiters();
+            batch
+        };
+        for delta in batch {
+            {
+                let mut state = self.lock();
+                state.forwarded.content.push_str(&delta.content);
+                state.forwarded.reasoning.push_str(&delta.reasoning);
+            }
+            if self.tx.send(delta).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Forgets the buffered frames of an attempt that ended without committing.
