@@ -9,9 +9,11 @@
 use std::io::{IsTerminal as _, Read as _};
 
 use clap::{Args, ValueEnum};
+use futures_util::StreamExt as _;
 use polygateway::parse_effort;
 use polygateway::{
-    ChatOptions, GatewayClient, JsonObject, LlmResponse, ResponseMode, StructuredSpec,
+    ChatOptions, ErrorReport, GatewayClient, JsonObject, LlmResponse, ResponseMode, StreamEvent,
+    StructuredSpec,
 };
 use serde_json::{Value, json};
 
@@ -57,6 +59,12 @@ pub struct ChatArgs {
     /// Neither read nor write the response cache for this call.
     #[arg(long)]
     pub no_cache: bool,
+    /// Print the answer as it arrives: tokens on stdout (human mode), or one JSON event per
+    /// line with `--json` (`{"event":"delta",…}` lines, then one `"done"` or `"error"` line).
+    /// Retries and hedging stay invisible until the first token; after it a failure ends the
+    /// output with an error that says `committed: true`.
+    #[arg(long)]
+    pub stream_out: bool,
     /// The cache namespace of this call (overrides `PGW_CACHE_NAMESPACE`).
     #[arg(long, value_name = "NAME")]
     pub cache_namespace: Option<String>,
@@ -232,6 +240,18 @@ pub async fn run(args: ChatArgs) -> u8 {
             return exit::USAGE;
         }
     }
+    if args.stream_out {
+        let code = tokio::select! {
+            code = stream_out(&client, messages, options, args.json) => code,
+            _ = tokio::signal::ctrl_c() => {
+                out::stderr_line("pgw: interrupted; draining");
+                client.close().await;
+                return exit::INTERRUPTED;
+            }
+        };
+        client.close().await;
+        return code;
+    }
     let outcome = tokio::select! {
         outcome = client.chat_outcome(messages, options) => outcome,
         signal = signals::interrupted() => {
@@ -303,6 +323,90 @@ fn call_deadline(
             DEFAULT_DEADLINE_S_WHOLE,
         ))),
     }
+}
+
+/// `pgw chat --stream-out`: prints each delta as it arrives (tokens, or NDJSON events with
+/// `json`), then the final event; returns the exit code.
+async fn stream_out(
+    client: &GatewayClient,
+    messages: Vec<JsonObject>,
+    options: ChatOptions,
+    json: bool,
+) -> u8 {
+    let mut stream = client.chat_stream(messages, options);
+    let mut printed = false;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(StreamEvent::Delta(delta)) => {
+                if json {
+                    let tools: Vec<Value> = delta
+                        .tool_calls
+                        .iter()
+                        .map(|t| {
+                            json!({"index": t.index, "id": t.id, "name": t.name,
+                                   "arguments": t.arguments})
+                        })
+                        .collect();
+                    out::stdout_json(&json!({
+                        "schema_version": SCHEMA_VERSION,
+                        "event": "delta",
+                        "content": delta.content,
+                        "reasoning": delta.reasoning,
+                        "tool_calls": tools,
+                    }));
+                } else if !delta.content.is_empty() {
+                    printed = true;
+                    out::stdout_text(&delta.content);
+                }
+            }
+            Ok(StreamEvent::Done(response)) => {
+                if json {
+                    out::stdout_json(&json!({
+                        "schema_version": SCHEMA_VERSION,
+                        "event": "done",
+                        "response": serde_json::to_value(&*response).unwrap_or(Value::Null),
+                    }));
+                } else {
+                    if printed {
+                        out::stdout_line("");
+                    }
+                    if response.cache_hit {
+                        out::stderr_line("pgw: served from the response cache (no upstream call)");
+                    }
+                    if let Some(completion) = &response.completion {
+                        for call in completion.tool_calls() {
+                            out::stdout_line(&format!("tool_call: {call}"));
+                        }
+                    }
+                }
+                return exit::OK;
+            }
+            Ok(_) => {}
+            Err(error) => {
+                let report = ErrorReport::from(&error).to_json();
+                if json {
+                    out::stdout_json(&json!({
+                        "schema_version": SCHEMA_VERSION,
+                        "event": "error",
+                        "committed": error.is_committed(),
+                        "error": report,
+                    }));
+                } else {
+                    if printed {
+                        out::stdout_line("");
+                    }
+                    let note = if error.is_committed() {
+                        " (after part of the answer was printed; not retried)"
+                    } else {
+                        ""
+                    };
+                    out::stderr_line(&format!("pgw: {}{note}: {error}", error.type_name()));
+                }
+                return exit::for_error(&error);
+            }
+        }
+    }
+    exit::OK
 }
 
 /// One human line for an `ErrorReport` JSON (`last_failure`): `Type [HTTP n]: message`.

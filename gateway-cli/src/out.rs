@@ -41,6 +41,25 @@ pub fn stdout_line(text: &str) -> bool {
     }
 }
 
+/// Writes `text` (no newline) to stdout and flushes: a streamed token (`pgw chat
+/// --stream-out`). Returns `false` when stdout is gone; never panics.
+pub fn stdout_text(text: &str) -> bool {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return false;
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => true,
+        Err(e) => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            if e.kind() != ErrorKind::BrokenPipe {
+                stderr_line(&format!("pgw: cannot write to stdout: {e}"));
+            }
+            false
+        }
+    }
+}
+
 /// Writes `text` and a newline to stderr, ignoring every error (diagnostics are best effort).
 pub fn stderr_line(text: &str) {
     let mut err = std::io::stderr().lock();

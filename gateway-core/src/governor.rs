@@ -580,6 +580,37 @@ impl Governor {
                 .await
                 .map(Governed::into_response);
         };
+        self.chat_call(runner, options, Some(cache), None)
+            .await
+            .map(|(response, _hit)| response)
+    }
+
+    /// One chat call streamed to its caller (README D32): [`run_chat_cached`](Self::run_chat_cached)
+    /// with the call's commit point `gate` — the hedged round cancels the loser once a leg
+    /// commits, and a failure after the commit point ends the call without a retry (its error
+    /// says `committed` and carries the forwarded output). `runner` must forward its frames to
+    /// the same `gate`. Returns the response and whether it was a cache hit (nothing was
+    /// forwarded then).
+    ///
+    /// Errors: those of [`run_chat_cached`](Self::run_chat_cached), post-commit failures marked
+    /// with [`GatewayError::into_committed`].
+    pub async fn run_chat_streamed<R: AttemptRunner>(
+        &self,
+        runner: &R,
+        options: CallOptions,
+        cache: Option<&CacheCall<'_>>,
+        gate: &crate::stream_call::CommitGate,
+    ) -> Result<(LlmResponse, bool), GatewayError> {
+        self.chat_call(runner, options, cache, Some(gate)).await
+    }
+
+    async fn chat_call<R: AttemptRunner>(
+        &self,
+        runner: &R,
+        options: CallOptions,
+        cache: Option<&CacheCall<'_>>,
+        commit: Option<&crate::stream_call::CommitGate>,
+    ) -> Result<(LlmResponse, bool), GatewayError> {
         let gov = &*self.inner;
         let OpenedCall {
             ctx,
@@ -597,9 +628,13 @@ impl Governor {
                 settle: SettleMode::PromptAndCompletion,
                 deadline_at: deadline.map(|d| tokio::time::Instant::now() + d),
                 stream,
+                commit,
             };
             let served = Box::pin(async {
-                if let Some(hit) = cache.read().await {
+                if let Some(hit) = match cache {
+                    Some(cache) => cache.read().await,
+                    None => None,
+                } {
                     return Ok(Served::Hit(Box::new(hit)));
                 }
                 let success = run_loop(env, runner).await?;
@@ -609,14 +644,21 @@ impl Governor {
                     success.call_id,
                     success.latency_ms,
                 );
-                cache.write(&response).await;
+                if let Some(cache) = cache {
+                    cache.write(&response).await;
+                }
                 Ok(Served::Fresh(Box::new(response)))
             });
             match with_deadline(deadline, served).await {
                 Ok(result) => result,
                 Err(expired) => {
                     gov.queue.wait_call_idle(ctx.logical_call_id()).await;
-                    Err(expired.into_error(&gov.scope))
+                    let error = expired.into_error(&gov.scope);
+                    // A streamed call's deadline error explains itself like `run`'s.
+                    Err(match commit {
+                        Some(gate) => gate.mark(ctx.attach_cause(error)),
+                        None => error,
+                    })
                 }
             }
         }
@@ -626,7 +668,7 @@ impl Governor {
             Ok(Served::Fresh(mut response)) => {
                 guard.disarm();
                 response.call_stats = Some(ctx.snapshot());
-                Ok(*response)
+                Ok((*response, false))
             }
             Ok(Served::Hit(mut response)) => {
                 guard.disarm();
@@ -641,7 +683,7 @@ impl Governor {
                         })
                         .await;
                 }
-                Ok(*response)
+                Ok((*response, true))
             }
             Err(error) => {
                 emit_terminal_failure(&ctx, gov.sink.as_ref(), &error).await;
@@ -693,6 +735,7 @@ impl Governor {
                 deadline_at: deadline
                     .and_then(|d| deadline_instant(tokio::time::Instant::now(), d)),
                 stream,
+                commit: None,
             };
             // Boxed once per call (05 R-56): the loop's state machine is ~16 KB, and every
             // wrapper (deadline, span, the public `run_*` futures, the caller's) would otherwise
@@ -968,6 +1011,7 @@ impl CallHandle {
                 settle,
                 deadline_at,
                 stream,
+                commit: None,
             };
             let governed = Box::pin(run_loop(env, runner));
             let Some(at) = deadline_at else {

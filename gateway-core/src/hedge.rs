@@ -515,6 +515,14 @@ async fn trigger_window(
 // The hedged round (60 §3–§9)
 // ---------------------------------------------------------------------------------------------
 
+/// Resolves when the streamed call passed its commit point; never for `chat` (README D32).
+async fn wait_committed(env: LoopEnv<'_>) {
+    match env.commit {
+        Some(gate) => gate.wait_committed().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// A successful round's bookkeeping (60 H-43, H-63): the winner's generation sample, then the
 /// round's `hedge_won`.
 fn won(ctx: &CallContext, success: LoopSuccess, hedge_won: bool) -> RoundOutcome {
@@ -602,9 +610,13 @@ pub(crate) async fn run_hedged_round<R: AttemptRunner>(
         let stall = cfg.stall_after.filter(|_| env.stream);
         let window = trigger_window(&mut progress, cfg.after, stall);
         tokio::pin!(window);
+        let committed = wait_committed(env);
+        tokio::pin!(committed);
         tokio::select! {
             biased;
             leg = &mut primary => return leg_outcome(env.ctx, leg),
+            // D32: the primary committed — no hedge after the commit point.
+            () = &mut committed => return leg_outcome(env.ctx, (&mut primary).await),
             () = &mut window => {}
         }
     }
@@ -660,6 +672,14 @@ pub(crate) async fn run_hedged_round<R: AttemptRunner>(
         hedge_admitted.guard.release_admission().await;
         return leg_outcome(env.ctx, leg);
     }
+    // D32: the primary committed during the admission — no hedge after the commit point.
+    if env
+        .commit
+        .is_some_and(crate::stream_call::CommitGate::is_committed)
+    {
+        hedge_admitted.guard.release_admission().await;
+        return leg_outcome(env.ctx, (&mut primary).await);
+    }
     // 05 R-35: a hedge leg is a retry for the scope's budget; a refusal abandons the hedge like
     // an empty pick (60 H-28 as amended), after releasing the admission.
     if env
@@ -681,11 +701,31 @@ pub(crate) async fn run_hedged_round<R: AttemptRunner>(
     // Adjudication (H-34..H-43): inspect after every wake-up, the primary first (H-36).
     let mut p: Option<LegResult> = None;
     let mut h: Option<LegResult> = None;
+    let committed = wait_committed(env);
+    tokio::pin!(committed);
+    let mut commit_seen = false;
+    let mut committed_side: Option<bool> = None;
     loop {
         tokio::select! {
             biased;
             leg = &mut primary, if p.is_none() => p = Some(leg),
             leg = &mut hedge, if h.is_none() => h = Some(leg),
+            // D32: the first leg to commit wins the stream; the other is the loser.
+            () = &mut committed, if !commit_seen => {
+                commit_seen = true;
+                let hedge_committed = env
+                    .commit
+                    .and_then(crate::stream_call::CommitGate::committed_leg)
+                    .is_some_and(|leg| leg.hedge_leg);
+                committed_side = Some(hedge_committed);
+                if hedge_committed && p.is_none() {
+                    primary_ctl.cancel_as_loser();
+                    p = Some((&mut primary).await);
+                } else if !hedge_committed && h.is_none() {
+                    hedge_ctl.cancel_as_loser();
+                    h = Some((&mut hedge).await);
+                }
+            }
         }
         match (p.take(), h.take()) {
             (Some(LegResult::Success(success)), other) => {
@@ -702,6 +742,12 @@ pub(crate) async fn run_hedged_round<R: AttemptRunner>(
                     let _race_or_cancelled = (&mut primary).await;
                 }
                 return won(env.ctx, success, true);
+            }
+            // D32: after the commit point only the committed leg's failure counts.
+            (Some(pl), Some(hl)) if committed_side.is_some() => {
+                env.ctx.set_hedge_won(false);
+                let leg = if committed_side == Some(true) { hl } else { pl };
+                return leg_outcome(env.ctx, leg);
             }
             (Some(pl), Some(hl)) => return no_winner(env.ctx, pl, hl),
             // H-35: one leg failed or raised while the other runs → wait for the other.

@@ -31,6 +31,7 @@ pub mod rows;
 pub mod select;
 pub mod stall;
 pub mod stats;
+pub mod stream_call;
 #[cfg(feature = "structured")]
 pub mod structured;
 pub mod telemetry;

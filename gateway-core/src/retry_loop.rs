@@ -154,6 +154,8 @@ pub(crate) struct LoopEnv<'a> {
     pub(crate) deadline_at: Option<tokio::time::Instant>,
     /// `request.stream` (the wire mode): the hedge entry gate reads it (60 H-12).
     pub(crate) stream: bool,
+    /// The commit point of a call streamed to its caller (README D32); `None` for `chat`.
+    pub(crate) commit: Option<&'a crate::stream_call::CommitGate>,
 }
 
 struct LoopState {
@@ -378,12 +380,23 @@ async fn after_pick<R: AttemptRunner>(
             st.stall.round_ended(mark, false);
             Ok(Some(success))
         }
-        RoundOutcome::Propagate(e) => Err(e),
+        RoundOutcome::Propagate(e) => Err(committed(env, e)),
         RoundOutcome::Failed {
             failure,
             immediate,
             deltas,
         } => {
+            // D32: after the commit point the call is pinned to its attempt — no retry.
+            if env
+                .commit
+                .is_some_and(crate::stream_call::CommitGate::is_committed)
+            {
+                for d in &deltas {
+                    st.reasons.insert(d.source.clone(), d.failure_reason);
+                }
+                env.ctx.note_cause(&failure, &st.reasons);
+                return Err(committed(env, failure));
+            }
             // apply the legs' deltas after adjudication.
             for d in &deltas {
                 st.reasons.insert(d.source.clone(), d.failure_reason);
@@ -811,4 +824,13 @@ fn never_reached_server(err: &GatewayError) -> bool {
                 CauseKind::ConnectError | CauseKind::ConnectTimeout | CauseKind::PoolTimeout
             )
         })
+}
+
+/// Marks `error` as a post-commit failure when the streamed call passed its commit point
+/// (README D32).
+fn committed(env: LoopEnv<'_>, error: GatewayError) -> GatewayError {
+    match env.commit {
+        Some(gate) => gate.mark(error),
+        None => error,
+    }
 }

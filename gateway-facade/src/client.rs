@@ -362,16 +362,16 @@ impl<R: AttemptRunner> AttemptRunner for SharedCounting<R> {
     }
 }
 
-struct ClientInner {
-    runtime: Runtime,
-    transport: Arc<dyn ChatTransport>,
-    executor_options: ExecutorOptions,
+pub(crate) struct ClientInner {
+    pub(crate) runtime: Runtime,
+    pub(crate) transport: Arc<dyn ChatTransport>,
+    pub(crate) executor_options: ExecutorOptions,
     #[cfg_attr(
         not(feature = "structured"),
         allow(dead_code, reason = "read by the structured path only")
     )]
     structured: StructuredConfig,
-    profiles: Arc<ProviderRegistry>,
+    pub(crate) profiles: Arc<ProviderRegistry>,
 }
 
 /// What a chat client adds to its assembly beyond the governance components (70): the
@@ -390,7 +390,7 @@ pub(crate) struct ChatExtras {
 /// configuration.
 #[derive(Clone)]
 pub struct GatewayClient {
-    inner: Arc<ClientInner>,
+    pub(crate) inner: Arc<ClientInner>,
 }
 
 impl fmt::Debug for GatewayClient {

@@ -25,6 +25,7 @@ mod ocr;
 mod report;
 mod settings;
 mod status;
+mod stream;
 mod structured;
 mod wiring;
 
@@ -56,6 +57,7 @@ pub use embedding::{EMBED_DEADLINE_ORIGIN, EmbeddingClient, gather_bounded};
 pub use ocr::{OCR_LAYOUT_DEADLINE_ORIGIN, OCR_TEXT_DEADLINE_ORIGIN, OcrClient};
 pub use report::{ConfigErrorReport, ErrorReport, ErrorSummary};
 pub use status::SourceStatus;
+pub use stream::{ChatStream, StreamDelta, StreamEvent, StreamOptions, ToolCallFragment};
 pub use wiring::GovernanceComponents;
 
 pub use gateway_core::effort::{

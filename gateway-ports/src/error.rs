@@ -37,6 +37,30 @@ pub struct AttemptFailure {
     pub reason_code: Option<ReasonCode>,
     /// Underlying fault kind → telemetry `cause_type` (30 G-15).
     pub cause: Option<CauseKind>,
+    /// `Some` when the failure ended a streamed call **after** its commit point (README D32):
+    /// the output already forwarded to the caller. Such a failure is never retried.
+    pub committed: Option<Box<PartialOutput>>,
+}
+
+/// The output a streamed call had forwarded to its caller before it failed after the commit
+/// point (README D32). The failure's `reason_code` is the verdict's reason.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct PartialOutput {
+    /// Content forwarded so far (the text projection).
+    pub content: String,
+    /// Reasoning forwarded so far (empty unless the caller opted in to reasoning deltas).
+    pub reasoning: String,
+}
+
+impl PartialOutput {
+    /// Partial output with this content and reasoning.
+    pub fn new(content: impl Into<String>, reasoning: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            reasoning: reasoning.into(),
+        }
+    }
 }
 
 impl AttemptFailure {
@@ -51,6 +75,7 @@ impl AttemptFailure {
             body_text: None,
             reason_code: None,
             cause: None,
+            committed: None,
         }
     }
 }
@@ -368,6 +393,31 @@ impl GatewayError {
             Self::ResultInvalid(d) => Some(&d.failure),
             _ => None,
         }
+    }
+
+    /// `true` when this error ended a streamed call after its commit point (README D32): the
+    /// caller already received part of the answer and the call was not retried.
+    pub fn is_committed(&self) -> bool {
+        self.partial_output().is_some()
+    }
+
+    /// The output forwarded before a post-commit failure (README D32), if any.
+    pub fn partial_output(&self) -> Option<&PartialOutput> {
+        self.attempt_failure().and_then(|f| f.committed.as_deref())
+    }
+
+    /// Marks this error as a post-commit failure carrying `partial` (README D32). Errors that
+    /// carry no attempt failure are returned unchanged.
+    #[must_use]
+    pub fn into_committed(mut self, partial: PartialOutput) -> Self {
+        match &mut self {
+            Self::Transient(f) | Self::SourceDead(f) | Self::RequestRejected(f) => {
+                f.committed = Some(Box::new(partial));
+            }
+            Self::ResultInvalid(d) => d.failure.committed = Some(Box::new(partial)),
+            _ => {}
+        }
+        self
     }
 
     /// The `ResultInvalid` details.

@@ -51,6 +51,7 @@ use crate::clock::TokioClock;
 use crate::effort::{ContradictionThrottle, plan_attempt};
 use crate::redact::{ScrubOptions, scrubbed_summary};
 use crate::request::build_chat_body_with;
+use crate::stream_call::{CommitGate, StreamDelta};
 use crate::thinking::ProviderProfile;
 use crate::thinking::{ProviderRegistry, observe_thinking};
 use crate::verdict::{AttemptFacts, StreamFacts, StreamTerminal, Verdict, judge_attempt};
@@ -121,6 +122,7 @@ pub struct ChatExecutor {
     request: Arc<ChatRequest>,
     profiles: Arc<ProviderRegistry>,
     options: ExecutorOptions,
+    gate: Option<Arc<CommitGate>>,
 }
 
 impl fmt::Debug for ChatExecutor {
@@ -142,7 +144,15 @@ impl ChatExecutor {
             request,
             profiles: Arc::clone(crate::thinking::shared_builtin_registry()),
             options: ExecutorOptions::default(),
+            gate: None,
         }
+    }
+
+    /// The same executor streaming every merged frame to the caller through `gate`
+    /// (README D32, `crate::stream_call`).
+    pub fn with_commit_gate(mut self, gate: Arc<CommitGate>) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     /// The same executor with this provider registry (05 R-48).
@@ -222,6 +232,7 @@ impl ChatExecutor {
             stream,
         };
         let judge = Judge::new(self, &ctx);
+        let _ended = GateRelease(judge.gate, judge.call_id);
         let budgets = Budgets::of(&source);
         // S-81 / H-60: `started` immediately before the transport is invoked.
         let started = self.options.clock.monotonic();
@@ -272,6 +283,17 @@ impl AttemptRunner for ChatExecutor {
     }
 }
 
+/// Forgets an attempt's uncommitted frames when the attempt ends, however it ends.
+struct GateRelease<'a>(Option<&'a CommitGate>, &'a str);
+
+impl Drop for GateRelease<'_> {
+    fn drop(&mut self) {
+        if let Some(gate) = self.0 {
+            gate.attempt_ended(self.1);
+        }
+    }
+}
+
 /// How one stream stopped being read.
 enum Stop {
     /// `Done` or `End`: go to post-stream assembly (S-95).
@@ -294,6 +316,9 @@ struct Judge<'a> {
     stall_threshold_ms: u32,
     acc_options: AccumulateOptions,
     warnings: &'a WarningThrottle,
+    gate: Option<&'a CommitGate>,
+    call_id: &'a str,
+    hedge_leg: bool,
 }
 
 impl<'a> Judge<'a> {
@@ -314,6 +339,9 @@ impl<'a> Judge<'a> {
             stall_threshold_ms: source.stall_threshold_ms,
             acc_options,
             warnings: &executor.options.warnings,
+            gate: executor.gate.as_deref(),
+            call_id: &ctx.call_id,
+            hedge_leg: ctx.hedge_leg,
         }
     }
 
@@ -357,6 +385,21 @@ impl<'a> Judge<'a> {
         Classification::new(Category::Transient, failure)
     }
 
+    /// The caller-facing delta of one merged frame (README D32).
+    fn stream_delta(&self, delta: &crate::accumulate::ChatDelta, chunk: &ChunkJson) -> StreamDelta {
+        let mut out = StreamDelta::content(delta.content.clone());
+        if self.gate.is_some_and(CommitGate::forwards_reasoning) {
+            out.reasoning.push_str(&delta.reasoning_content);
+            out.reasoning.push_str(&delta.reasoning);
+        }
+        if self.mode == ResponseMode::OpenAi {
+            let raw = chunk.to_value();
+            out.tool_calls = StreamDelta::tool_calls_of(&raw);
+            out.raw = Some(raw);
+        }
+        out
+    }
+
     /// Reads the event stream under the watchdogs (S-33, S-88), then assembles and judges it.
     async fn stream(
         &self,
@@ -366,6 +409,7 @@ impl<'a> Judge<'a> {
         signals: Option<&LegSignals>,
         control: &LegControl,
     ) -> AttemptOutcome {
+        let mut watchdogs = watchdogs;
         let mut acc = Accumulator::new(self.mode, self.acc_options.clone());
         let mut excerpt: Option<String> = None;
         let mut any_fragment = false;
@@ -428,6 +472,20 @@ impl<'a> Judge<'a> {
                                 timer.as_mut().reset(at);
                             }
                         }
+                        if let Some(gate) = self.gate {
+                            let delta = self.stream_delta(&facts.delta, &chunk);
+                            if !delta.is_empty() {
+                                // Back-pressure (D32): a full buffer pauses the upstream read;
+                                // the wait is not upstream time, so the watchdogs move with it.
+                                let waited = Instant::now();
+                                gate.forward(self.call_id, self.hedge_leg, delta).await;
+                                let blocked = waited.elapsed();
+                                if !blocked.is_zero() {
+                                    watchdogs.pause(blocked);
+                                    progress.pause(blocked);
+                                }
+                            }
+                        }
                     }
                     Err(error) => break Stop::Failed(error.classify(&self.cctx())),
                 },
@@ -467,6 +525,9 @@ impl<'a> Judge<'a> {
         let (stall_ms, stall_count) = stall_from_times(progress.times(), self.stall_threshold_ms);
         match self.judge(&accumulated, Some(facts)) {
             Ok(mut result) => {
+                if let Some(gate) = self.gate {
+                    gate.commit_on_success(self.call_id, self.hedge_leg).await;
+                }
                 result.ttft_ms = ttft_ms;
                 result.max_inter_token_ms = max_inter_token_ms;
                 result.stall_ms = stall_ms;

@@ -105,6 +105,13 @@ impl Watchdogs {
     }
 
     /// Switches to the total watchdog only (R-27: a JSON body answering a streamed request).
+    /// Moves every armed deadline `by` later: time the attempt spent waiting for a slow
+    /// streaming consumer is not upstream time (README D32).
+    pub(crate) fn pause(&mut self, by: Duration) {
+        self.ttft_at = self.ttft_at.and_then(|at| at.checked_add(by));
+        self.total_at = self.total_at.and_then(|at| at.checked_add(by));
+    }
+
     pub(crate) fn total_only(mut self) -> Self {
         self.streaming = false;
         self
@@ -189,6 +196,11 @@ impl ProgressClock {
     }
 
     /// The runtime instant of the last progress event (the inter-token interval's start).
+    /// Moves the last progress instant `by` later (consumer wait, README D32).
+    pub(crate) fn pause(&mut self, by: Duration) {
+        self.last_runtime = self.last_runtime.and_then(|at| at.checked_add(by));
+    }
+
     pub(crate) fn last_runtime(&self) -> Option<Instant> {
         self.last_runtime
     }
