@@ -18,6 +18,7 @@ mod exit;
 mod ocr;
 mod out;
 mod retry_lines;
+mod serve;
 mod sim;
 mod telemetry_cmd;
 
@@ -59,6 +60,9 @@ enum Command {
     // Spec: 05 R-49.
     /// Serve a simulator script (docs/simulator.md); prints the bound address first.
     Sim(sim::SimArgs),
+    /// Serve the configured scopes over the OpenAI HTTP API (chat completions, embeddings,
+    /// models, health, metrics); prints the bound address first. See docs/serve.md.
+    Serve(serve::ServeArgs),
     // Spec: 05 R-53.
     /// Validate the configuration and probe every source with `GET /models`.
     Doctor(doctor::DoctorArgs),
@@ -118,6 +122,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Embed(args) => embed::run(args).await,
         Command::Ocr(args) => ocr::run(args).await,
         Command::Sim(args) => sim::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Telemetry(args) => telemetry_cmd::run(args).await,
         Command::SchemaSql { backend } => {
