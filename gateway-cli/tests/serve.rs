@@ -4,6 +4,8 @@
 //! Every test starts its own simulator and server on port 0; nothing sleeps to hit a timing
 //! window (the drain test waits for the simulator to have received the request).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 mod support;
 
 use std::io::{BufRead, BufReader};

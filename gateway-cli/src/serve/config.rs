@@ -253,12 +253,12 @@ impl ServeConfig {
             ));
         }
         let drain_s: f64 = number(map, "PGW_SERVE_DRAIN_S", DEFAULT_DRAIN_S)?;
-        if !drain_s.is_finite() || drain_s < 0.0 {
-            return Err(err(
+        let drain = Duration::try_from_secs_f64(drain_s).map_err(|_| {
+            err(
                 "PGW_SERVE_DRAIN_S",
                 "must be a non-negative number of seconds",
-            ));
-        }
+            )
+        })?;
         let max_body_bytes = number(map, "PGW_SERVE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?;
         if max_body_bytes == 0 {
             return Err(err("PGW_SERVE_MAX_BODY_BYTES", "must be at least 1"));
@@ -272,7 +272,7 @@ impl ServeConfig {
             key_rpm: number(map, "PGW_SERVE_KEY_RPM", 0)?,
             key_max_concurrency: number(map, "PGW_SERVE_KEY_MAX_CONCURRENCY", 0)?,
             max_body_bytes,
-            drain: Duration::from_secs_f64(drain_s),
+            drain,
         })
     }
 }

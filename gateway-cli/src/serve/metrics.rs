@@ -41,6 +41,9 @@ impl Histogram {
 
 type Labels = Vec<(&'static str, String)>;
 
+/// One gauge: name, help text, series.
+pub type Gauge<'a> = (&'a str, &'a str, Vec<(Labels, f64)>);
+
 #[derive(Debug, Default)]
 struct Inner {
     counters: BTreeMap<(&'static str, Labels), f64>,
@@ -153,7 +156,7 @@ impl Metrics {
 
     /// The Prometheus text exposition (format 0.0.4), with `gauges` appended
     /// (`name`, help, series).
-    pub fn render(&self, gauges: &[(&str, &str, Vec<(Labels, f64)>)]) -> String {
+    pub fn render(&self, gauges: &[Gauge<'_>]) -> String {
         let inner = self.lock();
         let mut out = String::new();
         for (name, kind, help) in HELP {

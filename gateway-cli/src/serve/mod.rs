@@ -21,7 +21,9 @@ mod openai;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
