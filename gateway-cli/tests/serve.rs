@@ -529,3 +529,29 @@ async fn d33_sigterm_drains_the_in_flight_call() {
         .unwrap();
     assert_eq!(code, Some(0));
 }
+
+// covers: D33 (caller keys are required; configuration errors name the key, exit 3)
+#[test]
+fn d33_serve_without_caller_keys_refuses_to_start() {
+    let pgw = support::Pgw::new();
+    let (code, stdout, stderr) = pgw.run(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &[
+            ("LLM__SIM__1__BASE_URL", "http://127.0.0.1:9/v1"),
+            ("LLM__SIM__1__API_KEY", KEY),
+            ("LLM__SIM__1__MODEL", "m"),
+        ],
+    );
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    assert!(stderr.contains("PGW_SERVE_KEYS"), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    let (code, _, stderr) = pgw.run(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &[("PGW_SERVE_KEYS", "short=t"), ("LLM__SIM__1__MODEL", "m")],
+    );
+    assert_eq!(code, 3);
+    assert!(
+        stderr.contains("PGW_SERVE_KEYS") && !stderr.contains("short="),
+        "{stderr}"
+    );
+}
