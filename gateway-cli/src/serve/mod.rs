@@ -49,6 +49,9 @@ use config::{CallerKey, ServeConfig};
 use metrics::{Metrics, gauge_labels};
 use openai::ApiError;
 
+/// How long closing the clients (telemetry flush) may take at shutdown.
+const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Arguments of `pgw serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -721,14 +724,20 @@ pub async fn run(args: ServeArgs) -> u8 {
             Ok(())
         }
     };
-    for client in state.clients.values() {
-        match client {
-            Client::Chat(c) => c.close().await,
-            Client::Embed(c) => c.close().await,
+    // Closing flushes telemetry; bounded so a stuck backend never keeps the process alive.
+    let close_all = async {
+        for client in state.clients.values() {
+            match client {
+                Client::Chat(c) => c.close().await,
+                Client::Embed(c) => c.close().await,
+            }
         }
-    }
-    if let Some(limiter) = &state.limiter {
-        limiter.close().await;
+        if let Some(limiter) = &state.limiter {
+            limiter.close().await;
+        }
+    };
+    if tokio::time::timeout(CLOSE_BOUND, close_all).await.is_err() {
+        out::stderr_line("pgw: closing the clients took too long; exiting anyway");
     }
     match served {
         Ok(()) => exit::OK,
