@@ -245,6 +245,16 @@ async fn d33_retried_call_is_invisible_to_the_client() {
         metrics.contains("pgw_retries_total{scope=\"llm\"} 1"),
         "{metrics}"
     );
+    for needle in [
+        "pgw_calls_total{scope=\"llm\",source=\"sim_1\",outcome=\"ok\"} 2",
+        "pgw_breaker_state{scope=\"llm\",source=\"sim_1\"} 0",
+        "pgw_ttft_ms_count{scope=\"llm\",source=\"sim_1\"} 2",
+        "pgw_call_latency_ms_count{scope=\"llm\"} 2",
+        "pgw_tokens_total{scope=\"llm\",source=\"sim_1\",kind=\"completion\"}",
+        "pgw_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"} 2",
+    ] {
+        assert!(metrics.contains(needle), "{needle} missing in {metrics}");
+    }
 }
 
 // covers: D33 (a hedged call is invisible to the client)
