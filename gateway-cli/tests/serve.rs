@@ -565,3 +565,50 @@ fn d33_serve_without_caller_keys_refuses_to_start() {
         "{stderr}"
     );
 }
+
+// covers: D33 (several `pgw serve` processes share limits through Redis)
+#[tokio::test(flavor = "multi_thread")]
+async fn d33_two_serve_processes_on_one_redis_share_a_quota_exactly() {
+    // Redis must be reachable: fail loudly, never skip.
+    std::net::TcpStream::connect("127.0.0.1:6379")
+        .expect("Redis on 127.0.0.1:6379 is required by this test");
+    let sim = SimProcess::start(&fixture("hello"));
+    // A fresh scope per run: the limiter's keys (`{pgw:<scope>}`) never collide with another run.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let scope = format!("Q{}x{nanos}", std::process::id());
+    let model = scope.to_ascii_lowercase();
+    let keys = [
+        (format!("{scope}__SIM__1__BASE_URL"), sim.base_url()),
+        (format!("{scope}__SIM__1__API_KEY"), KEY.to_owned()),
+        (format!("{scope}__SIM__1__MODEL"), "m".to_owned()),
+        (format!("{scope}__SIM__1__RPM"), "5".to_owned()),
+        (format!("{scope}__QUOTA_FULL"), "fail_fast".to_owned()),
+        ("PGW_LIMITER_BACKEND".to_owned(), "redis".to_owned()),
+        ("PGW_BREAKER_BACKEND".to_owned(), "redis".to_owned()),
+        ("REDIS_URL".to_owned(), "redis://127.0.0.1:6379".to_owned()),
+        ("PGW_SERVE_CHAT_SCOPES".to_owned(), scope.clone()),
+    ];
+    let extra: Vec<(&str, &str)> = keys.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let a = Serve::start(&sim, None, &extra);
+    let b = Serve::start(&sim, None, &extra);
+    let body = json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
+    let mut ok = 0;
+    let mut refused = 0;
+    for i in 0..10 {
+        let serve = if i % 2 == 0 { &a } else { &b };
+        let r = post(serve, "/v1/chat/completions", Some(TOKEN), &body).await;
+        match r.status().as_u16() {
+            200 => ok += 1,
+            429 | 503 => {
+                assert!(r.headers().contains_key("retry-after"));
+                refused += 1;
+            }
+            other => panic!("unexpected status {other}: {}", r.text().await.unwrap()),
+        }
+    }
+    // RPM 5 for the source, shared by both processes: exactly 5 calls pass in total.
+    assert_eq!((ok, refused), (5, 5));
+}
