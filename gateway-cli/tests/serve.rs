@@ -578,7 +578,7 @@ async fn d33_two_serve_processes_on_one_redis_share_a_quota_exactly() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let scope = format!("Q{}x{nanos}", std::process::id());
+    let scope = format!("Q{}X{nanos}", std::process::id());
     let model = scope.to_ascii_lowercase();
     let keys = [
         (format!("{scope}__SIM__1__BASE_URL"), sim.base_url()),
