@@ -19,6 +19,7 @@ mod exit;
 mod ocr;
 mod out;
 mod retry_lines;
+mod serve;
 mod signals;
 mod sim;
 mod soak;
@@ -71,6 +72,9 @@ enum Command {
     /// Fault soak: many calls against in-process faulty simulators with random caller drops;
     /// prints RSS, in-flight counts and the telemetry ledger check.
     Soak(soak::SoakArgs),
+    /// Serve the configured scopes over the OpenAI HTTP API (chat completions, embeddings,
+    /// models, health, metrics); prints the bound address first. See docs/serve.md.
+    Serve(serve::ServeArgs),
     // Spec: 05 R-53.
     /// Validate the configuration and probe every source with `GET /models`.
     // Doctor sends no call and writes no telemetry: these flags would mean nothing here.
@@ -146,6 +150,7 @@ async fn dispatch(command: Command) -> u8 {
         Command::Ocr(args) => ocr::run(args).await,
         Command::Sim(args) => sim::run(args).await,
         Command::Soak(args) => soak::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Telemetry(args) => telemetry_cmd::run(args).await,
         Command::Status(args) => status::run(args).await,

@@ -1,0 +1,568 @@
+//! The OpenAI wire shapes of `pgw serve`: request validation (OpenAI-shaped 400s naming the
+//! field), `chat.completion`, `chat.completion.chunk`, embeddings lists and error bodies.
+
+use base64::Engine as _;
+use polygateway::{EmbeddingResponse, ErrorReport, GatewayError, JsonObject, LlmResponse};
+use serde_json::{Map, Value, json};
+
+/// An HTTP error in OpenAI's shape: `{"error":{"message","type","code","param",
+/// "reason_code","retry_after_s"}}` plus the status and an optional `Retry-After`.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: u16,
+    /// The `error` object.
+    pub body: Value,
+    /// Seconds for `Retry-After` (rounded up), when the error has a hint.
+    pub retry_after_s: Option<f64>,
+}
+
+impl ApiError {
+    /// A request problem (`invalid_request_error`) naming `param`.
+    pub fn invalid(param: Option<&str>, message: impl Into<String>) -> Self {
+        Self::plain(
+            400,
+            "invalid_request_error",
+            "invalid_request",
+            param,
+            message,
+        )
+    }
+
+    /// An error with a fixed OpenAI `type` and `code`.
+    pub fn plain(
+        status: u16,
+        kind: &str,
+        code: &str,
+        param: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            status,
+            body: json!({"error": {
+                "message": message.into(),
+                "type": kind,
+                "code": code,
+                "param": param,
+                "reason_code": null,
+                "retry_after_s": null,
+            }}),
+            retry_after_s: None,
+        }
+    }
+
+    /// The gateway's error: `type` is the gateway type name, `code` its reason code (or the
+    /// scope reason), `retry_after_s` the hint.
+    pub fn gateway(error: &GatewayError, attempts: u32) -> Self {
+        let report = ErrorReport::from(error).with_attempts(attempts);
+        let s = &report.error;
+        let status = status_for(error, s.scope_reason);
+        let retry_after_s = s.retry_after_s.filter(|v| v.is_finite() && *v >= 0.0);
+        let code = s.reason_code.or(s.scope_reason);
+        Self {
+            status,
+            body: json!({"error": {
+                "message": s.message,
+                "type": s.error_type,
+                "code": code,
+                "param": null,
+                "reason_code": s.reason_code,
+                "scope_reason": s.scope_reason,
+                "retry_after_s": retry_after_s,
+                "http_status": s.http_status,
+                "attempts": attempts,
+            }}),
+            retry_after_s,
+        }
+    }
+}
+
+/// The HTTP status of a gateway error.
+fn status_for(error: &GatewayError, scope_reason: Option<&str>) -> u16 {
+    match error {
+        GatewayError::InvalidArgument(_) => 400,
+        GatewayError::RequestRejected(_) => match error.http_status() {
+            Some(s @ 400..=499) if s != 401 && s != 403 && s != 429 => s,
+            _ => 400,
+        },
+        GatewayError::AllSourcesExhausted(_)
+        | GatewayError::CircuitOpen(_)
+        | GatewayError::GovernanceBackend(_) => {
+            if scope_reason == Some("quota_full") {
+                429
+            } else {
+                503
+            }
+        }
+        GatewayError::CallDeadlineExceeded(_) => 504,
+        GatewayError::ClientClosed => 503,
+        GatewayError::Transient(_)
+        | GatewayError::SourceDead(_)
+        | GatewayError::ResultInvalid(_) => 502,
+        _ => 500,
+    }
+}
+
+/// A validated chat request.
+#[derive(Debug, Clone)]
+pub struct ChatBody {
+    /// The `model` as sent.
+    pub model: String,
+    /// The messages.
+    pub messages: Vec<JsonObject>,
+    /// `stream`.
+    pub stream: bool,
+    /// `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Everything else (sampling, tools, …), passed to the upstream as the overlay.
+    pub overlay: JsonObject,
+}
+
+/// Keys the server consumes itself or never forwards (`user` identifies the end user to
+/// OpenAI; the tenant comes from the caller key here).
+const NOT_FORWARDED: &[&str] = &["model", "messages", "stream", "stream_options", "n", "user"];
+
+fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::invalid(
+            None,
+            "the request body must be a JSON object",
+        )),
+        Err(e) => Err(ApiError::invalid(
+            None,
+            format!(
+                "the request body is not valid JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ),
+        )),
+    }
+}
+
+fn model_of(map: &Map<String, Value>) -> Result<String, ApiError> {
+    match map.get("model") {
+        Some(Value::String(m)) if !m.trim().is_empty() => Ok(m.clone()),
+        Some(_) => Err(ApiError::invalid(
+            Some("model"),
+            "`model` must be a non-empty string",
+        )),
+        None => Err(ApiError::invalid(
+            Some("model"),
+            "you must provide a model parameter",
+        )),
+    }
+}
+
+/// Validates a `/v1/chat/completions` body.
+pub fn parse_chat(body: &[u8]) -> Result<ChatBody, ApiError> {
+    let map = object(body)?;
+    let model = model_of(&map)?;
+    let messages = match map.get("messages") {
+        Some(Value::Array(items)) if !items.is_empty() => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, m) in items.iter().enumerate() {
+                let param = format!("messages[{i}]");
+                let Value::Object(m) = m else {
+                    return Err(ApiError::invalid(
+                        Some(&param),
+                        format!("`{param}` must be an object"),
+                    ));
+                };
+                match m.get("role") {
+                    Some(Value::String(r)) if !r.is_empty() => {}
+                    _ => {
+                        return Err(ApiError::invalid(
+                            Some(&format!("{param}.role")),
+                            format!("`{param}.role` must be a non-empty string"),
+                        ));
+                    }
+                }
+                out.push(m.clone());
+            }
+            out
+        }
+        Some(Value::Array(_)) => {
+            return Err(ApiError::invalid(
+                Some("messages"),
+                "`messages` must not be empty",
+            ));
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("messages"),
+                "`messages` must be an array",
+            ));
+        }
+        None => {
+            return Err(ApiError::invalid(
+                Some("messages"),
+                "missing required parameter: `messages`",
+            ));
+        }
+    };
+    let stream = match map.get("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("stream"),
+                "`stream` must be a boolean",
+            ));
+        }
+    };
+    let include_usage = match map.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(o)) => {
+            if !stream {
+                return Err(ApiError::invalid(
+                    Some("stream_options"),
+                    "`stream_options` is only allowed when `stream` is true",
+                ));
+            }
+            match o.get("include_usage") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(ApiError::invalid(
+                        Some("stream_options.include_usage"),
+                        "`stream_options.include_usage` must be a boolean",
+                    ));
+                }
+            }
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("stream_options"),
+                "`stream_options` must be an object",
+            ));
+        }
+    };
+    match map.get("n") {
+        None | Some(Value::Null) => {}
+        Some(n) if n.as_u64() == Some(1) => {}
+        Some(_) => return Err(ApiError::invalid(Some("n"), "only `n` = 1 is supported")),
+    }
+    for key in [
+        "temperature",
+        "top_p",
+        "presence_penalty",
+        "frequency_penalty",
+    ] {
+        if let Some(v) = map.get(key).filter(|v| !v.is_null())
+            && !v.is_number()
+        {
+            return Err(ApiError::invalid(
+                Some(key),
+                format!("`{key}` must be a number"),
+            ));
+        }
+    }
+    for key in ["max_tokens", "max_completion_tokens"] {
+        if let Some(v) = map.get(key).filter(|v| !v.is_null())
+            && v.as_u64().is_none_or(|n| n == 0)
+        {
+            return Err(ApiError::invalid(
+                Some(key),
+                format!("`{key}` must be a positive integer"),
+            ));
+        }
+    }
+    let overlay = map
+        .into_iter()
+        .filter(|(k, _)| !NOT_FORWARDED.contains(&k.as_str()))
+        .collect();
+    Ok(ChatBody {
+        model,
+        messages,
+        stream,
+        include_usage,
+        overlay,
+    })
+}
+
+/// A validated embeddings request.
+#[derive(Debug, Clone)]
+pub struct EmbedBody {
+    /// The `model` as sent.
+    pub model: String,
+    /// The texts.
+    pub texts: Vec<String>,
+    /// `encoding_format` is `base64`.
+    pub base64: bool,
+}
+
+/// Validates a `/v1/embeddings` body (`input`: a string or an array of strings).
+pub fn parse_embed(body: &[u8]) -> Result<EmbedBody, ApiError> {
+    let map = object(body)?;
+    let model = model_of(&map)?;
+    let texts = match map.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) if !items.is_empty() => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, v) in items.iter().enumerate() {
+                match v {
+                    Value::String(s) => out.push(s.clone()),
+                    _ => {
+                        return Err(ApiError::invalid(
+                            Some("input"),
+                            format!(
+                                "`input[{i}]` must be a string (token arrays are not supported)"
+                            ),
+                        ));
+                    }
+                }
+            }
+            out
+        }
+        Some(Value::Array(_)) => {
+            return Err(ApiError::invalid(
+                Some("input"),
+                "`input` must not be empty",
+            ));
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("input"),
+                "`input` must be a string or an array of strings",
+            ));
+        }
+        None => {
+            return Err(ApiError::invalid(
+                Some("input"),
+                "missing required parameter: `input`",
+            ));
+        }
+    };
+    let base64 = match map.get("encoding_format") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(f)) if f == "float" => false,
+        Some(Value::String(f)) if f == "base64" => true,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                Some("encoding_format"),
+                "`encoding_format` must be `float` or `base64`",
+            ));
+        }
+    };
+    Ok(EmbedBody {
+        model,
+        texts,
+        base64,
+    })
+}
+
+fn usage_json(response: &LlmResponse) -> Value {
+    if let Some(u) = response.completion.as_ref().and_then(|c| c.usage()) {
+        return Value::Object(u.clone());
+    }
+    let u = &response.usage;
+    let mut usage = json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens.saturating_add(u.completion_tokens),
+    });
+    if let Some(r) = u.reasoning_tokens {
+        usage["completion_tokens_details"] = json!({"reasoning_tokens": r});
+    }
+    usage
+}
+
+/// The assistant message of a response (the fidelity snapshot, or built from the text).
+fn message_of(response: &LlmResponse) -> Map<String, Value> {
+    match &response.completion {
+        Some(c) => c.message().clone(),
+        None => {
+            let mut m = Map::new();
+            m.insert("role".into(), Value::from("assistant"));
+            m.insert("content".into(), Value::from(response.content.clone()));
+            m
+        }
+    }
+}
+
+fn finish_of(response: &LlmResponse) -> String {
+    response
+        .completion
+        .as_ref()
+        .and_then(|c| c.finish_reason())
+        .map(str::to_owned)
+        .or_else(|| {
+            response
+                .finish_reason
+                .as_ref()
+                .map(|f| f.as_str().to_owned())
+        })
+        .unwrap_or_else(|| "stop".to_owned())
+}
+
+/// The response `id`: the upstream's, else one derived from the call id.
+pub fn response_id(response: &LlmResponse) -> String {
+    response
+        .completion
+        .as_ref()
+        .and_then(|c| c.response_id())
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("chatcmpl-{}", response.call_id))
+}
+
+/// The `model` reported back: the upstream's, else the configured one.
+pub fn model_of_response(response: &LlmResponse) -> String {
+    response
+        .model_reported
+        .clone()
+        .unwrap_or_else(|| response.model.clone())
+}
+
+/// A `chat.completion` body.
+pub fn completion_json(response: &LlmResponse, created: u64) -> Value {
+    json!({
+        "id": response_id(response),
+        "object": "chat.completion",
+        "created": created,
+        "model": model_of_response(response),
+        "choices": [{
+            "index": 0,
+            "message": Value::Object(message_of(response)),
+            "logprobs": null,
+            "finish_reason": finish_of(response),
+        }],
+        "usage": usage_json(response),
+        "system_fingerprint": null,
+    })
+}
+
+/// One `chat.completion.chunk` frame with `choices` as given.
+fn chunk(id: &str, created: u64, model: &str, choices: Value) -> Value {
+    json!({
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "system_fingerprint": null,
+        "choices": choices,
+    })
+}
+
+/// The SSE frames (JSON values, without `data: ` and without `[DONE]`) replaying a finished
+/// response in OpenAI's chunk format: role and reasoning, content, each tool call, the finish
+/// frame, then (with `include_usage`) the usage frame with empty `choices`.
+pub fn chunks_of(response: &LlmResponse, created: u64, include_usage: bool) -> Vec<Value> {
+    let id = response_id(response);
+    let model = model_of_response(response);
+    let message = message_of(response);
+    let mut frames = Vec::new();
+    let mut first = Map::new();
+    first.insert("role".into(), Value::from("assistant"));
+    if let Some(r) = message.get("reasoning_content").filter(|v| v.is_string()) {
+        first.insert("reasoning_content".into(), r.clone());
+    }
+    let content = message.get("content").and_then(Value::as_str).unwrap_or("");
+    first.insert("content".into(), Value::from(content));
+    let delta = |d: Map<String, Value>| json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": null}]);
+    frames.push(chunk(&id, created, &model, delta(first)));
+    if let Some(Value::Array(tools)) = message.get("tool_calls") {
+        for (i, tool) in tools.iter().enumerate() {
+            let mut t = tool.clone();
+            if let Value::Object(o) = &mut t {
+                o.insert("index".into(), Value::from(i));
+            }
+            let mut d = Map::new();
+            d.insert("tool_calls".into(), Value::Array(vec![t]));
+            frames.push(chunk(&id, created, &model, delta(d)));
+        }
+    }
+    frames.push(chunk(
+        &id,
+        created,
+        &model,
+        json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": finish_of(response)}]),
+    ));
+    if include_usage {
+        let mut last = chunk(&id, created, &model, json!([]));
+        last["usage"] = usage_json(response);
+        frames.push(last);
+    }
+    frames
+}
+
+/// An embeddings list body.
+pub fn embeddings_json(response: &EmbeddingResponse, model: &str, base64: bool) -> Value {
+    let data: Vec<Value> = response
+        .vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let embedding = if base64 {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                Value::from(base64::engine::general_purpose::STANDARD.encode(bytes))
+            } else {
+                json!(v)
+            };
+            json!({"object": "embedding", "index": i, "embedding": embedding})
+        })
+        .collect();
+    json!({
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {
+            "prompt_tokens": response.usage.prompt_tokens,
+            "total_tokens": response.usage.prompt_tokens,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d33_bad_chat_bodies_get_openai_shaped_400s_naming_the_field() {
+        for (body, param) in [
+            (&br#"{"messages":[{"role":"user","content":"x"}]}"#[..], Some("model")),
+            (br#"{"model":"llm"}"#, Some("messages")),
+            (br#"{"model":"llm","messages":[]}"#, Some("messages")),
+            (br#"{"model":"llm","messages":[{"content":"x"}]}"#, Some("messages[0].role")),
+            (br#"{"model":"llm","messages":[{"role":"user"}],"stream":"yes"}"#, Some("stream")),
+            (br#"{"model":"llm","messages":[{"role":"user"}],"n":2}"#, Some("n")),
+            (br#"{"model":"llm","messages":[{"role":"user"}],"temperature":"hot"}"#, Some("temperature")),
+            (br#"{"model":"llm","messages":[{"role":"user"}],"stream_options":{"include_usage":true}}"#, Some("stream_options")),
+            (br#"[1]"#, None),
+            (br#"{"model":"#, None),
+        ] {
+            let e = parse_chat(body).unwrap_err();
+            assert_eq!(e.status, 400);
+            assert_eq!(e.body["error"]["type"], "invalid_request_error");
+            assert_eq!(e.body["error"]["param"], json!(param), "{}", e.body);
+        }
+    }
+
+    #[test]
+    fn d33_chat_body_overlay_keeps_sampling_and_drops_consumed_keys() {
+        let b = parse_chat(
+            br#"{"model":"llm","messages":[{"role":"user","content":"x"}],"stream":true,
+                "stream_options":{"include_usage":true},"temperature":0.2,"user":"u","n":1}"#,
+        )
+        .unwrap();
+        assert!(b.stream && b.include_usage);
+        assert_eq!(b.overlay.keys().collect::<Vec<_>>(), vec!["temperature"]);
+    }
+
+    #[test]
+    fn d33_embed_body_base64_is_little_endian_f32() {
+        let b = parse_embed(br#"{"model":"e","input":"x","encoding_format":"base64"}"#).unwrap();
+        assert!(b.base64);
+        let mut r = EmbeddingResponse::default();
+        r.vectors = vec![vec![1.0, -0.5]];
+        let v = embeddings_json(&r, "e", true);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v["data"][0]["embedding"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(
+            bytes,
+            [1.0f32.to_le_bytes(), (-0.5f32).to_le_bytes()].concat()
+        );
+        assert!(parse_embed(br#"{"model":"e","input":[[1,2]]}"#).is_err());
+    }
+}

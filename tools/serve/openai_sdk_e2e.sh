@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# End-to-end test of `pgw serve` with the official OpenAI Python SDK (README D33).
+#
+# Usage: tools/serve/openai_sdk_e2e.sh [path/to/pgw]
+# Installs `openai` from PyPI into a throw-away virtualenv; if the registry is unreachable it
+# says so LOUDLY and exits 0 with "SKIPPED" (nothing else is ever skipped).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+pgw="${1:-${CARGO_TARGET_DIR:-$root/target}/debug/pgw}"
+[ -x "$pgw" ] || { echo "pgw binary not found at $pgw (build it: cargo build -p gateway-cli)" >&2; exit 1; }
+work="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+python3 -m venv "$work/venv"
+if ! "$work/venv/bin/pip" install --quiet --disable-pip-version-check openai >"$work/pip.log" 2>&1; then
+  echo "################################################################" >&2
+  echo "# SKIPPED: the OpenAI SDK could not be installed from PyPI.      #" >&2
+  echo "# The SDK end-to-end test did NOT run. pip said:                 #" >&2
+  echo "################################################################" >&2
+  tail -5 "$work/pip.log" >&2
+  exit 0
+fi
+
+start() { # name, then the command; prints the first stdout line (the bound address)
+  local name="$1"; shift
+  "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=("$!")
+  for _ in $(seq 1 100); do
+    if [ -s "$work/$name.out" ]; then head -1 "$work/$name.out"; return; fi
+    sleep 0.1
+  done
+  echo "$name did not start: $(cat "$work/$name.err")" >&2; exit 1
+}
+
+chat_sim="$(start chat_sim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/serve/retry.json")"
+embed_sim="$(start embed_sim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/embed.json")"
+token="tok-e2e-0123456789"
+serve="$(start serve env -i PGW_SERVE_KEYS="$token=e2e" PGW_SERVE_EMBED_SCOPES=EMBED \
+  LLM__SIM__1__BASE_URL="http://$chat_sim/v1" LLM__SIM__1__API_KEY=sk-sim LLM__SIM__1__MODEL=m \
+  LLM__RETRY__BACKOFF_BASE_S=0.01 LLM__RETRY__BACKOFF_MAX_S=0.02 \
+  EMBED__SIM__1__BASE_URL="http://$embed_sim/v1" EMBED__SIM__1__API_KEY=sk-sim EMBED__SIM__1__MODEL=e \
+  "$pgw" serve --no-env-file --listen 127.0.0.1:0)"
+
+PGW_E2E_BASE_URL="http://$serve/v1" PGW_E2E_TOKEN="$token" NO_PROXY='*' \
+  "$work/venv/bin/python" "$here/openai_sdk_e2e.py"
+if grep -q "$token\|sk-sim" "$work/serve.err"; then
+  echo "a secret appeared in pgw serve's stderr" >&2; exit 1
+fi
