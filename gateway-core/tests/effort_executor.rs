@@ -21,8 +21,10 @@ use upstream_sim::script::End;
 
 /// An answer whose usage reports `reasoning_tokens` (0 → `Absent`).
 fn answer(reasoning_tokens: u64) -> upstream_sim::script::Response {
+    // Reasoning tokens are part of the completion tokens (a larger count is implausible usage).
+    let completion_tokens = reasoning_tokens + 2;
     let usage = format!(
-        r#"{{"prompt_tokens": 3, "completion_tokens": 2, "completion_tokens_details": {{"reasoning_tokens": {reasoning_tokens}}}}}"#
+        r#"{{"prompt_tokens": 3, "completion_tokens": {completion_tokens}, "completion_tokens_details": {{"reasoning_tokens": {reasoning_tokens}}}}}"#
     );
     response(
         vec![
