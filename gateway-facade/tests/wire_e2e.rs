@@ -127,13 +127,11 @@ async fn d23_401_names_itself() {
     let client = client(&one_source_env(&sim, &[]));
     let e = client.chat("hi", ChatOptions::new()).await.unwrap_err();
     let u = e.unavailable().expect("a scope-level error");
-    // README D25 (layering branch) keeps `source_dead` for a_1 here and adds `last_failure`
-    // (HTTP 401 from a_1); until it lands, the breaker's `circuit_open` is what is recorded.
-    assert!(
-        matches!(
-            u.per_source_reasons.get("a_1"),
-            Some(FailureReason::SourceDead | FailureReason::CircuitOpen)
-        ),
+    // README D25: `source_dead` for a_1 and `last_failure` = the 401 from a_1, even when the
+    // call ends as CircuitOpen because that verdict opened the last breaker.
+    assert_eq!(
+        u.per_source_reasons.get("a_1"),
+        Some(&FailureReason::SourceDead),
         "{e:?}"
     );
     assert_eq!(
@@ -141,10 +139,9 @@ async fn d23_401_names_itself() {
         1,
         "a 401 is not retried on the same source"
     );
-    if let Some(last) = &u.last_failure {
-        assert_eq!(last.http_status(), Some(401), "{e:?}");
-        assert!(last.to_string().contains("a_1"), "{e}");
-    }
+    let last = u.last_failure.as_ref().expect("D25: the cause is kept");
+    assert_eq!(last.http_status(), Some(401), "{e:?}");
+    assert!(last.to_string().contains("a_1"), "{e}");
     assert!(!e.to_string().contains(KEY), "never the key");
 }
 
