@@ -52,31 +52,30 @@ impl Interrupt {
     }
 }
 
-/// Resolves at the first SIGINT, SIGTERM or SIGHUP received after it was first polled. A signal
-/// whose handler cannot be installed is simply not awaited (the others still are).
-pub async fn interrupted() -> Interrupt {
+/// Resolves at the first SIGINT, SIGTERM or SIGHUP received after this function was called.
+/// The handlers are installed at the call, not at the first poll, so a signal that arrives
+/// while the call it races (in a `select!`) is already under way is never missed. A signal whose
+/// handler cannot be installed is simply not awaited (the others still are).
+pub fn interrupted() -> impl std::future::Future<Output = Interrupt> {
     use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).ok();
     let mut term = signal(SignalKind::terminate()).ok();
     let mut hup = signal(SignalKind::hangup()).ok();
-    let term_recv = async {
-        match term.as_mut() {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
+    async move {
+        tokio::select! {
+            () = recv(int.as_mut()) => Interrupt::Int,
+            () = recv(term.as_mut()) => Interrupt::Term,
+            () = recv(hup.as_mut()) => Interrupt::Hup,
         }
-    };
-    let hup_recv = async {
-        match hup.as_mut() {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
+    }
+}
+
+/// The next delivery of `signal`; never, when its handler could not be installed.
+async fn recv(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => Interrupt::Int,
-        () = term_recv => Interrupt::Term,
-        () = hup_recv => Interrupt::Hup,
+        None => std::future::pending::<()>().await,
     }
 }
