@@ -1118,7 +1118,7 @@ impl CallHandle {
             sink.cache_hit(CacheHitRowFacts {
                 call: Arc::clone(self.ctx.row_call()),
                 call_id: hit.call_id.clone(),
-                response: hit.clone(),
+                response: Box::new(hit.clone()),
             })
             .await;
         }

@@ -621,7 +621,6 @@ mod props {
         #[test]
         fn c_44_c_48_members_change_key_non_members_do_not(
             d in drawn(),
-            which in 0usize..15,
             k in 0usize..64,
             tenant in "[a-z]{1,8}",
             meta_v in "[a-z]{0,8}",
@@ -659,9 +658,15 @@ mod props {
                 },
             }
             prop_assert_ne!(model_fingerprint(&[a]), model_fingerprint(&[c]));
-            // One member changed.
-            let m = change(&d, which, &other, k);
-            prop_assert_ne!(key_of(&d), key_of(&m), "member {} changed", which);
+            // One member changed: every member, every way (k, k+1, k+2 pick the sub-kind),
+            // on every drawn request.
+            let base = key_of(&d);
+            for which in 0..15 {
+                for k in k..k + 3 {
+                    let m = change(&d, which, &other, k);
+                    prop_assert_ne!(&base, &key_of(&m), "member {} (way {}) changed", which, k);
+                }
+            }
         }
     }
 }
