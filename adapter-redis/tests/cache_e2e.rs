@@ -301,20 +301,20 @@ async fn c_50_error_never_served_from_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cf_430_redis_eof_after_finish_hits_salvaged_not_stored() {
     require_redis(&connection()).await;
-    let sim = sim(
+    let stop_sim = sim(
         r#"{"version":1,"responses":[
             {"match":{"model":"sim-model"},"completion":{"content":"fine","finish_reason":"stop","done":false}}
         ]}"#,
     );
     let scope = scope_name();
-    let client = client(&scope, &sim, &[("PGW_CACHE_NAMESPACE", "n")]);
+    let client = client(&scope, &stop_sim, &[("PGW_CACHE_NAMESPACE", "n")]);
     let first = client.chat("q", ChatOptions::new().stream(true)).await.unwrap();
     assert_eq!(first.stream_end, Some(StreamEnd::EofAfterFinish));
     let second = client.chat("q", ChatOptions::new().stream(true)).await.unwrap();
     assert!(second.cache_hit);
     assert_eq!(second.finish_reason.as_ref().map(|f| f.as_str()), Some("stop"));
     assert_eq!(second.stream_end, None);
-    assert_eq!(sim.request_count(), 1);
+    assert_eq!(stop_sim.request_count(), 1);
     client.close().await;
 
     // A salvaged answer for other messages.

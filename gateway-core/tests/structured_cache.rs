@@ -325,3 +325,55 @@ async fn c_55_hit_accepts_an_answer_of_the_escalation_strategy() {
     assert_eq!(second.structured_data, Some(json!({"answer": 9})));
     assert_eq!(wire.request_count(), 2);
 }
+
+/// A memory cache whose `set` takes 10 s (paused clock).
+struct SlowSet(MemoryCache);
+
+#[async_trait::async_trait]
+impl ResponseCache for SlowSet {
+    async fn get(&self, key: &str) -> Result<Option<String>, gateway_ports::CacheError> {
+        self.0.get(key).await
+    }
+    async fn set(
+        &self,
+        key: &str,
+        value: String,
+        ttl: Duration,
+    ) -> Result<(), gateway_ports::CacheError> {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        self.0.set(key, value, ttl).await
+    }
+}
+
+// covers: C-52, G-94
+/// CF-314 on the structured path: the write of the final answer runs inside the call's one
+/// deadline; when the deadline expires during `set`, the answer is discarded, the call fails
+/// with `CallDeadlineExceeded`, exactly one terminal row is written and nothing is stored.
+#[tokio::test(start_paused = true)]
+async fn cf_314_structured_write_inside_the_deadline() {
+    let fx = FxBuilder {
+        deadline: Some(Duration::from_secs(5)),
+        ..FxBuilder::default()
+    }
+    .build();
+    let slow = Arc::new(SlowSet(MemoryCache::new(10, Arc::new(TokioClock::new()))));
+    let cache = ChatCache::new(slow.clone(), &[exec::source()], "llm", Duration::from_secs(60));
+    let options = LadderOptions::default();
+    let request = structured(Some(schema("answer")));
+    let wire = wire_of(vec![answer(r#"{"answer": 1}"#)]);
+    let call = CallOptions::default().with_row_input(Arc::new(RowInput::chat(&request)));
+    let handle = fx.gov.begin_ladder_call(call).unwrap();
+    let prepared = cache.prepare_structured(&request, Some(options.strategy.as_ref()), None);
+    let mut state = Ladder::new(&request, options.clone());
+    let result = ladder::run_cached(handle, &mut state, prepared.as_ref(), |round| {
+        ChatExecutor::new(wire.clone(), round)
+    })
+    .await;
+    match result {
+        Err(GatewayError::CallDeadlineExceeded(_)) => {}
+        other => panic!("expected CallDeadlineExceeded, got {other:?}"),
+    }
+    assert!(slow.0.is_empty(), "nothing stored");
+    fx.gov.quiesce().await;
+    assert_eq!(fx.sink.terminals().len(), 1, "one terminal row");
+}
