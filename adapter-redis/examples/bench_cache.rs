@@ -113,7 +113,12 @@ fn answer() -> TransportResult {
 }
 
 /// One governed call through `cache` (or none); returns whether it was a hit.
-async fn call(gov: &Governor, runner: &InstantRunner, cache: Option<&ChatCache>, r: &ChatRequest) -> bool {
+async fn call(
+    gov: &Governor,
+    runner: &InstantRunner,
+    cache: Option<&ChatCache>,
+    r: &ChatRequest,
+) -> bool {
     let prepared = cache.and_then(|c| c.prepare(r, None));
     gov.run_chat_cached(runner, CallOptions::default(), prepared.as_ref())
         .await
@@ -147,11 +152,26 @@ async fn main() {
     let memory_cache = ChatCache::new(memory, &sources(), "llm", ttl);
     let redis_cache = ChatCache::new(redis, &sources(), "llm", ttl);
     let hit = request("the repeated question");
-    assert!(!call(&gov, &runner, Some(&memory_cache), &hit).await, "prime memory");
-    assert!(!call(&gov, &runner, Some(&redis_cache), &hit).await, "prime redis");
-    assert!(call(&gov, &runner, Some(&redis_cache), &hit).await, "redis hit works");
+    assert!(
+        !call(&gov, &runner, Some(&memory_cache), &hit).await,
+        "prime memory"
+    );
+    assert!(
+        !call(&gov, &runner, Some(&redis_cache), &hit).await,
+        "prime redis"
+    );
+    assert!(
+        call(&gov, &runner, Some(&redis_cache), &hit).await,
+        "redis hit works"
+    );
 
-    let names = ["memory hit", "redis hit", "no cache", "memory miss+write", "redis miss+write"];
+    let names = [
+        "memory hit",
+        "redis hit",
+        "no cache",
+        "memory miss+write",
+        "redis miss+write",
+    ];
     let mut lat: Vec<Vec<Duration>> = vec![Vec::new(); names.len()];
     let mut n = 0usize;
     // Round 0 is a warm-up and is not recorded.

@@ -66,7 +66,10 @@ impl RedisCache {
             .eval(
                 &ADVANCE_TTLS,
                 Vec::new(),
-                vec![format!("{}*", glob_escape(&self.prefix)), shift_ms.to_string()],
+                vec![
+                    format!("{}*", glob_escape(&self.prefix)),
+                    shift_ms.to_string(),
+                ],
             )
             .await
             .map_err(|e| CacheError::new(e.detail))?;

@@ -13,7 +13,6 @@ use common::{connection, fresh_scope, require_redis};
 use gateway_ports::ResponseCache;
 use tokio::time::Instant;
 
-
 /// CT-CACHE-01/04: set then get returns the identical value; a second set replaces value and TTL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ct_cache_01_04_set_get_replace() {

@@ -70,7 +70,9 @@ async fn raw() -> fred::clients::Client {
     let c = Builder::from_config(Config::from_url(REDIS_URL).unwrap())
         .build()
         .unwrap();
-    c.init().await.expect("Redis on 127.0.0.1:6379 must be running");
+    c.init()
+        .await
+        .expect("Redis on 127.0.0.1:6379 must be running");
     c
 }
 
@@ -95,7 +97,10 @@ async fn c_62_key_verbatim_px_ttl_and_shared_between_clients() {
     require_redis(&connection()).await;
     let sim = numbered_sim(2);
     let scope = scope_name();
-    let extra = [("PGW_CACHE_NAMESPACE", "shared"), ("PGW_CACHE_TTL_S", "120")];
+    let extra = [
+        ("PGW_CACHE_NAMESPACE", "shared"),
+        ("PGW_CACHE_TTL_S", "120"),
+    ];
     let a = client(&scope, &sim, &extra);
     let b = client(&scope, &sim, &extra);
     let first = a.chat("q", ChatOptions::new()).await.unwrap();
@@ -103,13 +108,17 @@ async fn c_62_key_verbatim_px_ttl_and_shared_between_clients() {
     let raw = raw().await;
     let key = redis_key(&a, "q", "shared", ResponseMode::Text);
     let stored: Option<String> = raw.get(&key).await.unwrap();
-    let stored: Value = serde_json::from_str(&stored.expect("entry under the verbatim key")).unwrap();
+    let stored: Value =
+        serde_json::from_str(&stored.expect("entry under the verbatim key")).unwrap();
     assert_eq!(stored["content"], json!("answer-1"));
     assert!(stored.get("call_stats").is_none(), "C-53");
     let pttl: i64 = raw.pttl(&key).await.unwrap();
     assert!(pttl > 0 && pttl <= 120_000, "PX ttl {pttl}");
     let second = b.chat("q", ChatOptions::new()).await.unwrap();
-    assert!(second.cache_hit, "another client of the scope reads the entry");
+    assert!(
+        second.cache_hit,
+        "another client of the scope reads the entry"
+    );
     assert_eq!(second.content, "answer-1");
     assert_eq!(sim.request_count(), 1);
     a.close().await;
@@ -130,21 +139,36 @@ pub async fn two_tenants_isolated(
     // Per-scope namespaces (PGW_CACHE_NAMESPACE / builder `cache_namespace`).
     let a = per_scope(&ns_a);
     let b = per_scope(&ns_b);
-    let a1 = a.chat("same question", ChatOptions::new().tenant_id("a")).await.unwrap();
+    let a1 = a
+        .chat("same question", ChatOptions::new().tenant_id("a"))
+        .await
+        .unwrap();
     assert!(!a1.cache_hit);
     assert_eq!(a1.content, "answer-1");
-    let b1 = b.chat("same question", ChatOptions::new().tenant_id("b")).await.unwrap();
+    let b1 = b
+        .chat("same question", ChatOptions::new().tenant_id("b"))
+        .await
+        .unwrap();
     assert!(!b1.cache_hit, "tenant b never reads tenant a's entry");
     assert_eq!(b1.content, "answer-2");
-    let a2 = a.chat("same question", ChatOptions::new().tenant_id("a")).await.unwrap();
+    let a2 = a
+        .chat("same question", ChatOptions::new().tenant_id("a"))
+        .await
+        .unwrap();
     assert!(a2.cache_hit, "same tenant hits");
     assert_eq!(a2.content, "answer-1");
-    let b2 = b.chat("same question", ChatOptions::new().tenant_id("b")).await.unwrap();
+    let b2 = b
+        .chat("same question", ChatOptions::new().tenant_id("b"))
+        .await
+        .unwrap();
     assert!(b2.cache_hit);
     assert_eq!(b2.content, "answer-2");
     // Another client of tenant a (another process) shares a's entries.
     let a_again = per_scope(&ns_a);
-    let a3 = a_again.chat("same question", ChatOptions::new()).await.unwrap();
+    let a3 = a_again
+        .chat("same question", ChatOptions::new())
+        .await
+        .unwrap();
     assert!(a3.cache_hit);
     assert_eq!(a3.content, "answer-1");
     assert_eq!(sim.request_count(), 2);
@@ -156,19 +180,37 @@ pub async fn two_tenants_isolated(
             .cache_namespace(ns.to_owned())
             .tenant_id(tenant.to_owned())
     };
-    let c_a = shared.chat("same question", call(&ns_a, "a")).await.unwrap();
-    assert!(c_a.cache_hit, "the per-call namespace of tenant a reads a's entry");
+    let c_a = shared
+        .chat("same question", call(&ns_a, "a"))
+        .await
+        .unwrap();
+    assert!(
+        c_a.cache_hit,
+        "the per-call namespace of tenant a reads a's entry"
+    );
     assert_eq!(c_a.content, "answer-1");
-    let c_b = shared.chat("same question", call(&ns_b, "b")).await.unwrap();
+    let c_b = shared
+        .chat("same question", call(&ns_b, "b"))
+        .await
+        .unwrap();
     assert_eq!(c_b.content, "answer-2", "and tenant b's reads b's");
     let ns_c = CacheNamespace::compose("tenant-c", 1, "chat");
-    let c_c = shared.chat("same question", call(&ns_c, "a")).await.unwrap();
-    assert!(!c_c.cache_hit, "tenant c's namespace is empty, whatever the tenant id");
+    let c_c = shared
+        .chat("same question", call(&ns_c, "a"))
+        .await
+        .unwrap();
+    assert!(
+        !c_c.cache_hit,
+        "tenant c's namespace is empty, whatever the tenant id"
+    );
     assert_eq!(c_c.content, "answer-3");
     assert_eq!(sim.request_count(), 3);
     // The epoch bump starts tenant a on an empty key space.
     let bumped = CacheNamespace::compose("tenant-a", 2, "chat");
-    let a_v2 = shared.chat("same question", call(&bumped, "a")).await.unwrap();
+    let a_v2 = shared
+        .chat("same question", call(&bumped, "a"))
+        .await
+        .unwrap();
     assert!(!a_v2.cache_hit);
     assert_eq!(a_v2.content, "answer-4");
 
@@ -301,18 +343,25 @@ async fn c_50_error_never_served_from_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cf_430_redis_eof_after_finish_hits_salvaged_not_stored() {
     require_redis(&connection()).await;
-    let stop_sim = sim(
-        r#"{"version":1,"responses":[
+    let stop_sim = sim(r#"{"version":1,"responses":[
             {"match":{"model":"sim-model"},"completion":{"content":"fine","finish_reason":"stop","done":false}}
-        ]}"#,
-    );
+        ]}"#);
     let scope = scope_name();
     let client = client(&scope, &stop_sim, &[("PGW_CACHE_NAMESPACE", "n")]);
-    let first = client.chat("q", ChatOptions::new().stream(true)).await.unwrap();
+    let first = client
+        .chat("q", ChatOptions::new().stream(true))
+        .await
+        .unwrap();
     assert_eq!(first.stream_end, Some(StreamEnd::EofAfterFinish));
-    let second = client.chat("q", ChatOptions::new().stream(true)).await.unwrap();
+    let second = client
+        .chat("q", ChatOptions::new().stream(true))
+        .await
+        .unwrap();
     assert!(second.cache_hit);
-    assert_eq!(second.finish_reason.as_ref().map(|f| f.as_str()), Some("stop"));
+    assert_eq!(
+        second.finish_reason.as_ref().map(|f| f.as_str()),
+        Some("stop")
+    );
     assert_eq!(second.stream_end, None);
     assert_eq!(stop_sim.request_count(), 1);
     client.close().await;
@@ -334,7 +383,10 @@ async fn cf_430_redis_eof_after_finish_hits_salvaged_not_stored() {
         ),
     )
     .unwrap();
-    let r = salvage.chat("other", ChatOptions::new().stream(true)).await.unwrap();
+    let r = salvage
+        .chat("other", ChatOptions::new().stream(true))
+        .await
+        .unwrap();
     assert_eq!(r.stream_end, Some(StreamEnd::Salvaged));
     let raw = raw().await;
     let stored: Option<String> = raw
@@ -357,14 +409,21 @@ async fn cf_431_redis_round_trip_of_an_accumulated_completion() {
     );
     let scope = scope_name();
     let client = client(&scope, &sim, &[("PGW_CACHE_NAMESPACE", "n")]);
-    let options = || ChatOptions::new().stream(true).response_mode(ResponseMode::OpenAi);
+    let options = || {
+        ChatOptions::new()
+            .stream(true)
+            .response_mode(ResponseMode::OpenAi)
+    };
     let first = client.chat("q", options()).await.unwrap();
     assert!(!first.cache_hit);
     assert!(first.completion.is_some());
     let hit = client.chat("q", options()).await.unwrap();
     assert!(hit.cache_hit);
     assert_eq!(sim.request_count(), 1);
-    assert_eq!(hit.completion, first.completion, "the completion round-trips");
+    assert_eq!(
+        hit.completion, first.completion,
+        "the completion round-trips"
+    );
     assert_eq!(hit.content, first.content);
     assert_eq!(hit.usage, first.usage);
     assert_eq!(hit.model, first.model);
@@ -379,16 +438,17 @@ async fn cf_431_redis_round_trip_of_an_accumulated_completion() {
 async fn c_62_redis_down_degrades_to_miss_and_skipped_write() {
     let sim = numbered_sim(2);
     let scope = scope_name();
-    let client = GatewayClient::from_env_map(
-        &scope,
-        &env(&scope, &sim, "redis://127.0.0.1:1", &[]),
-    )
-    .expect("an unreachable Redis is not an assembly error");
+    let client =
+        GatewayClient::from_env_map(&scope, &env(&scope, &sim, "redis://127.0.0.1:1", &[]))
+            .expect("an unreachable Redis is not an assembly error");
     let t0 = tokio::time::Instant::now();
     let first = client.chat("q", ChatOptions::new()).await.unwrap();
     let second = client.chat("q", ChatOptions::new()).await.unwrap();
     assert!(!first.cache_hit && !second.cache_hit);
-    assert_eq!((first.content.as_str(), second.content.as_str()), ("answer-1", "answer-2"));
+    assert_eq!(
+        (first.content.as_str(), second.content.as_str()),
+        ("answer-1", "answer-2")
+    );
     assert_eq!(sim.request_count(), 2);
     // Each operation is bounded by the Redis operation timeout (0.5 s + margin).
     assert!(t0.elapsed() < Duration::from_secs(10));

@@ -514,8 +514,14 @@ mod props {
         let mut src = source("s1");
         src.model = d.model.clone();
         let fp = model_fingerprint(&[src]);
-        KeyParts::of_request(&d.request, &fp, "scope-default", Some("default-salt"), d.strategy)
-            .key()
+        KeyParts::of_request(
+            &d.request,
+            &fp,
+            "scope-default",
+            Some("default-salt"),
+            d.strategy,
+        )
+        .key()
     }
 
     /// One change of exactly one key member (C-44), drawn from every member and, within a
@@ -537,7 +543,12 @@ mod props {
                 r.messages[0].insert("name".into(), json!(other));
             }
             // namespace (per call, vs the default)
-            4 => r.cache_namespace = Some(format!("{}{other}", r.cache_namespace.clone().unwrap_or_default())),
+            4 => {
+                r.cache_namespace = Some(format!(
+                    "{}{other}",
+                    r.cache_namespace.clone().unwrap_or_default()
+                ))
+            }
             // response mode
             5 => {
                 r.response_mode = match r.response_mode {
@@ -546,21 +557,40 @@ mod props {
                 }
             }
             // salt
-            6 => r.cache_salt = Some(format!("{}{other}", r.cache_salt.clone().unwrap_or_default())),
+            6 => {
+                r.cache_salt = Some(format!(
+                    "{}{other}",
+                    r.cache_salt.clone().unwrap_or_default()
+                ))
+            }
             // sampling: a new key of every kind the caller may set
             7 => {
-                let keys = ["temperature", "top_p", "max_tokens", "stop", "tools", "tool_choice", "response_format", "reasoning"];
-                r.overlay.insert(format!("{}_{other}", keys[k % keys.len()]), json!(other));
+                let keys = [
+                    "temperature",
+                    "top_p",
+                    "max_tokens",
+                    "stop",
+                    "tools",
+                    "tool_choice",
+                    "response_format",
+                    "reasoning",
+                ];
+                r.overlay
+                    .insert(format!("{}_{other}", keys[k % keys.len()]), json!(other));
             }
             8 => {
                 r.overlay.insert("seed".into(), json!(format!("s{other}")));
             }
             // request effort: another level, or set/unset
             9 => {
-                let i = EFFORT_ORDER.iter().position(|e| Some(*e) == r.reasoning_effort);
+                let i = EFFORT_ORDER
+                    .iter()
+                    .position(|e| Some(*e) == r.reasoning_effort);
                 r.reasoning_effort = match i {
                     None => Some(EFFORT_ORDER[k % EFFORT_ORDER.len()]),
-                    Some(i) => Some(EFFORT_ORDER[(i + 1 + k % (EFFORT_ORDER.len() - 1)) % EFFORT_ORDER.len()]),
+                    Some(i) => Some(
+                        EFFORT_ORDER[(i + 1 + k % (EFFORT_ORDER.len() - 1)) % EFFORT_ORDER.len()],
+                    ),
                 };
             }
             10 => {
@@ -589,7 +619,11 @@ mod props {
                         strict: true,
                     })
                 }
-                Some(StructuredSpec::Schema { name, schema, strict }) => match k % 3 {
+                Some(StructuredSpec::Schema {
+                    name,
+                    schema,
+                    strict,
+                }) => match k % 3 {
                     0 => name.push_str(other),
                     1 => schema["required"] = json!([other]),
                     _ => *strict = !*strict,
@@ -600,7 +634,13 @@ mod props {
                     r.structured = Some(StructuredSpec::Json);
                     m.strategy = Some("json_repair");
                 }
-                Some(name) => m.strategy = Some(if *name == "other_strategy" { "json_repair" } else { "other_strategy" }),
+                Some(name) => {
+                    m.strategy = Some(if *name == "other_strategy" {
+                        "json_repair"
+                    } else {
+                        "other_strategy"
+                    })
+                }
             },
             // the scope's model fingerprint
             _ => m.model.push_str(other),

@@ -167,7 +167,10 @@ async fn c_44_c_50_structured_ladder_inside_cache_stage_stores_only_final_answer
     assert_eq!(first.structured_data, Some(json!({"answer": 1})));
     assert_eq!(wire.request_count(), 2, "one re-ask");
     assert_eq!(s.memory.len(), 1, "only the final answer is stored");
-    let stored = s.stored(&request).await.expect("stored under the structured key");
+    let stored = s
+        .stored(&request)
+        .await
+        .expect("stored under the structured key");
     assert_eq!(stored["content"], json!(r#"{"answer": 1}"#));
     assert!(stored.get("structured_data").is_none(), "C-53");
 
@@ -203,7 +206,10 @@ async fn c_44_structured_spec_and_strategy_are_key_members() {
     assert_eq!(plain.structured_data, None);
     assert_eq!(wire.request_count(), 2);
     // Another schema name: a miss.
-    let other = s.chat(&wire, &structured(Some(schema("other")))).await.unwrap();
+    let other = s
+        .chat(&wire, &structured(Some(schema("other"))))
+        .await
+        .unwrap();
     assert!(!other.cache_hit);
     assert_eq!(wire.request_count(), 3);
     // JSON mode: a miss.
@@ -215,7 +221,10 @@ async fn c_44_structured_spec_and_strategy_are_key_members() {
     assert_eq!(wire.request_count(), 4);
     // Another strategy, same spec: a miss.
     s.options.strategy = Arc::new(JsonSchemaStrategy);
-    assert_ne!(s.options.strategy.name(), LadderOptions::default().strategy.name());
+    assert_ne!(
+        s.options.strategy.name(),
+        LadderOptions::default().strategy.name()
+    );
     let other_strategy = s.chat(&wire, &request).await.unwrap();
     assert!(!other_strategy.cache_hit);
     assert_eq!(wire.request_count(), 5);
@@ -240,9 +249,16 @@ async fn c_50_exhausted_ladder_writes_nothing() {
         Err(GatewayError::ResultInvalid(_)) => {}
         other => panic!("expected ResultInvalid, got {other:?}"),
     }
-    assert!(s.memory.is_empty(), "no intermediate round and no failure stored");
+    assert!(
+        s.memory.is_empty(),
+        "no intermediate round and no failure stored"
+    );
     let _ = s.chat(&wire, &request).await;
-    assert_eq!(wire.request_count(), 4, "the second call went upstream (2 rounds)");
+    assert_eq!(
+        wire.request_count(),
+        4,
+        "the second call went upstream (2 rounds)"
+    );
     assert!(s.memory.is_empty());
 }
 
@@ -321,7 +337,10 @@ async fn c_55_hit_accepts_an_answer_of_the_escalation_strategy() {
     let first = s.chat(&wire, &request).await.unwrap();
     assert_eq!(first.structured_data, Some(json!({"answer": 9})));
     let second = s.chat(&wire, &request).await.unwrap();
-    assert!(second.cache_hit, "the escalation strategy accepts the stored text");
+    assert!(
+        second.cache_hit,
+        "the escalation strategy accepts the stored text"
+    );
     assert_eq!(second.structured_data, Some(json!({"answer": 9})));
     assert_eq!(wire.request_count(), 2);
 }
@@ -357,7 +376,12 @@ async fn cf_314_structured_write_inside_the_deadline() {
     }
     .build();
     let slow = Arc::new(SlowSet(MemoryCache::new(10, Arc::new(TokioClock::new()))));
-    let cache = ChatCache::new(slow.clone(), &[exec::source()], "llm", Duration::from_secs(60));
+    let cache = ChatCache::new(
+        slow.clone(),
+        &[exec::source()],
+        "llm",
+        Duration::from_secs(60),
+    );
     let options = LadderOptions::default();
     let request = structured(Some(schema("answer")));
     let wire = wire_of(vec![answer(r#"{"answer": 1}"#)]);

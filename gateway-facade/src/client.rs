@@ -662,15 +662,14 @@ impl GatewayClient {
             )
         });
         let mut state = Ladder::new(request, options.clone());
-        let result = ladder::run_cached(handle, &mut state, cache.as_ref(), |round| {
-            SharedCounting {
+        let result =
+            ladder::run_cached(handle, &mut state, cache.as_ref(), |round| SharedCounting {
                 inner: ChatExecutor::new(Arc::clone(&inner.transport), round)
                     .with_options(inner.executor_options.clone())
                     .with_profiles(Arc::clone(&inner.profiles)),
                 count: Arc::clone(&count),
-            }
-        })
-        .await;
+            })
+            .await;
         ChatOutcome {
             result,
             attempts: count.load(Ordering::Relaxed),

@@ -19,8 +19,8 @@ use gateway_core::cache::MemoryCache;
 use gateway_core::clock::TokioClock;
 use gateway_ports::{CacheError, ResponseCache};
 use polygateway::{
-    CacheNamespace, CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap,
-    GatewayClient, GatewayError,
+    CacheNamespace, CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap, GatewayClient,
+    GatewayError,
 };
 use serde_json::{Value, json};
 use upstream_sim::SimHandle;
@@ -286,21 +286,36 @@ async fn two_tenants_isolated(
     // Per-scope namespaces (PGW_CACHE_NAMESPACE / builder `cache_namespace`).
     let a = per_scope(&ns_a);
     let b = per_scope(&ns_b);
-    let a1 = a.chat("same question", ChatOptions::new().tenant_id("a")).await.unwrap();
+    let a1 = a
+        .chat("same question", ChatOptions::new().tenant_id("a"))
+        .await
+        .unwrap();
     assert!(!a1.cache_hit);
     assert_eq!(a1.content, "answer-1");
-    let b1 = b.chat("same question", ChatOptions::new().tenant_id("b")).await.unwrap();
+    let b1 = b
+        .chat("same question", ChatOptions::new().tenant_id("b"))
+        .await
+        .unwrap();
     assert!(!b1.cache_hit, "tenant b never reads tenant a's entry");
     assert_eq!(b1.content, "answer-2");
-    let a2 = a.chat("same question", ChatOptions::new().tenant_id("a")).await.unwrap();
+    let a2 = a
+        .chat("same question", ChatOptions::new().tenant_id("a"))
+        .await
+        .unwrap();
     assert!(a2.cache_hit, "same tenant hits");
     assert_eq!(a2.content, "answer-1");
-    let b2 = b.chat("same question", ChatOptions::new().tenant_id("b")).await.unwrap();
+    let b2 = b
+        .chat("same question", ChatOptions::new().tenant_id("b"))
+        .await
+        .unwrap();
     assert!(b2.cache_hit);
     assert_eq!(b2.content, "answer-2");
     // Another client of tenant a (another process) shares a's entries.
     let a_again = per_scope(&ns_a);
-    let a3 = a_again.chat("same question", ChatOptions::new()).await.unwrap();
+    let a3 = a_again
+        .chat("same question", ChatOptions::new())
+        .await
+        .unwrap();
     assert!(a3.cache_hit);
     assert_eq!(a3.content, "answer-1");
     assert_eq!(sim.request_count(), 2);
@@ -312,19 +327,37 @@ async fn two_tenants_isolated(
             .cache_namespace(ns.to_owned())
             .tenant_id(tenant.to_owned())
     };
-    let c_a = shared.chat("same question", call(&ns_a, "a")).await.unwrap();
-    assert!(c_a.cache_hit, "the per-call namespace of tenant a reads a's entry");
+    let c_a = shared
+        .chat("same question", call(&ns_a, "a"))
+        .await
+        .unwrap();
+    assert!(
+        c_a.cache_hit,
+        "the per-call namespace of tenant a reads a's entry"
+    );
     assert_eq!(c_a.content, "answer-1");
-    let c_b = shared.chat("same question", call(&ns_b, "b")).await.unwrap();
+    let c_b = shared
+        .chat("same question", call(&ns_b, "b"))
+        .await
+        .unwrap();
     assert_eq!(c_b.content, "answer-2", "and tenant b's reads b's");
     let ns_c = CacheNamespace::compose("tenant-c", 1, "chat");
-    let c_c = shared.chat("same question", call(&ns_c, "a")).await.unwrap();
-    assert!(!c_c.cache_hit, "tenant c's namespace is empty, whatever the tenant id");
+    let c_c = shared
+        .chat("same question", call(&ns_c, "a"))
+        .await
+        .unwrap();
+    assert!(
+        !c_c.cache_hit,
+        "tenant c's namespace is empty, whatever the tenant id"
+    );
     assert_eq!(c_c.content, "answer-3");
     assert_eq!(sim.request_count(), 3);
     // The epoch bump starts tenant a on an empty key space.
     let bumped = CacheNamespace::compose("tenant-a", 2, "chat");
-    let a_v2 = shared.chat("same question", call(&bumped, "a")).await.unwrap();
+    let a_v2 = shared
+        .chat("same question", call(&bumped, "a"))
+        .await
+        .unwrap();
     assert!(!a_v2.cache_hit);
     assert_eq!(a_v2.content, "answer-4");
 
@@ -397,13 +430,11 @@ async fn c_42_two_tenants_never_read_each_other_on_memory() {
 /// request; the same messages without structured output do not read the structured entry.
 #[tokio::test]
 async fn c_44_c_50_structured_answer_cached_intermediate_round_never() {
-    let sim = sim(
-        r#"{"version":1,"responses":[
+    let sim = sim(r#"{"version":1,"responses":[
             {"completion":{"content":"not json at all"}},
             {"completion":{"content":"{\"answer\": 42}"}},
             {"completion":{"content":"plain text"}}
-        ]}"#,
-    );
+        ]}"#);
     let client = client(&memory_env(&sim, &[]));
     let options = || ChatOptions::new().structured(polygateway::StructuredSpec::Json);
     let first = client.chat("same", options()).await.unwrap();
@@ -411,7 +442,10 @@ async fn c_44_c_50_structured_answer_cached_intermediate_round_never() {
     assert_eq!(first.structured_data, Some(json!({"answer": 42})));
     assert_eq!(sim.request_count(), 2, "one re-ask");
     let second = client.chat("same", options()).await.unwrap();
-    assert!(second.cache_hit, "the final structured answer is served from cache");
+    assert!(
+        second.cache_hit,
+        "the final structured answer is served from cache"
+    );
     assert_eq!(second.structured_data, Some(json!({"answer": 42})));
     assert_eq!(second.content, r#"{"answer": 42}"#);
     assert_eq!(second.call_stats.as_ref().unwrap().attempts, 0);
