@@ -16,6 +16,10 @@
 //!
 //! Cacheability is the one predicate of `verdict::cache` (C-49..C-51), asked on the write path
 //! of the delivered response and on the read path of the **stored** values.
+//!
+//! Structured calls (`structured::ladder::run_cached`) put the re-ask ladder **inside** the
+//! cache stage: read, then on a miss the whole ladder, then the write of its final validated
+//! answer only; the key carries the structured spec and the round-0 strategy's name (C-44).
 
 mod entry;
 mod key;
