@@ -17,7 +17,8 @@
 //!
 //! With the cargo feature `test-time` (test builds only) every script adds a per-scope offset
 //! (microseconds, key `{pgw:<scope>}:test_time_offset_us`) to `TIME`; [`RedisConnection::advance_time`]
-//! moves it, so the contract suites never sleep (05 R-31).
+//! moves it, so the contract suites never sleep (05 R-31); `RedisCache::advance_ttls` likewise
+//! shortens the remaining `PX` lifetime of a cache's entries for the cache contract suite.
 
 mod breaker;
 mod cache;

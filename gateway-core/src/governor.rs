@@ -1072,4 +1072,56 @@ impl CallHandle {
         self.guard.disarm();
         self.ctx.snapshot()
     }
+
+    /// Runs `step` — a response-cache read or write of this call (70 C-52, C-54) — under the
+    /// **remaining** part of the call's deadline (30 G-94).
+    ///
+    /// Errors: the call's earlier error if it already ended; `CallDeadlineExceeded` when the
+    /// deadline expires first (the step is dropped, the call's terminal row is written and the
+    /// call ends, as for a loop; CF-314).
+    pub async fn within_deadline<F: Future>(&mut self, step: F) -> Result<F::Output, GatewayError> {
+        if let Some(error) = &self.ended {
+            return Err(error.clone());
+        }
+        let outcome = match self.deadline_at {
+            None => Some(step.instrument(self.span.clone()).await),
+            Some(at) if tokio::time::Instant::now() >= at => None,
+            Some(at) => tokio::time::timeout_at(at, step.instrument(self.span.clone()))
+                .await
+                .ok(),
+        };
+        if let Some(value) = outcome {
+            return Ok(value);
+        }
+        let gov = &*self.inner;
+        gov.queue.wait_call_idle(self.ctx.logical_call_id()).await;
+        let error = self.ctx.attach_cause(
+            crate::deadline::CallDeadlineExceeded {
+                deadline: self.deadline.unwrap_or_default(),
+            }
+            .into_error(&gov.scope),
+        );
+        self.fail(&error).await;
+        Err(error)
+    }
+
+    /// Ends a call served from the response cache (70 C-58, C-59): `hit` (already restored
+    /// and rewritten by [`CacheCall::read`]) gets a fresh `call_id` and this call's statistics
+    /// (attempts 0 unless a loop ran, a fresh `logical_call_id`, `total_latency_ms` = time on
+    /// the cache path), and exactly one `cache_hit` row is emitted, after the snapshot.
+    pub async fn finish_hit(mut self, mut hit: LlmResponse) -> LlmResponse {
+        self.guard.disarm();
+        hit.call_id = new_uuid_v4();
+        hit.call_stats = Some(self.ctx.snapshot());
+        let sink = &self.inner.sink;
+        if sink.wants_rows() {
+            sink.cache_hit(CacheHitRowFacts {
+                call: Arc::clone(self.ctx.row_call()),
+                call_id: hit.call_id.clone(),
+                response: Box::new(hit.clone()),
+            })
+            .await;
+        }
+        hit
+    }
 }

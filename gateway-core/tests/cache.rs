@@ -449,54 +449,264 @@ fn c_42_namespace_compose() {
 
 mod props {
     use super::*;
+    use gateway_ports::{EFFORT_ORDER, EffortFallback};
     use proptest::prelude::*;
 
-    fn base(seed: &str) -> ChatRequest {
-        request(seed)
+    /// A request with every optional key member drawn: messages, mode, namespace, salt,
+    /// sampling, request effort and structured spec (with the strategy name it is keyed by).
+    #[derive(Debug, Clone)]
+    struct Drawn {
+        request: ChatRequest,
+        strategy: Option<&'static str>,
+        model: String,
     }
 
-    // covers: C-48
+    fn spec_strategy() -> impl Strategy<Value = Option<StructuredSpec>> {
+        prop_oneof![
+            Just(None),
+            Just(Some(StructuredSpec::Json)),
+            ("[a-z]{1,6}", "[a-z]{1,6}", any::<bool>()).prop_map(|(name, prop, strict)| Some(
+                StructuredSpec::Schema {
+                    name,
+                    schema: json!({"type": "object", "properties": {prop: {"type": "string"}}}),
+                    strict,
+                }
+            )),
+        ]
+    }
+
+    fn drawn() -> impl Strategy<Value = Drawn> {
+        (
+            prop::collection::vec("[a-z ]{0,12}", 1..4),
+            any::<bool>(),
+            prop::option::of("[a-z]{1,8}"),
+            prop::option::of("[a-z]{1,8}"),
+            prop::option::of(0u32..100),
+            prop::option::of(0usize..EFFORT_ORDER.len()),
+            spec_strategy(),
+            prop::sample::select(vec!["json_repair", "json_schema", "custom"]),
+            "[a-z]{1,6}",
+        )
+            .prop_map(
+                |(texts, openai, ns, salt, seed, effort, spec, strategy, model)| {
+                    let mut request = ChatRequest::new(texts.iter().map(|t| user(t)).collect());
+                    if openai {
+                        request.response_mode = ResponseMode::OpenAi;
+                    }
+                    request.cache_namespace = ns;
+                    request.cache_salt = salt;
+                    if let Some(seed) = seed {
+                        request.overlay.insert("seed".into(), json!(seed));
+                    }
+                    request.reasoning_effort = effort.map(|i| EFFORT_ORDER[i]);
+                    let strategy = spec.as_ref().map(|_| strategy);
+                    request.structured = spec;
+                    Drawn {
+                        request,
+                        strategy,
+                        model,
+                    }
+                },
+            )
+    }
+
+    fn key_of(d: &Drawn) -> String {
+        let mut src = source("s1");
+        src.model = d.model.clone();
+        let fp = model_fingerprint(&[src]);
+        KeyParts::of_request(
+            &d.request,
+            &fp,
+            "scope-default",
+            Some("default-salt"),
+            d.strategy,
+        )
+        .key()
+    }
+
+    /// One change of exactly one key member (C-44), drawn from every member and, within a
+    /// member, every way it can differ.
+    fn change(d: &Drawn, which: usize, other: &str, k: usize) -> Drawn {
+        let mut m = d.clone();
+        let r = &mut m.request;
+        match which {
+            // messages: one more, a changed text, a changed role, an extra field
+            0 => r.messages.push(user(other)),
+            1 => {
+                let c = r.messages[0]["content"].as_str().unwrap_or("").to_owned();
+                r.messages[0].insert("content".into(), json!(format!("{c}{other}")));
+            }
+            2 => {
+                r.messages[0].insert("role".into(), json!("system"));
+            }
+            3 => {
+                r.messages[0].insert("name".into(), json!(other));
+            }
+            // namespace (per call, vs the default)
+            4 => {
+                r.cache_namespace = Some(format!(
+                    "{}{other}",
+                    r.cache_namespace.clone().unwrap_or_default()
+                ))
+            }
+            // response mode
+            5 => {
+                r.response_mode = match r.response_mode {
+                    ResponseMode::Text => ResponseMode::OpenAi,
+                    _ => ResponseMode::Text,
+                }
+            }
+            // salt
+            6 => {
+                r.cache_salt = Some(format!(
+                    "{}{other}",
+                    r.cache_salt.clone().unwrap_or_default()
+                ))
+            }
+            // sampling: a new key of every kind the caller may set
+            7 => {
+                let keys = [
+                    "temperature",
+                    "top_p",
+                    "max_tokens",
+                    "stop",
+                    "tools",
+                    "tool_choice",
+                    "response_format",
+                    "reasoning",
+                ];
+                r.overlay
+                    .insert(format!("{}_{other}", keys[k % keys.len()]), json!(other));
+            }
+            8 => {
+                r.overlay.insert("seed".into(), json!(format!("s{other}")));
+            }
+            // request effort: another level, or set/unset
+            9 => {
+                let i = EFFORT_ORDER
+                    .iter()
+                    .position(|e| Some(*e) == r.reasoning_effort);
+                r.reasoning_effort = match i {
+                    None => Some(EFFORT_ORDER[k % EFFORT_ORDER.len()]),
+                    Some(i) => Some(
+                        EFFORT_ORDER[(i + 1 + k % (EFFORT_ORDER.len() - 1)) % EFFORT_ORDER.len()],
+                    ),
+                };
+            }
+            10 => {
+                r.reasoning_effort = match r.reasoning_effort {
+                    None => Some(Effort::Low),
+                    Some(_) => None,
+                }
+            }
+            // structured: set/unset, kind, name, schema, strict, strategy
+            11 => match r.structured.take() {
+                None => {
+                    r.structured = Some(StructuredSpec::Json);
+                    m.strategy = Some("json_repair");
+                }
+                Some(_) => m.strategy = None,
+            },
+            12 => match &mut r.structured {
+                None => {
+                    r.structured = Some(StructuredSpec::Json);
+                    m.strategy = Some("json_repair");
+                }
+                Some(StructuredSpec::Json) => {
+                    r.structured = Some(StructuredSpec::Schema {
+                        name: "n".into(),
+                        schema: json!({"type": "object"}),
+                        strict: true,
+                    })
+                }
+                Some(StructuredSpec::Schema {
+                    name,
+                    schema,
+                    strict,
+                }) => match k % 3 {
+                    0 => name.push_str(other),
+                    1 => schema["required"] = json!([other]),
+                    _ => *strict = !*strict,
+                },
+            },
+            13 => match &m.strategy {
+                None => {
+                    r.structured = Some(StructuredSpec::Json);
+                    m.strategy = Some("json_repair");
+                }
+                Some(name) => {
+                    m.strategy = Some(if *name == "other_strategy" {
+                        "json_repair"
+                    } else {
+                        "other_strategy"
+                    })
+                }
+            },
+            // the scope's model fingerprint
+            _ => m.model.push_str(other),
+        }
+        m
+    }
+
+    // covers: C-48, C-45, CF-321, CF-325, CF-326
     proptest! {
-        /// The proptest of issue 18 (C-44, C-48): changing any one key member changes the key;
-        /// changing only non-members (tenant, meta, stream, deadline, session, parent, logical
-        /// id) keeps it.
+        /// The proptest of issue 18 (C-44, C-48): any two requests that differ in one key
+        /// member — messages, namespace, response mode, salt, sampling, request effort (every
+        /// pair of levels, CF-325), structured spec (kind, name, schema, strict) or its
+        /// strategy, the model fingerprint — have different keys; any two that differ only in
+        /// non-members (tenant, meta, stream, deadline, session, parent id, cache policy other
+        /// than bypass, a source's credentials, URL, timeouts and limits) share one. The
+        /// logical call id is not an input of the key at all (the call opens after the key is
+        /// built; `cf_321_322_326_key_independent_of_call_dimensions` shows two calls share it).
         #[test]
         fn c_44_c_48_members_change_key_non_members_do_not(
-            text in "[a-z]{1,12}",
-            member in 0usize..8,
+            d in drawn(),
+            k in 0usize..64,
             tenant in "[a-z]{1,8}",
             meta_v in "[a-z]{0,8}",
             stream in any::<bool>(),
             deadline_ms in 1u64..100_000,
             other in "[A-Z]{1,8}",
         ) {
-            let a = base(&text);
-            let key = |r: &ChatRequest| KeyParts::of_request(r, "fp", "ns", None, None).key();
             // Non-members.
-            let mut n = a.clone();
-            n.tenant_id = Some(tenant);
-            n.meta.insert("k".into(), meta_v.as_str().into());
-            n.stream = stream;
-            n.call_deadline = Some(Duration::from_millis(deadline_ms));
-            n.session_id = Some(other.clone());
-            n.parent_call_id = Some(other.clone());
-            prop_assert_eq!(key(&a), key(&n));
-            // One member changed.
-            let mut m = a.clone();
-            let changed = match member {
-                0 => { m.messages.push(user(&other)); key(&m) }
-                1 => { m.cache_namespace = Some(other.clone()); key(&m) }
-                2 => { m.response_mode = ResponseMode::OpenAi; key(&m) }
-                3 => { m.cache_salt = Some(other.clone()); key(&m) }
-                4 => { m.overlay.insert("seed".into(), json!(other.len())); key(&m) }
-                5 => { m.reasoning_effort = Some(Effort::High); key(&m) }
-                6 => {
-                    m.structured = Some(StructuredSpec::Json);
-                    KeyParts::of_request(&m, "fp", "ns", None, Some("json_only")).key()
+            let mut n = d.clone();
+            n.request.tenant_id = Some(tenant);
+            n.request.meta.insert("k".into(), meta_v.as_str().into());
+            n.request.stream = stream;
+            n.request.call_deadline = Some(Duration::from_millis(deadline_ms));
+            n.request.session_id = Some(other.clone());
+            n.request.parent_call_id = Some(other.clone());
+            n.request.cache = CachePolicy::Refresh;
+            prop_assert_eq!(key_of(&d), key_of(&n));
+            let mut a = source("s1");
+            a.model = d.model.clone();
+            let mut b = a.clone();
+            b.base_url = format!("http://{}.example:1", other.to_lowercase());
+            b.api_key = Some(other.clone().into());
+            b.timeout_s = 1.0 + (deadline_ms as f64);
+            b.rpm = 7;
+            b.max_concurrency = 3;
+            prop_assert_eq!(model_fingerprint(&[a.clone()]), model_fingerprint(&[b]));
+            // A fingerprint member of a source changes the fingerprint.
+            let mut c = a.clone();
+            match k % 3 {
+                0 => c.provider.push_str(&other),
+                1 => { c.extra_body.insert(other.clone(), json!(1)); }
+                _ => c.effort_fallback = match c.effort_fallback {
+                    EffortFallback::Error => EffortFallback::Nearest,
+                    _ => EffortFallback::Error,
+                },
+            }
+            prop_assert_ne!(model_fingerprint(&[a]), model_fingerprint(&[c]));
+            // One member changed: every member, every way (k, k+1, k+2 pick the sub-kind),
+            // on every drawn request.
+            let base = key_of(&d);
+            for which in 0..15 {
+                for k in k..k + 3 {
+                    let m = change(&d, which, &other, k);
+                    prop_assert_ne!(&base, &key_of(&m), "member {} (way {}) changed", which, k);
                 }
-                _ => KeyParts::of_request(&a, &other, "ns", None, None).key(),
-            };
-            prop_assert_ne!(key(&a), changed);
+            }
         }
     }
 }
@@ -706,6 +916,7 @@ fn c_55_step_7_structured_rebuilt() {
     let s = gateway_core::cache::RestoreStructured {
         spec: &spec,
         strategy: &JsonOnly,
+        escalation: None,
     };
     let hit = decode_entry(r#"{"content":"{\"a\":1}"}"#, ResponseMode::Text, Some(s)).unwrap();
     assert_eq!(hit.structured_data, Some(json!({"a": 1})));

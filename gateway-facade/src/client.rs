@@ -635,12 +635,15 @@ impl GatewayClient {
     }
 
     /// The structured path (70 C-10…C-15): one logical call, every ladder round a full governed
-    /// loop under the call's one deadline; `structured_data` holds the validated value.
+    /// loop under the call's one deadline; `structured_data` holds the validated value. The
+    /// response cache sits outside the ladder (key with the structured spec and the round-0
+    /// strategy's name; only the final validated answer is stored; a hit rebuilds
+    /// `structured_data` from the stored text).
     #[cfg(feature = "structured")]
     async fn chat_structured(&self, request: &ChatRequest, call: CallOptions) -> ChatOutcome {
         use gateway_core::structured::{Ladder, ladder};
         let inner = &*self.inner;
-        let mut handle = match inner.runtime.governor.begin_ladder_call(call) {
+        let handle = match inner.runtime.governor.begin_ladder_call(call) {
             Ok(handle) => handle,
             Err(error) => {
                 return ChatOutcome {
@@ -650,21 +653,23 @@ impl GatewayClient {
             }
         };
         let count = Arc::new(AtomicU32::new(0));
-        let mut state = Ladder::new(request, inner.structured.ladder());
-        let outcome = ladder::run(&mut handle, &mut state, |round| SharedCounting {
-            inner: ChatExecutor::new(Arc::clone(&inner.transport), round)
-                .with_options(inner.executor_options.clone())
-                .with_profiles(Arc::clone(&inner.profiles)),
-            count: Arc::clone(&count),
-        })
-        .await;
-        let result = outcome.map(|success| {
-            let mut governed = success.governed;
-            governed.stats = handle.finish();
-            let mut response = governed.into_response();
-            response.structured_data = Some(success.value);
-            response
+        let options = inner.structured.ladder();
+        let cache = inner.runtime.cache.as_ref().and_then(|cache| {
+            cache.prepare_structured(
+                request,
+                Some(options.strategy.as_ref()),
+                options.escalation.as_deref(),
+            )
         });
+        let mut state = Ladder::new(request, options.clone());
+        let result =
+            ladder::run_cached(handle, &mut state, cache.as_ref(), |round| SharedCounting {
+                inner: ChatExecutor::new(Arc::clone(&inner.transport), round)
+                    .with_options(inner.executor_options.clone())
+                    .with_profiles(Arc::clone(&inner.profiles)),
+                count: Arc::clone(&count),
+            })
+            .await;
         ChatOutcome {
             result,
             attempts: count.load(Ordering::Relaxed),

@@ -49,6 +49,9 @@ pub use gateway_ports::{
     RateLimiter, ResponseCache, RetryPolicy, SelectorKind, TelemetryRecorder, WaitPolicy,
 };
 
+/// The tenant-prefixed namespace helper and the in-process cache backend (see docs/cache.md).
+pub use gateway_core::cache::{CacheNamespace, MemoryCache};
+
 pub use client::{
     CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions, ChatOutcome, GatewayClient, META_MAX_ENTRIES,
     META_MAX_STR_CHARS, TENANT_MAX_CHARS,

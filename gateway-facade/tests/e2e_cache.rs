@@ -19,8 +19,10 @@ use gateway_core::cache::MemoryCache;
 use gateway_core::clock::TokioClock;
 use gateway_ports::{CacheError, ResponseCache};
 use polygateway::{
-    CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap, GatewayClient, GatewayError,
+    CacheNamespace, CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap, GatewayClient,
+    GatewayError,
 };
+use serde_json::{Value, json};
 use upstream_sim::SimHandle;
 
 fn memory_env(sim: &SimHandle, extra: &[(&str, &str)]) -> EnvMap {
@@ -265,5 +267,191 @@ async fn c_39_embedding_never_cached() {
     client.embed(request()).await.unwrap();
     client.embed(request()).await.unwrap();
     assert_eq!(sim.request_count(), 2, "no embedding cache");
+    client.close().await;
+}
+
+/// The copy of the two-tenant scenario run on Redis in adapter-redis/tests/cache_e2e.rs (the
+/// same assertions; the simulator answers the n-th request with `answer-n`).
+/// Two tenants sending the identical request through `GatewayClient`s on one shared backend:
+/// `per_scope(ns)` builds a client whose default namespace is `ns`; `shared` is a client with
+/// the scope's default namespace. Returns nothing; asserts isolation and same-tenant hits.
+/// The simulator answers the n-th upstream request with `answer-n`.
+async fn two_tenants_isolated(
+    per_scope: &dyn Fn(&str) -> GatewayClient,
+    shared: &GatewayClient,
+    sim: &SimHandle,
+) {
+    let ns_a = CacheNamespace::compose("tenant-a", 1, "chat");
+    let ns_b = CacheNamespace::compose("tenant-b", 1, "chat");
+    // Per-scope namespaces (PGW_CACHE_NAMESPACE / builder `cache_namespace`).
+    let a = per_scope(&ns_a);
+    let b = per_scope(&ns_b);
+    let a1 = a
+        .chat("same question", ChatOptions::new().tenant_id("a"))
+        .await
+        .unwrap();
+    assert!(!a1.cache_hit);
+    assert_eq!(a1.content, "answer-1");
+    let b1 = b
+        .chat("same question", ChatOptions::new().tenant_id("b"))
+        .await
+        .unwrap();
+    assert!(!b1.cache_hit, "tenant b never reads tenant a's entry");
+    assert_eq!(b1.content, "answer-2");
+    let a2 = a
+        .chat("same question", ChatOptions::new().tenant_id("a"))
+        .await
+        .unwrap();
+    assert!(a2.cache_hit, "same tenant hits");
+    assert_eq!(a2.content, "answer-1");
+    let b2 = b
+        .chat("same question", ChatOptions::new().tenant_id("b"))
+        .await
+        .unwrap();
+    assert!(b2.cache_hit);
+    assert_eq!(b2.content, "answer-2");
+    // Another client of tenant a (another process) shares a's entries.
+    let a_again = per_scope(&ns_a);
+    let a3 = a_again
+        .chat("same question", ChatOptions::new())
+        .await
+        .unwrap();
+    assert!(a3.cache_hit);
+    assert_eq!(a3.content, "answer-1");
+    assert_eq!(sim.request_count(), 2);
+
+    // Per-call namespaces on one client override its default; the tenant id alone never
+    // isolates (it is not in the key).
+    let call = |ns: &str, tenant: &str| {
+        ChatOptions::new()
+            .cache_namespace(ns.to_owned())
+            .tenant_id(tenant.to_owned())
+    };
+    let c_a = shared
+        .chat("same question", call(&ns_a, "a"))
+        .await
+        .unwrap();
+    assert!(
+        c_a.cache_hit,
+        "the per-call namespace of tenant a reads a's entry"
+    );
+    assert_eq!(c_a.content, "answer-1");
+    let c_b = shared
+        .chat("same question", call(&ns_b, "b"))
+        .await
+        .unwrap();
+    assert_eq!(c_b.content, "answer-2", "and tenant b's reads b's");
+    let ns_c = CacheNamespace::compose("tenant-c", 1, "chat");
+    let c_c = shared
+        .chat("same question", call(&ns_c, "a"))
+        .await
+        .unwrap();
+    assert!(
+        !c_c.cache_hit,
+        "tenant c's namespace is empty, whatever the tenant id"
+    );
+    assert_eq!(c_c.content, "answer-3");
+    assert_eq!(sim.request_count(), 3);
+    // The epoch bump starts tenant a on an empty key space.
+    let bumped = CacheNamespace::compose("tenant-a", 2, "chat");
+    let a_v2 = shared
+        .chat("same question", call(&bumped, "a"))
+        .await
+        .unwrap();
+    assert!(!a_v2.cache_hit);
+    assert_eq!(a_v2.content, "answer-4");
+
+    // Salt: same namespace, another salt → a fresh key space; the same salt hits.
+    let salted = |salt: &str| call(&ns_a, "a").cache_salt(salt.to_owned());
+    let s1 = shared.chat("same question", salted("s1")).await.unwrap();
+    assert!(!s1.cache_hit, "a salt never reads unsalted entries");
+    assert_eq!(s1.content, "answer-5");
+    let s2 = shared.chat("same question", salted("s2")).await.unwrap();
+    assert!(!s2.cache_hit, "another salt never reads s1's entries");
+    assert_eq!(s2.content, "answer-6");
+    let s1_again = shared.chat("same question", salted("s1")).await.unwrap();
+    assert!(s1_again.cache_hit);
+    assert_eq!(s1_again.content, "answer-5");
+    assert_eq!(sim.request_count(), 6);
+    for c in [a, b, a_again] {
+        c.close().await;
+    }
+}
+
+/// A builder client over `sim` with the shared injected `cache` and, if given, the default
+/// namespace `ns`.
+fn builder_client(sim: &SimHandle, cache: &Arc<MemoryCache>, ns: Option<&str>) -> GatewayClient {
+    let mut source = polygateway::SourceConfig::new(
+        "sim_1",
+        "sim",
+        sim.base_url(),
+        Some(client_support::KEY.to_owned().into()),
+        "sim-model",
+    );
+    source.timeout_s = 10.0;
+    let transport = adapter_openai::OpenAiTransport::new(
+        [&source],
+        adapter_openai::TransportOptions::default(),
+    )
+    .expect("transport");
+    let mut b = GatewayClient::builder()
+        .sources(vec![source])
+        .transport(Arc::new(transport))
+        .cache(cache.clone());
+    if let Some(ns) = ns {
+        b = b.cache_namespace(ns.to_owned());
+    }
+    b.build().expect("builder")
+}
+
+// covers: C-41, C-48
+/// C-42 on the memory backend (shared by every client of the process through injection): two
+/// tenants sending the identical request through `GatewayClient` never read each other's
+/// entries — per-scope namespaces (builder `cache_namespace` built with
+/// `CacheNamespace::compose`), per-call namespaces, epoch bump and salt — while the same tenant
+/// hits, also from another client.
+#[tokio::test]
+async fn c_42_two_tenants_never_read_each_other_on_memory() {
+    let responses: Vec<Value> = (1..=8)
+        .map(|i| json!({"completion": {"content": format!("answer-{i}")}}))
+        .collect();
+    let sim = sim(&json!({"version": 1, "responses": responses}).to_string());
+    let cache = Arc::new(MemoryCache::new(100, Arc::new(TokioClock::new())));
+    let per_scope = |ns: &str| builder_client(&sim, &cache, Some(ns));
+    let shared = builder_client(&sim, &cache, None);
+    two_tenants_isolated(&per_scope, &shared, &sim).await;
+    shared.close().await;
+}
+
+// covers: C-44, C-50, C-52, C-58
+/// The structured-output ladder inside the cache stage, end to end: the first call needs one
+/// re-ask (the first round is not JSON), only the final validated answer is stored, and the
+/// second identical call is a hit carrying the validated `structured_data` without an upstream
+/// request; the same messages without structured output do not read the structured entry.
+#[tokio::test]
+async fn c_44_c_50_structured_answer_cached_intermediate_round_never() {
+    let sim = sim(r#"{"version":1,"responses":[
+            {"completion":{"content":"not json at all"}},
+            {"completion":{"content":"{\"answer\": 42}"}},
+            {"completion":{"content":"plain text"}}
+        ]}"#);
+    let client = client(&memory_env(&sim, &[]));
+    let options = || ChatOptions::new().structured(polygateway::StructuredSpec::Json);
+    let first = client.chat("same", options()).await.unwrap();
+    assert!(!first.cache_hit);
+    assert_eq!(first.structured_data, Some(json!({"answer": 42})));
+    assert_eq!(sim.request_count(), 2, "one re-ask");
+    let second = client.chat("same", options()).await.unwrap();
+    assert!(
+        second.cache_hit,
+        "the final structured answer is served from cache"
+    );
+    assert_eq!(second.structured_data, Some(json!({"answer": 42})));
+    assert_eq!(second.content, r#"{"answer": 42}"#);
+    assert_eq!(second.call_stats.as_ref().unwrap().attempts, 0);
+    assert_eq!(sim.request_count(), 2);
+    let plain = client.chat("same", ChatOptions::new()).await.unwrap();
+    assert!(!plain.cache_hit, "the structured spec is a key member");
+    assert_eq!(plain.content, "plain text");
     client.close().await;
 }

@@ -3,6 +3,8 @@
 //! of every scope this backend built (05 R-31). An unreachable Redis fails loudly.
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod cache;
+
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -64,13 +64,33 @@ struct StoredEntry {
     stream_end: Option<Value>,
 }
 
-/// The structured part of a restore (C-55 step 7): the call's spec and its strategy.
+/// The structured part of a restore (C-55 step 7): the call's spec and its strategies.
 #[derive(Clone, Copy)]
 pub struct RestoreStructured<'a> {
     /// The call's spec.
     pub spec: &'a StructuredSpec,
-    /// The strategy that parses the stored text (zero network).
+    /// The strategy that parses the stored text (zero network): the call's round-0 strategy.
     pub strategy: &'a dyn StructuredOutputStrategy,
+    /// The call's escalation strategy, tried when `strategy` refuses the stored text (the
+    /// stored answer may come from a re-ask round that used it).
+    pub escalation: Option<&'a dyn StructuredOutputStrategy>,
+}
+
+impl<'a> RestoreStructured<'a> {
+    /// `structured_data` of a stored `content`: `strategy`'s parse, else `escalation`'s.
+    ///
+    /// Errors: [`RestoreMiss::Structured`] when no strategy accepts the text.
+    pub fn rebuild(&self, content: &str) -> Result<serde_json::Value, RestoreMiss> {
+        match self.strategy.parse(content, self.spec) {
+            Ok(value) => Ok(value),
+            Err(_) => match self.escalation {
+                Some(escalation) => escalation
+                    .parse(content, self.spec)
+                    .map_err(|_| RestoreMiss::Structured),
+                None => Err(RestoreMiss::Structured),
+            },
+        }
+    }
 }
 
 impl std::fmt::Debug for RestoreStructured<'_> {
@@ -78,6 +98,7 @@ impl std::fmt::Debug for RestoreStructured<'_> {
         f.debug_struct("RestoreStructured")
             .field("spec", &self.spec)
             .field("strategy", &self.strategy.name())
+            .field("escalation", &self.escalation.map(|e| e.name()))
             .finish()
     }
 }
@@ -140,11 +161,7 @@ pub fn decode_entry(
     };
     // Step 7.
     let structured_data = match structured {
-        Some(s) => Some(
-            s.strategy
-                .parse(&entry.content, s.spec)
-                .map_err(|_| RestoreMiss::Structured)?,
-        ),
+        Some(s) => Some(s.rebuild(&entry.content)?),
         None => None,
     };
     let mut out = LlmResponse::default();

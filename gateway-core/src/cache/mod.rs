@@ -16,6 +16,10 @@
 //!
 //! Cacheability is the one predicate of `verdict::cache` (C-49..C-51), asked on the write path
 //! of the delivered response and on the read path of the **stored** values.
+//!
+//! Structured calls (`structured::ladder::run_cached`) put the re-ask ladder **inside** the
+//! cache stage: read, then on a miss the whole ladder, then the write of its final validated
+//! answer only; the key carries the structured spec and the round-0 strategy's name (C-44).
 
 mod entry;
 mod key;
@@ -131,12 +135,29 @@ impl ChatCache {
         request: &'a ChatRequest,
         strategy: Option<&'a dyn StructuredOutputStrategy>,
     ) -> Option<CacheCall<'a>> {
+        self.prepare_structured(request, strategy, None)
+    }
+
+    /// [`prepare`](Self::prepare) for a structured call whose ladder also has an
+    /// `escalation` strategy: a stored answer is accepted on a hit when the round-0
+    /// `strategy` or the escalation strategy parses it (the answer may come from a re-ask
+    /// round). The key names the round-0 strategy only.
+    pub fn prepare_structured<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        strategy: Option<&'a dyn StructuredOutputStrategy>,
+        escalation: Option<&'a dyn StructuredOutputStrategy>,
+    ) -> Option<CacheCall<'a>> {
         if request.cache == CachePolicy::Bypass {
             return None;
         }
         let structured = match (&request.structured, strategy) {
             (None, _) => None,
-            (Some(spec), Some(strategy)) => Some(RestoreStructured { spec, strategy }),
+            (Some(spec), Some(strategy)) => Some(RestoreStructured {
+                spec,
+                strategy,
+                escalation,
+            }),
             (Some(_), None) => return None,
         };
         let key = self.key_for(request, structured.map(|s| s.strategy.name()));

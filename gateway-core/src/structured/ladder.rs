@@ -16,7 +16,10 @@ use gateway_ports::{
 };
 use serde_json::Value;
 
+use gateway_ports::LlmResponse;
+
 use crate::attempt::{AttemptRunner, SettleMode};
+use crate::cache::CacheCall;
 use crate::governor::{CallHandle, Governed};
 use crate::retry_loop::LoopPolicy;
 use crate::telemetry::RowInput;
@@ -226,4 +229,44 @@ where
             }
         }
     }
+}
+
+/// The structured call through the response cache (70 C-44, C-50, C-52..C-59; 05 R-4
+/// `chat → cache → ladder → loop`): the cache stage sits **outside** the ladder.
+///
+/// Inside the call's one deadline: the read (`cache` built with the call's strategy, so a hit
+/// rebuilds `structured_data` from the stored text, C-55 step 7, and a text no strategy of the
+/// call accepts is a miss); a hit ends the call with one `cache_hit` row and no loop. On a miss
+/// the ladder runs ([`run`]); only its final, validated answer is written (judged by the one
+/// cacheability predicate) — the intermediate rounds that failed to parse never reach the
+/// cache, and an exhausted ladder or a loop error writes nothing. Without `cache` this is
+/// [`run`] plus [`CallHandle::finish`].
+///
+/// Returns the response with `structured_data` and `call_stats` set.
+///
+/// Errors: those of [`run`]; `CallDeadlineExceeded` when the deadline expires during the cache
+/// read or write (the already produced answer is then discarded, CF-314).
+pub async fn run_cached<R, F>(
+    mut handle: CallHandle,
+    ladder: &mut Ladder,
+    cache: Option<&CacheCall<'_>>,
+    make_runner: F,
+) -> Result<LlmResponse, GatewayError>
+where
+    R: AttemptRunner,
+    F: FnMut(Arc<ChatRequest>) -> R,
+{
+    if let Some(cache) = cache
+        && let Some(hit) = handle.within_deadline(cache.read()).await?
+    {
+        return Ok(handle.finish_hit(hit).await);
+    }
+    let success = run(&mut handle, ladder, make_runner).await?;
+    let mut response = success.governed.into_response();
+    response.structured_data = Some(success.value);
+    if let Some(cache) = cache {
+        handle.within_deadline(cache.write(&response)).await?;
+    }
+    response.call_stats = Some(handle.finish());
+    Ok(response)
 }
