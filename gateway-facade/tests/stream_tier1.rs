@@ -276,7 +276,7 @@ async fn d32_chat_stream_failure_before_commit_is_retried_invisibly() {
     fx.client.close().await;
 }
 
-// covers: D32, H-44 (a stall after the commit point: committed error, no retry, no stall hedge)
+// covers: D32, H-19 (a stall after the commit point: committed error, no retry, no stall hedge)
 #[tokio::test(start_paused = true)]
 async fn d32_chat_stream_stall_after_commit_ends_committed_without_retry() {
     let stalled = response(vec![content(5, "par"), content(5, "tial")], End::Hang);
@@ -316,7 +316,7 @@ async fn d32_chat_stream_stall_after_commit_ends_committed_without_retry() {
     fx.client.close().await;
 }
 
-// covers: D32, H-40 (a hedged first token commits the faster leg; the loser is cancelled and
+// covers: D32, H-40, H-44, H-45 (a hedged first token commits the faster leg; the loser is cancelled and
 // settled)
 #[tokio::test(start_paused = true)]
 async fn d32_chat_stream_hedged_first_token_commits_the_faster_leg() {
