@@ -87,7 +87,7 @@ fn source(sim: &SimHandle) -> SourceConfig {
         "sim_1",
         "sim",
         sim.base_url(),
-        Some(KEY.to_owned()),
+        Some(KEY.to_owned().into()),
         MODEL,
     );
     s.timeout_s = 10.0;
