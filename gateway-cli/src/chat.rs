@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use futures_util::StreamExt as _;
 use polygateway::parse_effort;
 use polygateway::{
-    ChatOptions, ChatStream, ErrorReport, GatewayClient, JsonObject, LlmResponse, ResponseMode, StreamEvent,
-    StructuredSpec,
+    ChatOptions, ChatStream, ErrorReport, GatewayClient, JsonObject, LlmResponse, ResponseMode,
+    StreamEvent, StructuredSpec,
 };
 use serde_json::{Value, json};
 

@@ -76,7 +76,13 @@ async fn interrupted_stream(
     let sim = upstream_sim::Sim::start(script).unwrap();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_pgw"))
         .env_clear()
-        .args(["chat", "--stream-out", "--json", "--no-env-file", "--base-url"])
+        .args([
+            "chat",
+            "--stream-out",
+            "--json",
+            "--no-env-file",
+            "--base-url",
+        ])
         .arg(sim.base_url())
         .args(["--api-key", KEY, "--model", "m", "hi"])
         .stdout(std::process::Stdio::piped())

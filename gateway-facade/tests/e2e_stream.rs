@@ -42,7 +42,8 @@ fn fixtures() -> Vec<(String, String)> {
     // script: `wire_e2e.rs`; 049 is an embedding case).
     for id in PUBLIC_CHAT_CASES {
         assert!(
-            out.iter().any(|(name, _)| name.starts_with(&format!("case_{id}"))),
+            out.iter()
+                .any(|(name, _)| name.starts_with(&format!("case_{id}"))),
             "no fixture for public case {id}"
         );
     }

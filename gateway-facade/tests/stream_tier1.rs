@@ -30,9 +30,7 @@ use gateway_ports::{
     EventKind, RecordError, RetryPolicy, SelectorKind, SourceConfig, TelemetryRecorder,
     TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
 };
-use polygateway::{
-    ChatOptions, ChatStream, GatewayClient, GatewayError, LlmResponse, StreamEvent,
-};
+use polygateway::{ChatOptions, ChatStream, GatewayClient, GatewayError, LlmResponse, StreamEvent};
 use proptest::prelude::*;
 use serde_json::json;
 use upstream_sim::script::{End, Match, RawChunk, Response, Script};
@@ -267,7 +265,10 @@ async fn d32_chat_stream_failure_before_commit_is_retried_invisibly() {
     let streamed = collect(fx.client.chat_stream("hi", stream_options())).await;
     let response = streamed.end.expect("the retry delivers");
     assert_eq!(fx.wire.request_count(), 2, "retried once");
-    assert_eq!(streamed.text, "t0 t1 ", "nothing of attempt 1 reached the caller");
+    assert_eq!(
+        streamed.text, "t0 t1 ",
+        "nothing of attempt 1 reached the caller"
+    );
     assert_eq!(response.content, "t0 t1 ");
     assert_eq!(response.source_name, "s2");
     assert_eq!(response.call_stats.as_ref().unwrap().attempts, 2);
@@ -299,7 +300,10 @@ async fn d32_chat_stream_stall_after_commit_ends_committed_without_retry() {
     assert!(error.is_committed(), "{error:?}");
     assert_eq!(streamed.text, "partial");
     assert_eq!(error.partial_output().unwrap().content, "partial");
-    assert!(error.reason_code().is_some(), "carries the verdict's reason");
+    assert!(
+        error.reason_code().is_some(),
+        "carries the verdict's reason"
+    );
     assert_eq!(
         fx.wire.request_count(),
         1,
@@ -312,7 +316,11 @@ async fn d32_chat_stream_stall_after_commit_ends_committed_without_retry() {
         "{elapsed:?}"
     );
     assert_settled(&fx, baseline).await;
-    assert_eq!(fx.rows.counts(), (1, 1), "one attempt row, one terminal row");
+    assert_eq!(
+        fx.rows.counts(),
+        (1, 1),
+        "one attempt row, one terminal row"
+    );
     fx.client.close().await;
 }
 
@@ -372,17 +380,26 @@ async fn d32_chat_stream_hedged_first_token_commits_the_faster_leg() {
     );
     let rest = collect(stream).await;
     let response = rest.end.expect("the hedge leg delivers");
-    assert_eq!(format!("fast{}", rest.text), "fast tail", "only the committed leg");
+    assert_eq!(
+        format!("fast{}", rest.text),
+        "fast tail",
+        "only the committed leg"
+    );
     assert_eq!(response.content, "fast tail");
     assert_eq!(response.source_name, "s2");
     let stats = response.call_stats.unwrap();
-    assert_eq!((stats.hedges, stats.hedge_won, stats.attempts), (1, true, 2));
+    assert_eq!(
+        (stats.hedges, stats.hedge_won, stats.attempts),
+        (1, true, 2)
+    );
     assert_settled(&fx, baseline).await;
-    assert_eq!(fx.rows.counts(), (2, 0), "winner and loser rows, no terminal");
+    assert_eq!(
+        fx.rows.counts(),
+        (2, 0),
+        "winner and loser rows, no terminal"
+    );
     assert!(
-        fx.rows
-            .attempt_labels()
-            .contains(&("s2".to_owned(), None)),
+        fx.rows.attempt_labels().contains(&("s2".to_owned(), None)),
         "{:?}",
         fx.rows.attempt_labels()
     );
@@ -424,17 +441,15 @@ fn case() -> impl Strategy<Value = Case> {
         0u64..120,
     )
         .prop_map(
-            |(fails_s1, fails_s2, hedged, first_ms_s1, frames, gap_ms, drop_after, wait_ms)| {
-                Case {
-                    fails_s1,
-                    fails_s2,
-                    hedged,
-                    first_ms_s1,
-                    frames,
-                    gap_ms,
-                    drop_after,
-                    wait_ms,
-                }
+            |(fails_s1, fails_s2, hedged, first_ms_s1, frames, gap_ms, drop_after, wait_ms)| Case {
+                fails_s1,
+                fails_s2,
+                hedged,
+                first_ms_s1,
+                frames,
+                gap_ms,
+                drop_after,
+                wait_ms,
             },
         )
 }
@@ -477,7 +492,10 @@ async fn play(case: Case) {
             Some(Ok(_)) => taken += 1,
             Some(Err(e)) => {
                 // Only when the retries ran out before a good answer (a failed call).
-                assert!(!e.is_committed(), "no failure after the commit point: {e:?}");
+                assert!(
+                    !e.is_committed(),
+                    "no failure after the commit point: {e:?}"
+                );
                 taken += 1;
             }
             None => {
@@ -514,7 +532,10 @@ async fn play(case: Case) {
     }
     let failed_calls = usize::from(started && ok_rows == 0);
     let (attempt_rows, terminal_rows) = fx.rows.counts();
-    assert_eq!(attempt_rows, attempts, "one attempt row per attempt: {case:?}");
+    assert_eq!(
+        attempt_rows, attempts,
+        "one attempt row per attempt: {case:?}"
+    );
     assert_eq!(
         terminal_rows, failed_calls,
         "one terminal row per failed (dropped) call: {case:?}"
@@ -536,7 +557,11 @@ async fn play(case: Case) {
         );
     }
     fx.client.close().await;
-    assert_eq!(fx.rows.counts(), (attempt_rows, terminal_rows), "no late row");
+    assert_eq!(
+        fx.rows.counts(),
+        (attempt_rows, terminal_rows),
+        "no late row"
+    );
 }
 
 proptest! {

@@ -72,7 +72,7 @@ impl StreamDelta {
             && self.raw.is_none()
     }
 
-    /// `true` when this delta reaches the commit point (README D32): a content token or a
+    /// `true` when this delta reaches the commit point: a content token or a
     /// reasoning token (only present when the caller opted in). Tool-call fragments do not
     /// commit (a stall hedge may still replace a tool-calling leg, as in `chat`); they are
     /// forwarded once the attempt commits or succeeds.
@@ -118,7 +118,7 @@ impl StreamDelta {
     }
 }
 
-/// One event of a streamed call (README D32): deltas, then exactly one `Done` (or an error).
+/// One event of a streamed call: deltas, then exactly one `Done` (or an error).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum StreamEvent {
