@@ -3,8 +3,10 @@
 //! `upstream-sim` on 127.0.0.1 over real sockets), in both response modes and both wire modes,
 //! whenever `chat` delivers, `chat_stream` delivers the same answer: its deltas concatenate to
 //! `chat`'s content and its one `Done` carries the same content and finish. When `chat` fails,
-//! the stream ends with one error of the same type. Plus the structured refusal and a dropped
-//! stream settling like a dropped `chat`.
+//! the stream ends with one error of the same type; a failure after the first token ends the
+//! stream marked committed, and the exact list of such (case, mode) pairs is pinned. Every
+//! public chat wire case must have a fixture. Plus the structured refusal. (Dropping a stream:
+//! `stream_tier1.rs`.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
