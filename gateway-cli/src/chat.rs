@@ -242,7 +242,8 @@ pub async fn run(args: ChatArgs) -> u8 {
     }
     if args.stream_out {
         let mut stream = client.chat_stream(messages, options);
-        // The handlers are installed here, before the stream is first polled.
+        // `signals::interrupted()` installs its handlers as the `select!` starts, before the
+        // stream is first polled: a signal arriving as the call starts is not missed.
         let code = tokio::select! {
             code = stream_out(&mut stream, args.json) => code,
             signal = signals::interrupted() => {
