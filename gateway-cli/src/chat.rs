@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use futures_util::StreamExt as _;
 use polygateway::parse_effort;
 use polygateway::{
-    ChatOptions, ErrorReport, GatewayClient, JsonObject, LlmResponse, ResponseMode, StreamEvent,
-    StructuredSpec,
+    ChatOptions, ChatStream, ErrorReport, GatewayClient, JsonObject, LlmResponse, ResponseMode,
+    StreamEvent, StructuredSpec,
 };
 use serde_json::{Value, json};
 
@@ -241,12 +241,30 @@ pub async fn run(args: ChatArgs) -> u8 {
         }
     }
     if args.stream_out {
+        let mut stream = client.chat_stream(messages, options);
+        // `signals::interrupted()` installs its handlers as the `select!` starts, before the
+        // stream is first polled: a signal arriving as the call starts is not missed.
         let code = tokio::select! {
-            code = stream_out(&client, messages, options, args.json) => code,
-            _ = tokio::signal::ctrl_c() => {
-                out::stderr_line("pgw: interrupted; draining");
+            code = stream_out(&mut stream, args.json) => code,
+            signal = signals::interrupted() => {
+                let committed = stream.is_committed();
+                // Dropping the stream cancels the call (its attempts are settled by close).
+                drop(stream);
+                out::stderr_line(&format!("pgw: interrupted by {}; draining", signal.name()));
+                if args.json {
+                    let mut event = signal.json();
+                    if let Some(object) = event.as_object_mut() {
+                        object.remove("ok");
+                        object.insert("event".to_owned(), json!("error"));
+                        object.insert("committed".to_owned(), json!(committed));
+                    }
+                    out::stdout_json(&event);
+                } else if committed {
+                    // End the partial answer's line.
+                    out::stdout_line("");
+                }
                 client.close().await;
-                return exit::INTERRUPTED;
+                return signal.exit_code();
             }
         };
         client.close().await;
@@ -327,13 +345,7 @@ fn call_deadline(
 
 /// `pgw chat --stream-out`: prints each delta as it arrives (tokens, or NDJSON events with
 /// `json`), then the final event; returns the exit code.
-async fn stream_out(
-    client: &GatewayClient,
-    messages: Vec<JsonObject>,
-    options: ChatOptions,
-    json: bool,
-) -> u8 {
-    let mut stream = client.chat_stream(messages, options);
+async fn stream_out(stream: &mut ChatStream, json: bool) -> u8 {
     let mut printed = false;
     while let Some(event) = stream.next().await {
         match event {

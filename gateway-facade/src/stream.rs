@@ -74,7 +74,7 @@ impl StreamOptions {
 
 type Driver = Pin<Box<dyn Future<Output = Result<(LlmResponse, bool), GatewayError>> + Send>>;
 
-/// The events of one streamed chat call (README D32): [`StreamEvent::Delta`]s, then exactly one
+/// The events of one streamed chat call: [`StreamEvent::Delta`]s, then exactly one
 /// [`StreamEvent::Done`] or one error, then the end of the stream. `Send`, `Unpin`; see the
 /// module docs for cancellation and back-pressure.
 pub struct ChatStream {
@@ -195,7 +195,7 @@ impl GatewayClient {
         self.chat_stream_with(input, options, StreamOptions::default())
     }
 
-    /// Streams one chat call to the caller (README D32): deltas as the committed attempt's
+    /// Streams one chat call to the caller: deltas as the committed attempt's
     /// frames arrive, then `Done` with the same [`LlmResponse`] `chat` would return for the same
     /// wire bytes (a cache hit: its content as one delta, then `Done`).
     ///

@@ -3,8 +3,10 @@
 //! `upstream-sim` on 127.0.0.1 over real sockets), in both response modes and both wire modes,
 //! whenever `chat` delivers, `chat_stream` delivers the same answer: its deltas concatenate to
 //! `chat`'s content and its one `Done` carries the same content and finish. When `chat` fails,
-//! the stream ends with one error of the same type. Plus the structured refusal and a dropped
-//! stream settling like a dropped `chat`.
+//! the stream ends with one error of the same type; a failure after the first token ends the
+//! stream marked committed, and the exact list of such (case, mode) pairs is pinned. Every
+//! public chat wire case must have a fixture. Plus the structured refusal. (Dropping a stream:
+//! `stream_tier1.rs`.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -38,13 +40,24 @@ fn fixtures() -> Vec<(String, String)> {
         })
         .collect();
     out.sort();
-    assert!(
-        out.len() >= 40,
-        "the public case fixtures are present: {}",
-        out.len()
-    );
+    // Every public chat wire case has its fixture (041 needs a pooled connection, not a
+    // script: `wire_e2e.rs`; 049 is an embedding case).
+    for id in PUBLIC_CHAT_CASES {
+        assert!(
+            out.iter()
+                .any(|(name, _)| name.starts_with(&format!("case_{id}"))),
+            "no fixture for public case {id}"
+        );
+    }
     out
 }
+
+/// The public wire cases whose bytes a chat call reads (the ids of `shared/cases`).
+const PUBLIC_CHAT_CASES: [&str; 29] = [
+    "001", "002", "004", "005", "007", "008", "009", "011", "012", "013", "015", "016", "018",
+    "019", "021", "022", "024", "025", "027", "028", "030", "031", "032", "034", "035", "040",
+    "042", "043", "050",
+];
 
 /// What a stream produced: the concatenated deltas and the final item.
 struct Streamed {
@@ -85,7 +98,7 @@ fn options(mode: ResponseMode, stream: bool) -> ChatOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d32_stream_deltas_equal_chat_content_for_every_public_wire_case() {
     let mut delivered = 0;
-    let mut committed = 0;
+    let mut committed = Vec::new();
     for (name, script) in fixtures() {
         for mode in [ResponseMode::OpenAi, ResponseMode::Text] {
             for wire_stream in [true, false] {
@@ -124,7 +137,7 @@ async fn d32_stream_deltas_equal_chat_content_for_every_public_wire_case() {
                     // `chat` retried (and saw last) ends the stream, marked committed, with
                     // exactly the forwarded text as its partial output.
                     (c, Err(s)) if s.is_committed() => {
-                        committed += 1;
+                        committed.push(label.clone());
                         let partial = s.partial_output().unwrap();
                         assert_eq!(partial.content, streamed.text, "{label}: partial output");
                         assert!(!streamed.text.is_empty(), "{label}: committed ⇒ forwarded");
@@ -150,11 +163,38 @@ async fn d32_stream_deltas_equal_chat_content_for_every_public_wire_case() {
         }
     }
     assert!(delivered >= 20, "most cases deliver: {delivered}");
-    assert!(
-        committed >= 1,
-        "some cases fail after the first token: {committed}"
-    );
+    // Exactly these end after the commit point where chat retries (docs/streaming.md, "Where
+    // chat_stream and chat end differently"): a missing [DONE] after text (001 A), a stream cut
+    // before its finish (002 A/B, 015 B, 042 C), an in-band error after text (018 A/B), a reset
+    // after text (040 A/B), a relay heartbeat corrupting a frame after text (050), and in
+    // fidelity mode a stream without `role` judged at its end (025 B/C).
+    assert_eq!(committed, EXPECTED_COMMITTED, "the committed failures");
 }
+
+const EXPECTED_COMMITTED: [&str; 22] = [
+    "case_001_a OpenAi stream=true",
+    "case_001_a Text stream=true",
+    "case_002_a OpenAi stream=true",
+    "case_002_a Text stream=true",
+    "case_002_b OpenAi stream=true",
+    "case_002_b Text stream=true",
+    "case_015_b OpenAi stream=true",
+    "case_015_b Text stream=true",
+    "case_018_a OpenAi stream=true",
+    "case_018_a Text stream=true",
+    "case_018_b OpenAi stream=true",
+    "case_018_b Text stream=true",
+    "case_025_b OpenAi stream=true",
+    "case_025_c OpenAi stream=true",
+    "case_040_a OpenAi stream=true",
+    "case_040_a Text stream=true",
+    "case_040_b OpenAi stream=true",
+    "case_040_b Text stream=true",
+    "case_042_c OpenAi stream=true",
+    "case_042_c Text stream=true",
+    "case_050 OpenAi stream=true",
+    "case_050 Text stream=true",
+];
 
 // covers: D32 (structured requests are refused by chat_stream)
 #[tokio::test]

@@ -72,7 +72,7 @@ impl StreamDelta {
             && self.raw.is_none()
     }
 
-    /// `true` when this delta reaches the commit point (README D32): a content token or a
+    /// `true` when this delta reaches the commit point: a content token or a
     /// reasoning token (only present when the caller opted in). Tool-call fragments do not
     /// commit (a stall hedge may still replace a tool-calling leg, as in `chat`); they are
     /// forwarded once the attempt commits or succeeds.
@@ -118,7 +118,7 @@ impl StreamDelta {
     }
 }
 
-/// One event of a streamed call (README D32): deltas, then exactly one `Done` (or an error).
+/// One event of a streamed call: deltas, then exactly one `Done` (or an error).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum StreamEvent {
@@ -241,7 +241,13 @@ impl CommitGate {
         let batch = {
             let mut state = self.lock();
             match &state.committed {
-                Some(leg) if leg.call_id == call_id => vec![delta],
+                Some(leg) if leg.call_id == call_id => {
+                    // The committed attempt's next frame (every frame after the first): one
+                    // lock, no batch.
+                    state.forwarded.content.push_str(&delta.content);
+                    state.forwarded.reasoning.push_str(&delta.reasoning);
+                    Ok(delta)
+                }
                 Some(_) => return false,
                 None if delta.commits() => {
                     state.committed = Some(CommittedLeg {
@@ -252,7 +258,7 @@ impl CommitGate {
                     state.pending.clear();
                     batch.push(delta);
                     self.committed.notify_waiters();
-                    batch
+                    Err(batch)
                 }
                 None => {
                     if !delta.is_empty() {
@@ -265,6 +271,12 @@ impl CommitGate {
                     return false;
                 }
             }
+        };
+        // `Ok`: the committed attempt's next frame; `Err`: the commit point's batch.
+        let batch = match batch {
+            Ok(delta) if delta.is_empty() => return true,
+            Ok(delta) => return self.tx.send(delta).await.is_ok(),
+            Err(batch) => batch,
         };
         for delta in batch {
             {
