@@ -661,11 +661,15 @@ async fn metrics_until(serve: &Serve, want: &[(&str, f64)]) -> String {
     }
 }
 
-/// Reads SSE body chunks until the accumulated text contains every needle.
+/// Reads SSE body chunks until the accumulated text contains every needle (a chunk that takes
+/// over 30 s fails the test instead of hanging it).
 async fn read_until(r: &mut reqwest::Response, needles: &[&str]) -> String {
     let mut text = String::new();
     while !needles.iter().all(|n| text.contains(n)) {
-        match r.chunk().await.unwrap() {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(30), r.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no chunk within 30 s; so far: {text}"));
+        match chunk.unwrap() {
             Some(bytes) => text.push_str(std::str::from_utf8(&bytes).unwrap()),
             None => panic!("the body ended before {needles:?}: {text}"),
         }
@@ -940,4 +944,43 @@ fn d33_openai_python_sdk_end_to_end() {
         assert!(stdout.contains("openai SDK e2e: ok"), "{stdout}\n{stderr}");
         eprintln!("{stdout}");
     }
+}
+
+// covers: D33, D32 (streamed tool calls: fragments as `tool_calls` deltas, the finish reason)
+#[tokio::test(flavor = "multi_thread")]
+async fn d33_d32_streamed_tool_call_fragments_are_tool_calls_deltas() {
+    let sim = SimProcess::start(&fixture("tools"));
+    let serve = Serve::start(&sim, None, &[]);
+    let r = post(
+        &serve,
+        "/v1/chat/completions",
+        Some(TOKEN),
+        &chat_body(true),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    let frames = json_frames(&text);
+    assert_eq!(frames[0]["choices"][0]["delta"]["role"], "assistant", "{text}");
+    let calls: Vec<&Value> = frames
+        .iter()
+        .filter_map(|f| f["choices"][0]["delta"]["tool_calls"].as_array())
+        .flatten()
+        .collect();
+    assert!(!calls.is_empty(), "{text}");
+    assert_eq!(calls[0]["id"], "call_1", "{text}");
+    assert_eq!(calls[0]["type"], "function", "{text}");
+    assert_eq!(calls[0]["function"]["name"], "get_weather", "{text}");
+    assert!(calls.iter().all(|c| c["index"] == 0), "{text}");
+    let args: String = calls
+        .iter()
+        .filter_map(|c| c["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(args, r#"{"city":"Paris"}"#, "{text}");
+    assert_eq!(
+        frames.last().unwrap()["choices"][0]["finish_reason"],
+        "tool_calls",
+        "{text}"
+    );
 }
