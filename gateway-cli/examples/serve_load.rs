@@ -35,7 +35,9 @@ struct Samples {
 }
 
 fn parse_target(spec: &str) -> Target {
-    let (name, rest) = spec.split_once('=').expect("TARGET is name=url|token|model");
+    let (name, rest) = spec
+        .split_once('=')
+        .expect("TARGET is name=url|token|model");
     let mut parts = rest.split('|');
     let url = parts.next().expect("url").trim_end_matches('/').to_owned();
     let token = parts.next().filter(|t| *t != "-").map(str::to_owned);
@@ -61,7 +63,12 @@ fn has_token(text: &str) -> bool {
     false
 }
 
-async fn one(client: &reqwest::Client, t: &Target, body: &axum::body::Bytes, stream: bool) -> Option<f64> {
+async fn one(
+    client: &reqwest::Client,
+    t: &Target,
+    body: &axum::body::Bytes,
+    stream: bool,
+) -> Option<f64> {
     let started = Instant::now();
     let mut req = client
         .post(&t.url)
@@ -162,7 +169,10 @@ fn main() {
             spec => targets.push(Arc::new(parse_target(spec))),
         }
     }
-    assert!(!targets.is_empty() && !rates.is_empty(), "usage: see the module docs");
+    assert!(
+        !targets.is_empty() && !rates.is_empty(),
+        "usage: see the module docs"
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

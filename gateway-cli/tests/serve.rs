@@ -646,10 +646,7 @@ async fn metrics_until(serve: &Serve, want: &[(&str, f64)]) -> String {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let text = metrics(serve).await;
-        if want
-            .iter()
-            .all(|(s, v)| metric_value(&text, s) == Some(*v))
-        {
+        if want.iter().all(|(s, v)| metric_value(&text, s) == Some(*v)) {
             return text;
         }
         assert!(
@@ -732,7 +729,11 @@ async fn d33_d32_stream_forwards_deltas_before_the_upstream_finishes_and_disconn
         &chat_body(false),
     )
     .await;
-    assert_eq!(busy.status(), 429, "the key's one slot is held by the stream");
+    assert_eq!(
+        busy.status(),
+        429,
+        "the key's one slot is held by the stream"
+    );
     // The client goes away mid-stream: the call is cancelled, every slot is freed.
     drop(r);
     metrics_until(
@@ -758,7 +759,10 @@ async fn d33_d32_stream_forwards_deltas_before_the_upstream_finishes_and_disconn
             break;
         }
         assert_eq!(r.status(), 429);
-        assert!(std::time::Instant::now() < deadline, "the key's slot leaked");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the key's slot leaked"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
@@ -853,7 +857,11 @@ async fn d33_d32_hedged_stream_is_invisible_to_the_client() {
     let n = frames.len();
     assert_eq!(frames[n - 2]["choices"][0]["finish_reason"], "stop");
     assert_eq!(frames[n - 1]["choices"], json!([]));
-    assert!(frames[n - 1]["usage"]["completion_tokens"].as_u64().is_some());
+    assert!(
+        frames[n - 1]["usage"]["completion_tokens"]
+            .as_u64()
+            .is_some()
+    );
     let m = metrics(&serve).await;
     assert!(m.contains("pgw_hedges_total{scope=\"llm\"} 1"), "{m}");
 }
@@ -939,7 +947,9 @@ fn d33_openai_python_sdk_end_to_end() {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     if stderr.contains("SKIPPED") {
         eprintln!("{stderr}");
-        eprintln!("!!! d33_openai_python_sdk_end_to_end: the OpenAI SDK e2e did NOT run (PyPI unreachable) !!!");
+        eprintln!(
+            "!!! d33_openai_python_sdk_end_to_end: the OpenAI SDK e2e did NOT run (PyPI unreachable) !!!"
+        );
     } else {
         assert!(stdout.contains("openai SDK e2e: ok"), "{stdout}\n{stderr}");
         eprintln!("{stdout}");
@@ -962,7 +972,10 @@ async fn d33_d32_streamed_tool_call_fragments_are_tool_calls_deltas() {
     let text = r.text().await.unwrap();
     assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
     let frames = json_frames(&text);
-    assert_eq!(frames[0]["choices"][0]["delta"]["role"], "assistant", "{text}");
+    assert_eq!(
+        frames[0]["choices"][0]["delta"]["role"], "assistant",
+        "{text}"
+    );
     let calls: Vec<&Value> = frames
         .iter()
         .filter_map(|f| f["choices"][0]["delta"]["tool_calls"].as_array())

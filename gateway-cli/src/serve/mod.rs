@@ -332,7 +332,8 @@ async fn chat(
             Err(ApiError::gateway(&error, Some(outcome.attempts)))
         }
         Ok(response) => {
-            let (attempts, hedges) = state.record_chat_ok(&scope, &response, outcome.attempts, started);
+            let (attempts, hedges) =
+                state.record_chat_ok(&scope, &response, outcome.attempts, started);
             let mut http = json_response(200, &openai::completion_json(&response, now_s()));
             let h = http.headers_mut();
             if let Ok(v) = HeaderValue::from_str(&response.source_name) {
@@ -704,7 +705,11 @@ fn build_state(
         crate::config::print_warnings(client.assembly_warnings());
         clients.insert(scope.to_ascii_lowercase(), Client::Embed(client));
     }
-    let pricing = match map.get(PRICING_PATH_KEY).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+    let pricing = match map
+        .get(PRICING_PATH_KEY)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+    {
         None => None,
         Some(path) => {
             let (table, _warnings) = load_pricing_with_warnings(path)?;
