@@ -5,12 +5,15 @@
 # prints `uptime` and the idle RSS of pgw serve, then runs the open-loop load generator
 # (gateway-cli/examples/serve_load.rs, one thread) side by side in one run:
 #   1. non-stream chat at 100 and 1000 requests per second: direct to the simulator vs through
-#      pgw serve (p50 / p99 and the difference = the added latency);
+#      pgw serve (p50 / p99 and the difference = the added latency), twice: `serve` with the
+#      default PGW_SERVE_UPSTREAM_STREAM=always (the upstream call streams) and `serve_client`
+#      with PGW_SERVE_UPSTREAM_STREAM=client (a non-stream client gets a non-stream upstream
+#      call, like the direct call);
 #   2. the maximum sustained rate with p99 under 10 ms: rising rates through pgw serve (and
 #      direct) until p99 reaches 10 ms or the achieved rate falls behind;
 #   3. streamed requests: time to first token through pgw serve vs direct.
 # Every process started here is stopped by its pid. Environment: DURATION_S (default 5),
-# RATES (default "100 1000"), MAX_RATES (default "2000 3000 4000 5000 6000 8000"),
+# RATES (default "100 1000"), MAX_RATES (default "1000 1500 2000 3000 4000 6000 8000"),
 # SERVE_WORKERS (pgw serve's TOKIO_WORKER_THREADS, default unset = one per core).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -18,7 +21,7 @@ root="$(cd "$here/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 duration="${DURATION_S:-5}"
 rates="${RATES:-100 1000}"
-max_rates="${MAX_RATES:-2000 3000 4000 5000 6000 8000}"
+max_rates="${MAX_RATES:-1000 1500 2000 3000 4000 6000 8000}"
 [ "${1:-}" = "--quick" ] && { duration=2; max_rates="2000 4000"; }
 (cd "$root" && cargo build --quiet --release -p gateway-cli --bin pgw --example serve_load)
 pgw="$target/release/pgw"
@@ -45,49 +48,30 @@ serve="$(start serve env -i ${SERVE_WORKERS:+TOKIO_WORKER_THREADS=$SERVE_WORKERS
   LLM__SIM__1__BASE_URL="http://$sim/v1" LLM__SIM__1__API_KEY=sk-sim LLM__SIM__1__MODEL=m \
   STREAMED__SIM__1__BASE_URL="http://$ssim/v1" STREAMED__SIM__1__API_KEY=sk-sim STREAMED__SIM__1__MODEL=m \
   "$pgw" serve --no-env-file --listen 127.0.0.1:0)"
+serve2="$(start serve2 env -i ${SERVE_WORKERS:+TOKIO_WORKER_THREADS=$SERVE_WORKERS} \
+  PGW_SERVE_KEYS="$token=bench" PGW_SERVE_UPSTREAM_STREAM=client \
+  LLM__SIM__1__BASE_URL="http://$sim/v1" LLM__SIM__1__API_KEY=sk-sim LLM__SIM__1__MODEL=m \
+  "$pgw" serve --no-env-file --listen 127.0.0.1:0)"
 sleep 1
 echo "machine: $(nproc) cores; uptime: $(uptime)"
 echo "idle RSS of pgw serve: $(awk '/VmRSS/ {print $2, $3}' "/proc/$(cat "$work/serve.pid")/status")"
 direct="direct=http://$sim/v1|-|m"
 through="serve=http://$serve/v1|$token|llm"
-table() { # reads serve_load JSON lines, prints markdown rows pairing direct and serve per rate
-  python3 -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault(r["rate"], {})[r["target"]] = r
-print("| rate (rps) | direct p50 ms | direct p99 ms | serve p50 ms | serve p99 ms | added p50 ms | added p99 ms | achieved rps direct / serve | errors direct / serve |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for rate, t in sorted(by.items()):
-    d, s = t.get("direct"), t.get("serve")
-    if not d or not s: continue
-    print(f"| {rate:.0f} | {d[\"p50_ms\"]:.3f} | {d[\"p99_ms\"]:.3f} | {s[\"p50_ms\"]:.3f} | {s[\"p99_ms\"]:.3f} | {s[\"p50_ms\"]-d[\"p50_ms\"]:+.3f} | {s[\"p99_ms\"]-d[\"p99_ms\"]:+.3f} | {d[\"achieved_rps\"]:.0f} / {s[\"achieved_rps\"]:.0f} | {d[\"errors\"]} / {s[\"errors\"]} |")
-'
-}
+through2="serve_client=http://$serve2/v1|$token|llm"
+table() { python3 "$here/bench_table.py" targets; }
 echo
 echo "## non-stream chat, added latency (DURATION_S=$duration)"
 rate_args=(); for r in $rates; do rate_args+=(--rate "$r"); done
-"$load" "$direct" "$through" "${rate_args[@]}" --duration-s "$duration" | tee "$work/fixed.jsonl" | table
+"$load" "$direct" "$through" "$through2" "${rate_args[@]}" --duration-s "$duration" | tee "$work/fixed.jsonl" | table
 echo
 echo "## maximum sustained rate (p99 < 10 ms)"
 : >"$work/max.jsonl"
 for r in $max_rates; do
-  "$load" "$direct" "$through" --rate "$r" --duration-s "$duration" >>"$work/max.jsonl"
-  if ! python3 -c '
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-s = [r for r in rows if r["target"] == "serve"][-1]
-ok = s["p99_ms"] < 10 and s["achieved_rps"] >= 0.97 * s["rate"] and s["errors"] == 0
-sys.exit(0 if ok else 1)' "$work/max.jsonl"; then break; fi
+  "$load" "$direct" "$through" "$through2" --rate "$r" --duration-s "$duration" >>"$work/max.jsonl"
+  if ! python3 "$here/bench_table.py" sustained "$work/max.jsonl"; then break; fi
 done
 table <"$work/max.jsonl"
-python3 -c '
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-for name in ("direct", "serve"):
-    ok = [r["rate"] for r in rows if r["target"] == name and r["p99_ms"] < 10 and r["errors"] == 0 and r["achieved_rps"] >= 0.97 * r["rate"]]
-    print(f"max sustained rate with p99 < 10 ms, {name}: {max(ok):.0f} rps" if ok else f"{name}: none of the tried rates")' "$work/max.jsonl"
+python3 "$here/bench_table.py" max "$work/max.jsonl"
 echo
 echo "## streamed chat, time to first token (100 rps)"
 "$load" "direct=http://$ssim/v1|-|m" "serve=http://$serve/v1|$token|streamed" --rate 100 --duration-s "$duration" --stream | table

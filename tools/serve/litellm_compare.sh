@@ -66,14 +66,5 @@ echo "idle RSS: pgw serve $(awk '/VmRSS/ {print $2, $3}' "/proc/$(cat "$work/ser
 rate_args=(); for r in $rates; do rate_args+=(--rate "$r"); done
 "$load" "direct=http://$sim/v1|-|m" "serve=http://$serve/v1|$token|llm" \
   "litellm=http://127.0.0.1:$port/v1|sk-$token|llm" "${rate_args[@]}" --duration-s "$duration" |
-python3 -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
-print("| rate (rps) | target | p50 ms | p99 ms | added p50 ms | added p99 ms | achieved rps | errors |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-direct = {r["rate"]: r for r in rows if r["target"] == "direct"}
-for r in rows:
-    d = direct[r["rate"]]
-    print(f"| {r[\"rate\"]:.0f} | {r[\"target\"]} | {r[\"p50_ms\"]:.3f} | {r[\"p99_ms\"]:.3f} | {r[\"p50_ms\"]-d[\"p50_ms\"]:+.3f} | {r[\"p99_ms\"]-d[\"p99_ms\"]:+.3f} | {r[\"achieved_rps\"]:.0f} | {r[\"errors\"]} |")
-'
+python3 "$here/bench_table.py" targets
 echo "uptime at the end: $(uptime)"

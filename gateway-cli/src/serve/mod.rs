@@ -99,6 +99,8 @@ struct AppState {
     pricing: Option<RowShaper>,
     /// Streamed answers whose body is still open.
     streams_open: AtomicI64,
+    /// `PGW_SERVE_UPSTREAM_STREAM` is `always` (the default).
+    upstream_always_streams: bool,
 }
 
 /// Releases a per-key permit when the request ends, however it ends (a dropped connection
@@ -304,10 +306,11 @@ async fn chat(
     let permit = state.admit(key).await?;
     let mut request = ChatRequest::new(req.messages);
     request.overlay = req.overlay;
-    // The upstream is always streamed (TTFT, stall hedging); the client's `stream` picks the
-    // answer's shape: deltas forwarded as they pass the commit point, or one body at the end.
+    // By default the upstream is always streamed (TTFT, stall hedging); the client's `stream`
+    // picks the answer's shape: deltas forwarded as they pass the commit point, or one body at
+    // the end. `PGW_SERVE_UPSTREAM_STREAM=client` streams upstream only for stream clients.
     let options = ChatOptions::new()
-        .stream(true)
+        .stream(req.stream || state.upstream_always_streams)
         .response_mode(ResponseMode::OpenAi)
         .tenant_id(key.tenant.clone())
         .cache_namespace(key.tenant.clone());
@@ -751,6 +754,7 @@ fn build_state(
         draining: AtomicBool::new(false),
         pricing,
         streams_open: AtomicI64::new(0),
+        upstream_always_streams: cfg.upstream_always_streams,
     })
 }
 
