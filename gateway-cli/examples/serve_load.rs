@@ -120,7 +120,8 @@ async fn run(
     let mut tasks = Vec::with_capacity(n as usize);
     let start = Instant::now();
     for i in 0..n {
-        tokio::time::sleep_until(start + Duration::from_secs_f64(i as f64 / rate)).await;
+        tokio::time::sleep_until(start + Duration::from_nanos((i as f64 * 1e9 / rate) as u64))
+            .await;
         let (client, t, body, samples) = (
             client.clone(),
             Arc::clone(t),

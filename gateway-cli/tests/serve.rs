@@ -643,14 +643,14 @@ fn metric_value(text: &str, series: &str) -> Option<f64> {
 /// Polls `/metrics` until every `(series, value)` holds (bounded: 20 s). Waits on a condition,
 /// never on a timing window.
 async fn metrics_until(serve: &Serve, want: &[(&str, f64)]) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let text = metrics(serve).await;
         if want.iter().all(|(s, v)| metric_value(&text, s) == Some(*v)) {
             return text;
         }
         assert!(
-            std::time::Instant::now() < deadline,
+            tokio::time::Instant::now() < deadline,
             "metrics never reached {want:?}:\n{text}"
         );
         tokio::task::yield_now().await;
@@ -745,7 +745,7 @@ async fn d33_d32_stream_forwards_deltas_before_the_upstream_finishes_and_disconn
     )
     .await;
     // The key's slot is released asynchronously right after the body is dropped.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let mut r = post(
             &serve,
@@ -760,7 +760,7 @@ async fn d33_d32_stream_forwards_deltas_before_the_upstream_finishes_and_disconn
         }
         assert_eq!(r.status(), 429);
         assert!(
-            std::time::Instant::now() < deadline,
+            tokio::time::Instant::now() < deadline,
             "the key's slot leaked"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

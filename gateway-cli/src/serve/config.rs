@@ -348,7 +348,11 @@ mod tests {
         let c = ServeConfig::from_map(&map(&[keys]), None).unwrap();
         assert!(c.upstream_always_streams);
         let m = map(&[keys, ("PGW_SERVE_UPSTREAM_STREAM", "Client")]);
-        assert!(!ServeConfig::from_map(&m, None).unwrap().upstream_always_streams);
+        assert!(
+            !ServeConfig::from_map(&m, None)
+                .unwrap()
+                .upstream_always_streams
+        );
         let m = map(&[keys, ("PGW_SERVE_UPSTREAM_STREAM", "never")]);
         let e = ServeConfig::from_map(&m, None).unwrap_err();
         assert_eq!(e.origin, "PGW_SERVE_UPSTREAM_STREAM");
