@@ -1,14 +1,80 @@
 #!/usr/bin/env bash
-# tools/serve/bench.sh PGW [RATES...]: starts `pgw sim` and `pgw serve`, prints the idle RSS, runs
-# bench.py (direct vs through serve), stops both by pid. Use a release build of pgw.
+# The `pgw serve` benchmark, one command: tools/serve/bench.sh [--quick]
+#
+# Builds pgw and the load generator (release), starts `pgw sim` and `pgw serve` in front of it,
+# prints `uptime` and the idle RSS of pgw serve, then runs the open-loop load generator
+# (gateway-cli/examples/serve_load.rs, one thread) side by side in one run:
+#   1. non-stream chat at 100 and 1000 requests per second: direct to the simulator vs through
+#      pgw serve (p50 / p99 and the difference = the added latency), twice: `serve` with the
+#      default PGW_SERVE_UPSTREAM_STREAM=always (the upstream call streams) and `serve_client`
+#      with PGW_SERVE_UPSTREAM_STREAM=client (a non-stream client gets a non-stream upstream
+#      call, like the direct call);
+#   2. the maximum sustained rate with p99 under 10 ms: rising rates through pgw serve (and
+#      direct) until p99 reaches 10 ms or the achieved rate falls behind;
+#   3. streamed requests: time to first token through pgw serve vs direct.
+# Every process started here is stopped by its pid. Environment: DURATION_S (default 5),
+# RATES (default "100 1000"), MAX_RATES (default "1000 1500 2000 3000 4000 6000 8000"),
+# SERVE_WORKERS (pgw serve's TOKIO_WORKER_THREADS, default unset = one per core).
 set -euo pipefail
-pgw="$1"; shift
-d="$(mktemp -d)"
-env -i "$pgw" sim --listen 127.0.0.1:0 --script "$(dirname "$0")"/../../gateway-cli/tests/fixtures/serve/hello.json >"$d/sim.out" 2>/dev/null & sp=$!
-sleep 0.5; sim="$(head -1 "$d/sim.out")"
-env -i PGW_SERVE_KEYS=tok-bench-0123456789=bench LLM__SIM__1__BASE_URL="http://$sim/v1" LLM__SIM__1__API_KEY=sk LLM__SIM__1__MODEL=m "$pgw" serve --no-env-file --listen 127.0.0.1:0 >"$d/serve.out" 2>"$d/serve.err" & vp=$!
-sleep 0.5; serve="$(head -1 "$d/serve.out")"
-sleep 0.5; echo "idle RSS of pgw serve: $(grep VmRSS /proc/$vp/status)"
-python3 "$(dirname "$0")"/bench.py "$sim" "$serve" tok-bench-0123456789 "$@" || true
-echo "RSS after load: $(grep VmRSS /proc/$vp/status)"
-kill "$vp" "$sp"; wait "$vp" "$sp" 2>/dev/null || true
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+duration="${DURATION_S:-5}"
+rates="${RATES:-100 1000}"
+max_rates="${MAX_RATES:-1000 1500 2000 3000 4000 6000 8000}"
+[ "${1:-}" = "--quick" ] && { duration=2; max_rates="2000 4000"; }
+(cd "$root" && cargo build --quiet --release -p gateway-cli --bin pgw --example serve_load)
+pgw="$target/release/pgw"
+load="$target/release/examples/serve_load"
+work="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+start() { # name, command...; prints the first stdout line (the bound address)
+  local name="$1"; shift
+  "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=("$!"); echo "$!" >"$work/$name.pid"
+  for _ in $(seq 1 100); do
+    if [ -s "$work/$name.out" ]; then head -1 "$work/$name.out"; return; fi
+    sleep 0.1
+  done
+  echo "$name did not start: $(cat "$work/$name.err")" >&2; exit 1
+}
+sim="$(start sim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/serve/hello.json")"
+ssim="$(start ssim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$here/bench_stream.json")"
+token="tok-bench-0123456789"
+serve="$(start serve env -i ${SERVE_WORKERS:+TOKIO_WORKER_THREADS=$SERVE_WORKERS} \
+  PGW_SERVE_KEYS="$token=bench" PGW_SERVE_CHAT_SCOPES=LLM,STREAMED \
+  LLM__SIM__1__BASE_URL="http://$sim/v1" LLM__SIM__1__API_KEY=sk-sim LLM__SIM__1__MODEL=m \
+  STREAMED__SIM__1__BASE_URL="http://$ssim/v1" STREAMED__SIM__1__API_KEY=sk-sim STREAMED__SIM__1__MODEL=m \
+  "$pgw" serve --no-env-file --listen 127.0.0.1:0)"
+serve2="$(start serve2 env -i ${SERVE_WORKERS:+TOKIO_WORKER_THREADS=$SERVE_WORKERS} \
+  PGW_SERVE_KEYS="$token=bench" PGW_SERVE_UPSTREAM_STREAM=client \
+  LLM__SIM__1__BASE_URL="http://$sim/v1" LLM__SIM__1__API_KEY=sk-sim LLM__SIM__1__MODEL=m \
+  "$pgw" serve --no-env-file --listen 127.0.0.1:0)"
+sleep 1
+echo "machine: $(nproc) cores; uptime: $(uptime)"
+echo "idle RSS of pgw serve: $(awk '/VmRSS/ {print $2, $3}' "/proc/$(cat "$work/serve.pid")/status")"
+direct="direct=http://$sim/v1|-|m"
+through="serve=http://$serve/v1|$token|llm"
+through2="serve_client=http://$serve2/v1|$token|llm"
+table() { python3 "$here/bench_table.py" targets; }
+echo
+echo "## non-stream chat, added latency (DURATION_S=$duration)"
+rate_args=(); for r in $rates; do rate_args+=(--rate "$r"); done
+"$load" "$direct" "$through" "$through2" "${rate_args[@]}" --duration-s "$duration" | tee "$work/fixed.jsonl" | table
+echo
+echo "## maximum sustained rate (p99 < 10 ms)"
+: >"$work/max.jsonl"
+for r in $max_rates; do
+  "$load" "$direct" "$through" "$through2" --rate "$r" --duration-s "$duration" >>"$work/max.jsonl"
+  if ! python3 "$here/bench_table.py" sustained "$work/max.jsonl"; then break; fi
+done
+table <"$work/max.jsonl"
+python3 "$here/bench_table.py" max "$work/max.jsonl"
+echo
+echo "## streamed chat, time to first token (100 rps)"
+"$load" "direct=http://$ssim/v1|-|m" "serve=http://$serve/v1|$token|streamed" --rate 100 --duration-s "$duration" --stream | table
+echo
+echo "RSS of pgw serve after the load: $(awk '/VmRSS/ {print $2, $3}' "/proc/$(cat "$work/serve.pid")/status")"
+echo "uptime at the end: $(uptime)"

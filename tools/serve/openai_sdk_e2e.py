@@ -43,6 +43,36 @@ assert "".join(parts) == "second time lucky", parts
 assert usage is not None and usage.prompt_tokens > 0, usage
 assert chunks >= 3, chunks
 
+# A hedged call (the first leg stalls, the hedge leg wins), non-stream then stream: invisible.
+hedged = client.chat.completions.create(model="hedged", messages=messages)
+assert hedged.choices[0].message.content == "hedge leg wins", hedged
+parts = []
+roles = 0
+for chunk in client.chat.completions.create(model="hedged", messages=messages, stream=True):
+    for choice in chunk.choices:
+        if choice.delta.role:
+            roles += 1
+        if choice.delta.content:
+            parts.append(choice.delta.content)
+assert "".join(parts) == "hedge leg wins" and roles == 1, (parts, roles)
+
+# A stream that fails after its first token: the SDK raises APIError mid-stream, after the
+# partial content, and the call is never retried.
+import openai
+
+parts = []
+try:
+    for chunk in client.chat.completions.create(model="broken", messages=messages, stream=True):
+        for choice in chunk.choices:
+            if choice.delta.content:
+                parts.append(choice.delta.content)
+    raise SystemExit("a committed failure was not raised")
+except openai.APIError as e:
+    assert type(e) is openai.APIError, repr(e)
+    assert "".join(parts) == "partial answer", parts
+    assert isinstance(e.body, dict) and e.body.get("committed") is True, e.body
+    assert e.type, e.body
+
 # Embeddings (the SDK asks for base64 by default and decodes it).
 emb = client.embeddings.create(model="embed", input=["a", "bb"])
 assert len(emb.data) == 2, emb
@@ -52,7 +82,7 @@ assert [d.embedding for d in floats.data] == [d.embedding for d in emb.data], (f
 
 # Models and errors surface as the SDK's typed exceptions.
 ids = sorted(m.id for m in client.models.list())
-assert ids == ["embed", "llm"], ids
+assert ids == ["broken", "embed", "hedged", "llm"], ids
 try:
     OpenAI(base_url=base_url, api_key="tok-wrong-0123456789", max_retries=0).chat.completions.create(
         model="llm", messages=messages
@@ -66,5 +96,5 @@ try:
 except Exception as e:  # openai.NotFoundError
     assert type(e).__name__ == "NotFoundError", repr(e)
 
-print("openai SDK e2e: ok (chat non-stream, chat stream with usage, embeddings, models, errors)")
+print("openai SDK e2e: ok (chat non-stream, chat stream with usage, retried and hedged calls, committed stream failure, embeddings, models, errors)")
 sys.exit(0)

@@ -12,6 +12,9 @@
 //! - `PGW_SERVE_KEY_RPM`, `PGW_SERVE_KEY_MAX_CONCURRENCY` — per caller key (0 = unlimited).
 //! - `PGW_SERVE_MAX_BODY_BYTES` — largest request body (default 4 MiB).
 //! - `PGW_SERVE_DRAIN_S` — how long shutdown waits for in-flight calls (default 30).
+//! - `PGW_SERVE_UPSTREAM_STREAM` — `always` (default: the upstream call always streams, so the
+//!   first-token watchdog and hedge work for non-stream clients too) or `client` (the upstream
+//!   call streams only when the client asked for a stream; lower latency for non-stream calls).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -60,6 +63,9 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Shutdown drain bound.
     pub drain: Duration,
+    /// `true` (default): the upstream call always streams; `false`: only when the client
+    /// streams.
+    pub upstream_always_streams: bool,
 }
 
 fn err(key: &str, message: impl Into<String>) -> ConfigError {
@@ -263,7 +269,19 @@ impl ServeConfig {
         if max_body_bytes == 0 {
             return Err(err("PGW_SERVE_MAX_BODY_BYTES", "must be at least 1"));
         }
+        let upstream_always_streams = match get(map, "PGW_SERVE_UPSTREAM_STREAM") {
+            None => true,
+            Some(v) if v.eq_ignore_ascii_case("always") => true,
+            Some(v) if v.eq_ignore_ascii_case("client") => false,
+            Some(v) => {
+                return Err(err(
+                    "PGW_SERVE_UPSTREAM_STREAM",
+                    format!("`{v}` is not `always` or `client`"),
+                ));
+            }
+        };
         Ok(Self {
+            upstream_always_streams,
             listen,
             chat_scopes,
             embed_scopes,
@@ -322,5 +340,22 @@ mod tests {
         let c = ServeConfig::from_map(&m, Some("127.0.0.1:0")).unwrap();
         assert_eq!(c.aliases["gpt-4o"], "LLM");
         assert_eq!(c.embed_scopes, vec!["EMBED".to_owned()]);
+    }
+
+    #[test]
+    fn d33_upstream_stream_mode_is_always_or_client() {
+        let keys = ("PGW_SERVE_KEYS", "tok-aaaaaaaa=acme");
+        let c = ServeConfig::from_map(&map(&[keys]), None).unwrap();
+        assert!(c.upstream_always_streams);
+        let m = map(&[keys, ("PGW_SERVE_UPSTREAM_STREAM", "Client")]);
+        assert!(
+            !ServeConfig::from_map(&m, None)
+                .unwrap()
+                .upstream_always_streams
+        );
+        let m = map(&[keys, ("PGW_SERVE_UPSTREAM_STREAM", "never")]);
+        let e = ServeConfig::from_map(&m, None).unwrap_err();
+        assert_eq!(e.origin, "PGW_SERVE_UPSTREAM_STREAM");
+        assert!(e.message.contains("never"), "{}", e.message);
     }
 }

@@ -1,11 +1,12 @@
 //! Prometheus text metrics of `pgw serve` (`GET /metrics`).
 //!
-//! Counters and histograms live in one mutex-guarded map (a few hundred series at most: scopes ×
-//! sources × error types); the breaker gauge is read from the clients at scrape time. Labels
+//! Counters and histograms live in one mutex-guarded list (a few hundred series at most: scopes ×
+//! sources × error types), searched without allocating on the request path (a label set is
+//! copied only when a series is new) and sorted at scrape time; the gauges are read from the
+//! clients at scrape time. Labels
 //! never carry a token, a tenant's key or content — only scope, source, route, status and the
 //! error type name.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
@@ -46,8 +47,17 @@ pub type Gauge<'a> = (&'a str, &'a str, Vec<(Labels, f64)>);
 
 #[derive(Debug, Default)]
 struct Inner {
-    counters: BTreeMap<(&'static str, Labels), f64>,
-    histograms: BTreeMap<(&'static str, Labels), Histogram>,
+    counters: Vec<(&'static str, Labels, f64)>,
+    histograms: Vec<(&'static str, Labels, Histogram)>,
+}
+
+/// `true` when `labels` equals `pairs` (same order), without allocating.
+fn same_labels(labels: &Labels, pairs: &[(&'static str, &str)]) -> bool {
+    labels.len() == pairs.len()
+        && labels
+            .iter()
+            .zip(pairs)
+            .all(|((k, v), (pk, pv))| k == pk && v == pv)
 }
 
 /// The metric registry of one server.
@@ -83,6 +93,11 @@ const HELP: &[(&str, &str, &str)] = &[
         "pgw_tokens_total",
         "counter",
         "Tokens, by scope, source and kind (prompt, completion).",
+    ),
+    (
+        "pgw_cost_total",
+        "counter",
+        "Cost of successful upstream attempts, by scope and source, in the currency of the price table (PGW_PRICING_PATH), priced as the telemetry rows are.",
     ),
     (
         "pgw_cache_hits_total",
@@ -135,39 +150,56 @@ impl Metrics {
 
     /// Adds `by` to counter `name` with `pairs`.
     pub fn add(&self, name: &'static str, pairs: &[(&'static str, &str)], by: f64) {
-        if by <= 0.0 {
+        if by <= 0.0 || !by.is_finite() {
             return;
         }
-        *self
-            .lock()
+        let mut inner = self.lock();
+        match inner
             .counters
-            .entry((name, labels(pairs)))
-            .or_default() += by;
+            .iter_mut()
+            .find(|(n, l, _)| *n == name && same_labels(l, pairs))
+        {
+            Some((_, _, v)) => *v += by,
+            None => inner.counters.push((name, labels(pairs), by)),
+        }
     }
 
     /// Records one observation (ms) in histogram `name`.
     pub fn observe(&self, name: &'static str, pairs: &[(&'static str, &str)], value_ms: f64) {
-        self.lock()
+        let mut inner = self.lock();
+        match inner
             .histograms
-            .entry((name, labels(pairs)))
-            .or_default()
-            .observe(value_ms);
+            .iter_mut()
+            .find(|(n, l, _)| *n == name && same_labels(l, pairs))
+        {
+            Some((_, _, h)) => h.observe(value_ms),
+            None => {
+                let mut h = Histogram::default();
+                h.observe(value_ms);
+                inner.histograms.push((name, labels(pairs), h));
+            }
+        }
     }
 
     /// The Prometheus text exposition (format 0.0.4), with `gauges` appended
     /// (`name`, help, series).
     pub fn render(&self, gauges: &[Gauge<'_>]) -> String {
-        let inner = self.lock();
+        let (mut counters, mut histograms) = {
+            let inner = self.lock();
+            (inner.counters.clone(), inner.histograms.clone())
+        };
+        counters.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        histograms.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         let mut out = String::new();
         for (name, kind, help) in HELP {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} {kind}");
-            for ((n, l), v) in inner.counters.iter().filter(|((n, _), _)| n == name) {
+            for (n, l, v) in counters.iter().filter(|(n, _, _)| n == name) {
                 out.push_str(n);
                 render_labels(&mut out, l, None);
                 let _ = writeln!(out, " {v}");
             }
-            for ((n, l), h) in inner.histograms.iter().filter(|((n, _), _)| n == name) {
+            for (n, l, h) in histograms.iter().filter(|(n, _, _)| n == name) {
                 for (i, bound) in BUCKETS_MS.iter().enumerate() {
                     let _ = write!(out, "{n}_bucket");
                     render_labels(&mut out, l, Some(("le", &bound.to_string())));

@@ -1,15 +1,16 @@
 //! `pgw serve`: an OpenAI-compatible HTTP server in front of the library (README D33).
 //!
 //! Routes: `POST /v1/chat/completions` (non-stream: one `chat.completion` built from the
-//! fidelity-mode response; `stream: true`: SSE `chat.completion.chunk` frames and `data: [DONE]`),
+//! fidelity-mode response; `stream: true`: SSE `chat.completion.chunk` frames as the deltas
+//! arrive and `data: [DONE]`),
 //! `POST /v1/embeddings`, `GET /v1/models` (one entry per scope and alias), `GET /healthz`,
 //! `GET /metrics` (Prometheus text). The request's `model` names a served scope (lower case) or
 //! an alias; bearer tokens from configuration map callers to tenants (telemetry `tenant_id` and
 //! the cache namespace); upstream keys never leave the server.
 //!
-//! Streaming today is the documented interim of docs/serve.md: the governed call runs to its
-//! end (retries and hedges invisible), then the answer is sent as chunks. Nothing is committed to
-//! the client before the call succeeded, so a failed call is a plain JSON error with its status.
+//! Streaming goes through `GatewayClient::chat_stream` (module `sse`): deltas are forwarded as
+//! they pass the commit point; a failure before it is a plain JSON error with its status, a
+//! failure after it ends the SSE body with an error frame.
 //!
 //! Shutdown: SIGINT or SIGTERM stops accepting, lets in-flight requests finish for at most
 //! `PGW_SERVE_DRAIN_S`, then closes every client (telemetry flushed).
@@ -17,10 +18,11 @@
 mod config;
 mod metrics;
 mod openai;
+mod sse;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
@@ -35,7 +37,12 @@ use axum::routing::{get, post};
 use clap::Args;
 use gateway_core::clock::TokioClock;
 use gateway_core::memory::limiter::MemoryRateLimiter;
-use gateway_ports::{Acquire, GlobalLimits, Permit, RateLimiter};
+use gateway_core::telemetry::pricing::PRICING_PATH_KEY;
+use gateway_core::telemetry::{RowShaper, load_pricing_with_warnings};
+use gateway_ports::{
+    Acquire, CallOperation, GatewayError, GlobalLimits, LlmResponse, Permit, RateLimiter, Usage,
+    UsageSource,
+};
 use polygateway::{
     BreakerState, ChatOptions, ChatRequest, EmbedRequest, EmbeddingClient, GatewayClient,
     ResponseMode, SourceConfig,
@@ -88,11 +95,17 @@ struct AppState {
     limiter: Option<Arc<dyn RateLimiter>>,
     metrics: Metrics,
     draining: AtomicBool,
+    /// Prices of `PGW_PRICING_PATH` (the same shaper telemetry rows use); `None` without one.
+    pricing: Option<RowShaper>,
+    /// Streamed answers whose body is still open.
+    streams_open: AtomicI64,
+    /// `PGW_SERVE_UPSTREAM_STREAM` is `always` (the default).
+    upstream_always_streams: bool,
 }
 
 /// Releases a per-key permit when the request ends, however it ends (a dropped connection
 /// included): never a leaked slot.
-struct PermitGuard(Option<Box<dyn Permit>>);
+pub(crate) struct PermitGuard(Option<Box<dyn Permit>>);
 
 impl Drop for PermitGuard {
     fn drop(&mut self) {
@@ -107,7 +120,7 @@ impl Drop for PermitGuard {
     }
 }
 
-fn now_s() -> u64 {
+pub(crate) fn now_s() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -277,7 +290,7 @@ async fn chat_route(
 }
 
 async fn chat(
-    state: &AppState,
+    state: &Arc<AppState>,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -290,114 +303,43 @@ async fn chat(
     let Some(Client::Chat(client)) = state.clients.get(&scope) else {
         return Err(state.model_not_found(&req.model, "chat"));
     };
-    let _permit = state.admit(key).await?;
+    let permit = state.admit(key).await?;
     let mut request = ChatRequest::new(req.messages);
     request.overlay = req.overlay;
-    // The upstream is always streamed (TTFT, stall hedging); the client's `stream` only picks
-    // the answer's shape.
+    // By default the upstream is always streamed (TTFT, stall hedging); the client's `stream`
+    // picks the answer's shape: deltas forwarded as they pass the commit point, or one body at
+    // the end. `PGW_SERVE_UPSTREAM_STREAM=client` streams upstream only for stream clients.
     let options = ChatOptions::new()
-        .stream(true)
+        .stream(req.stream || state.upstream_always_streams)
         .response_mode(ResponseMode::OpenAi)
         .tenant_id(key.tenant.clone())
         .cache_namespace(key.tenant.clone());
+    if req.stream {
+        let stream = client.chat_stream(request, options);
+        return sse::respond(
+            Arc::clone(state),
+            scope,
+            req.model,
+            stream,
+            req.include_usage,
+            permit,
+        )
+        .await;
+    }
     let started = Instant::now();
     let outcome = client.chat_outcome(request, options).await;
-    let m = &state.metrics;
+    drop(permit);
     match outcome.result {
         Err(error) => {
-            m.add(
-                "pgw_calls_total",
-                &[
-                    ("scope", scope.as_str()),
-                    ("source", ""),
-                    ("outcome", "error"),
-                ],
-                1.0,
-            );
-            m.add(
-                "pgw_errors_total",
-                &[("scope", scope.as_str()), ("type", error.type_name())],
-                1.0,
-            );
-            m.add(
-                "pgw_retries_total",
-                &[("scope", scope.as_str())],
-                f64::from(outcome.attempts.saturating_sub(1)),
-            );
-            m.observe(
-                "pgw_call_latency_ms",
-                &[("scope", scope.as_str())],
-                started.elapsed().as_secs_f64() * 1e3,
-            );
-            Err(ApiError::gateway(&error, outcome.attempts))
+            state.record_chat_error(&scope, &error, Some(outcome.attempts), started);
+            Err(ApiError::gateway(&error, Some(outcome.attempts)))
         }
         Ok(response) => {
-            let source = response.source_name.clone();
-            let labels: [(&'static str, &str); 2] =
-                [("scope", scope.as_str()), ("source", source.as_str())];
-            m.add(
-                "pgw_calls_total",
-                &[labels[0], labels[1], ("outcome", "ok")],
-                1.0,
-            );
-            m.add(
-                "pgw_tokens_total",
-                &[labels[0], labels[1], ("kind", "prompt")],
-                response.usage.prompt_tokens as f64,
-            );
-            m.add(
-                "pgw_tokens_total",
-                &[labels[0], labels[1], ("kind", "completion")],
-                response.usage.completion_tokens as f64,
-            );
-            let (attempts, hedges) = response
-                .call_stats
-                .as_ref()
-                .map(|s| (s.attempts, s.hedges))
-                .unwrap_or((outcome.attempts, 0));
-            m.add(
-                "pgw_hedges_total",
-                &[("scope", scope.as_str())],
-                f64::from(hedges),
-            );
-            m.add(
-                "pgw_retries_total",
-                &[("scope", scope.as_str())],
-                f64::from(attempts.saturating_sub(1).saturating_sub(hedges)),
-            );
-            if response.cache_hit {
-                m.add("pgw_cache_hits_total", &[("scope", scope.as_str())], 1.0);
-            }
-            m.observe(
-                "pgw_call_latency_ms",
-                &[("scope", scope.as_str())],
-                started.elapsed().as_secs_f64() * 1e3,
-            );
-            if let Some(t) = response.ttft_ms {
-                m.observe("pgw_ttft_ms", &labels, t);
-            }
-            let created = now_s();
-            let mut http = if req.stream {
-                let mut sse = String::new();
-                for frame in openai::chunks_of(&response, created, req.include_usage) {
-                    sse.push_str("data: ");
-                    sse.push_str(&frame.to_string());
-                    sse.push_str("\n\n");
-                }
-                sse.push_str("data: [DONE]\n\n");
-                let mut r = Response::new(Body::from(sse));
-                r.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                r.headers_mut()
-                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-                r
-            } else {
-                json_response(200, &openai::completion_json(&response, created))
-            };
+            let (attempts, hedges) =
+                state.record_chat_ok(&scope, &response, outcome.attempts, started);
+            let mut http = json_response(200, &openai::completion_json(&response, now_s()));
             let h = http.headers_mut();
-            if let Ok(v) = HeaderValue::from_str(&source) {
+            if let Ok(v) = HeaderValue::from_str(&response.source_name) {
                 h.insert("x-pgw-source", v);
             }
             h.insert("x-pgw-attempts", HeaderValue::from(attempts));
@@ -408,6 +350,114 @@ async fn chat(
             );
             Ok(http)
         }
+    }
+}
+
+impl AppState {
+    /// Records a failed chat call; `attempts` when known.
+    fn record_chat_error(
+        &self,
+        scope: &str,
+        error: &GatewayError,
+        attempts: Option<u32>,
+        started: Instant,
+    ) {
+        let m = &self.metrics;
+        m.add(
+            "pgw_calls_total",
+            &[("scope", scope), ("source", ""), ("outcome", "error")],
+            1.0,
+        );
+        m.add(
+            "pgw_errors_total",
+            &[("scope", scope), ("type", error.type_name())],
+            1.0,
+        );
+        if let Some(n) = attempts {
+            m.add(
+                "pgw_retries_total",
+                &[("scope", scope)],
+                f64::from(n.saturating_sub(1)),
+            );
+        }
+        m.observe(
+            "pgw_call_latency_ms",
+            &[("scope", scope)],
+            started.elapsed().as_secs_f64() * 1e3,
+        );
+    }
+
+    /// Records a successful chat call; returns (attempts, hedges) from its statistics
+    /// (`attempts` as given when the response has none).
+    fn record_chat_ok(
+        &self,
+        scope: &str,
+        response: &LlmResponse,
+        attempts: u32,
+        started: Instant,
+    ) -> (u32, u32) {
+        let m = &self.metrics;
+        let source = response.source_name.as_str();
+        let labels = [("scope", scope), ("source", source)];
+        m.add(
+            "pgw_calls_total",
+            &[labels[0], labels[1], ("outcome", "ok")],
+            1.0,
+        );
+        m.add(
+            "pgw_tokens_total",
+            &[labels[0], labels[1], ("kind", "prompt")],
+            response.usage.prompt_tokens as f64,
+        );
+        m.add(
+            "pgw_tokens_total",
+            &[labels[0], labels[1], ("kind", "completion")],
+            response.usage.completion_tokens as f64,
+        );
+        let (attempts, hedges) = response
+            .call_stats
+            .as_ref()
+            .map(|s| (s.attempts, s.hedges))
+            .unwrap_or((attempts, 0));
+        m.add("pgw_hedges_total", &[("scope", scope)], f64::from(hedges));
+        m.add(
+            "pgw_retries_total",
+            &[("scope", scope)],
+            f64::from(attempts.saturating_sub(1).saturating_sub(hedges)),
+        );
+        if response.cache_hit {
+            m.add("pgw_cache_hits_total", &[("scope", scope)], 1.0);
+        } else if let Some(cost) = self.cost(
+            CallOperation::Chat,
+            &response.model,
+            &response.usage,
+            response.usage_source,
+        ) {
+            m.add("pgw_cost_total", &labels, cost);
+        }
+        m.observe(
+            "pgw_call_latency_ms",
+            &[("scope", scope)],
+            started.elapsed().as_secs_f64() * 1e3,
+        );
+        if let Some(t) = response.ttft_ms {
+            m.observe("pgw_ttft_ms", &labels, t);
+        }
+        (attempts, hedges)
+    }
+
+    /// The cost of a successful attempt exactly as its telemetry row prices it; `None` without
+    /// a price table or for a model not in it.
+    fn cost(
+        &self,
+        operation: CallOperation,
+        model: &str,
+        usage: &Usage,
+        usage_source: UsageSource,
+    ) -> Option<f64> {
+        self.pricing
+            .as_ref()?
+            .cost(operation, model, usage, usage_source)
     }
 }
 
@@ -465,7 +515,7 @@ async fn embeddings(
                 &[("scope", scope.as_str()), ("type", error.type_name())],
                 1.0,
             );
-            Err(ApiError::gateway(&error, 0))
+            Err(ApiError::gateway(&error, None))
         }
         Ok(response) => {
             let source = response.source_name.clone();
@@ -487,6 +537,18 @@ async fn embeddings(
                 ],
                 response.usage.prompt_tokens as f64,
             );
+            if let Some(cost) = state.cost(
+                CallOperation::Embed,
+                &response.model,
+                &response.usage,
+                response.usage_source,
+            ) {
+                m.add(
+                    "pgw_cost_total",
+                    &[("scope", scope.as_str()), ("source", source.as_str())],
+                    cost,
+                );
+            }
             if let Some(s) = &response.call_stats {
                 m.add(
                     "pgw_retries_total",
@@ -535,9 +597,16 @@ async fn healthz_route(State(state): State<Arc<AppState>>) -> Response {
 
 async fn metrics_route(State(state): State<Arc<AppState>>) -> Response {
     let mut breaker = Vec::new();
+    let mut inflight = Vec::new();
     for (scope, client) in &state.clients {
         if let Client::Chat(c) = client {
             for s in c.sources_status().await {
+                if let Some(n) = s.inflight {
+                    inflight.push((
+                        gauge_labels(&[("scope", scope), ("source", &s.name)]),
+                        f64::from(n),
+                    ));
+                }
                 let value = match s.breaker_state {
                     Some(BreakerState::Closed) => 0.0,
                     Some(BreakerState::HalfOpen) => 1.0,
@@ -551,11 +620,24 @@ async fn metrics_route(State(state): State<Arc<AppState>>) -> Response {
             }
         }
     }
-    let text = state.metrics.render(&[(
-        "pgw_breaker_state",
-        "Breaker state per source: 0 closed, 1 half-open, 2 open, -1 unknown.",
-        breaker,
-    )]);
+    let streams = state.streams_open.load(Ordering::Relaxed) as f64;
+    let text = state.metrics.render(&[
+        (
+            "pgw_breaker_state",
+            "Breaker state per source: 0 closed, 1 half-open, 2 open, -1 unknown.",
+            breaker,
+        ),
+        (
+            "pgw_source_inflight",
+            "Upstream attempts in flight per source (limiter permits held).",
+            inflight,
+        ),
+        (
+            "pgw_streams_open",
+            "Streamed answers whose response body is still open.",
+            vec![(gauge_labels(&[]), streams)],
+        ),
+    ]);
     let mut r = Response::new(Body::from(text));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -626,6 +708,17 @@ fn build_state(
         crate::config::print_warnings(client.assembly_warnings());
         clients.insert(scope.to_ascii_lowercase(), Client::Embed(client));
     }
+    let pricing = match map
+        .get(PRICING_PATH_KEY)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+    {
+        None => None,
+        Some(path) => {
+            let (table, _warnings) = load_pricing_with_warnings(path)?;
+            Some(RowShaper::new(Some(table), None, true)?)
+        }
+    };
     let limiter: Option<Arc<dyn RateLimiter>> = if cfg.key_rpm > 0 || cfg.key_max_concurrency > 0 {
         let buckets: Vec<SourceConfig> = cfg
             .keys
@@ -659,6 +752,9 @@ fn build_state(
         limiter,
         metrics: Metrics::default(),
         draining: AtomicBool::new(false),
+        pricing,
+        streams_open: AtomicI64::new(0),
+        upstream_always_streams: cfg.upstream_always_streams,
     })
 }
 

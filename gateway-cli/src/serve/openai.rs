@@ -53,8 +53,12 @@ impl ApiError {
 
     /// The gateway's error: `type` is the gateway type name, `code` its reason code (or the
     /// scope reason), `retry_after_s` the hint.
-    pub fn gateway(error: &GatewayError, attempts: u32) -> Self {
-        let report = ErrorReport::from(error).with_attempts(attempts);
+    /// `attempts`: the upstream requests the call made, when known.
+    pub fn gateway(error: &GatewayError, attempts: Option<u32>) -> Self {
+        let mut report = ErrorReport::from(error);
+        if let Some(n) = attempts {
+            report = report.with_attempts(n);
+        }
         let s = &report.error;
         let status = status_for(error, s.scope_reason);
         let retry_after_s = s.retry_after_s.filter(|v| v.is_finite() && *v >= 0.0);
@@ -156,14 +160,15 @@ fn model_of(map: &Map<String, Value>) -> Result<String, ApiError> {
 
 /// Validates a `/v1/chat/completions` body.
 pub fn parse_chat(body: &[u8]) -> Result<ChatBody, ApiError> {
-    let map = object(body)?;
+    let mut map = object(body)?;
     let model = model_of(&map)?;
-    let messages = match map.get("messages") {
+    // Taken out of the body, not copied: the messages move into the request as they are.
+    let messages = match map.remove("messages") {
         Some(Value::Array(items)) if !items.is_empty() => {
             let mut out = Vec::with_capacity(items.len());
-            for (i, m) in items.iter().enumerate() {
-                let param = format!("messages[{i}]");
+            for (i, m) in items.into_iter().enumerate() {
                 let Value::Object(m) = m else {
+                    let param = format!("messages[{i}]");
                     return Err(ApiError::invalid(
                         Some(&param),
                         format!("`{param}` must be an object"),
@@ -172,13 +177,14 @@ pub fn parse_chat(body: &[u8]) -> Result<ChatBody, ApiError> {
                 match m.get("role") {
                     Some(Value::String(r)) if !r.is_empty() => {}
                     _ => {
+                        let param = format!("messages[{i}]");
                         return Err(ApiError::invalid(
                             Some(&format!("{param}.role")),
                             format!("`{param}.role` must be a non-empty string"),
                         ));
                     }
                 }
-                out.push(m.clone());
+                out.push(m);
             }
             out
         }
@@ -352,7 +358,8 @@ pub fn parse_embed(body: &[u8]) -> Result<EmbedBody, ApiError> {
     })
 }
 
-fn usage_json(response: &LlmResponse) -> Value {
+/// The `usage` object of a response (the upstream's snapshot, else built from the counts).
+pub fn usage_json(response: &LlmResponse) -> Value {
     if let Some(u) = response.completion.as_ref().and_then(|c| c.usage()) {
         return Value::Object(u.clone());
     }
@@ -381,7 +388,8 @@ fn message_of(response: &LlmResponse) -> Map<String, Value> {
     }
 }
 
-fn finish_of(response: &LlmResponse) -> String {
+/// The `finish_reason` of a response (`stop` when none was reported).
+pub fn finish_of(response: &LlmResponse) -> String {
     response
         .completion
         .as_ref()
@@ -432,58 +440,12 @@ pub fn completion_json(response: &LlmResponse, created: u64) -> Value {
     })
 }
 
-/// One `chat.completion.chunk` frame with `choices` as given.
-fn chunk(id: &str, created: u64, model: &str, choices: Value) -> Value {
-    json!({
-        "id": id,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "system_fingerprint": null,
-        "choices": choices,
-    })
-}
-
-/// The SSE frames (JSON values, without `data: ` and without `[DONE]`) replaying a finished
-/// response in OpenAI's chunk format: role and reasoning, content, each tool call, the finish
-/// frame, then (with `include_usage`) the usage frame with empty `choices`.
-pub fn chunks_of(response: &LlmResponse, created: u64, include_usage: bool) -> Vec<Value> {
-    let id = response_id(response);
-    let model = model_of_response(response);
-    let message = message_of(response);
-    let mut frames = Vec::new();
-    let mut first = Map::new();
-    first.insert("role".into(), Value::from("assistant"));
-    if let Some(r) = message.get("reasoning_content").filter(|v| v.is_string()) {
-        first.insert("reasoning_content".into(), r.clone());
+/// The `tool_calls` of the response's message (empty when none).
+pub fn tool_calls_of(response: &LlmResponse) -> Vec<Value> {
+    match message_of(response).remove("tool_calls") {
+        Some(Value::Array(tools)) => tools,
+        _ => Vec::new(),
     }
-    let content = message.get("content").and_then(Value::as_str).unwrap_or("");
-    first.insert("content".into(), Value::from(content));
-    let delta = |d: Map<String, Value>| json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": null}]);
-    frames.push(chunk(&id, created, &model, delta(first)));
-    if let Some(Value::Array(tools)) = message.get("tool_calls") {
-        for (i, tool) in tools.iter().enumerate() {
-            let mut t = tool.clone();
-            if let Value::Object(o) = &mut t {
-                o.insert("index".into(), Value::from(i));
-            }
-            let mut d = Map::new();
-            d.insert("tool_calls".into(), Value::Array(vec![t]));
-            frames.push(chunk(&id, created, &model, delta(d)));
-        }
-    }
-    frames.push(chunk(
-        &id,
-        created,
-        &model,
-        json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": finish_of(response)}]),
-    ));
-    if include_usage {
-        let mut last = chunk(&id, created, &model, json!([]));
-        last["usage"] = usage_json(response);
-        frames.push(last);
-    }
-    frames
 }
 
 /// An embeddings list body.
