@@ -9,6 +9,7 @@
 //! and the writer thread's CPU per row (`/proc/self/task/*/schedstat`; rows per writer CPU
 //! second = what one core sustains). Rows: the fully populated 39-column contract row with a
 //! random UUID-like `call_id` (random primary-key inserts, as in production).
+//! `TEL_WAL_CHECKPOINT=<pages>` sets the writer's WAL auto-checkpoint threshold;
 //! `TEL_MODE=sustained` runs only this mode; `TEL_IDS=seq` uses ascending ids instead; `TEL_SQLITE_PATH=<file>` writes to that file
 //! instead of a temp dir (e.g. to compare file systems).
 //! Run: `cargo bench -p adapter-sqlite --bench telemetry`.
@@ -143,7 +144,14 @@ fn sustained() {
     let path = std::env::var("TEL_SQLITE_PATH")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| dir.path().join("sustained.db"));
-    let rec = SqliteRecorder::open(&path);
+    let config = adapter_sqlite::SqliteRecorderConfig::new(&path).with_wal_autocheckpoint_pages(
+        u32::try_from(support::env_u64(
+            "TEL_WAL_CHECKPOINT",
+            u64::from(adapter_sqlite::DEFAULT_WAL_AUTOCHECKPOINT_PAGES),
+        ))
+        .unwrap(),
+    );
+    let rec = SqliteRecorder::new(config);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -62,6 +62,10 @@ pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// higher end-to-end p99 on a 2-core machine (docs/benchmarks.md).
 pub const DEFAULT_LINGER: Duration = Duration::from_millis(2);
 
+/// Default WAL auto-checkpoint threshold of the writer's connection, in pages (SQLite's own
+/// default, 1 000 pages ≈ 4 MB of WAL).
+pub const DEFAULT_WAL_AUTOCHECKPOINT_PAGES: u32 = 1000;
+
 /// Default interval of the dropped-row log line (chosen, issue 21): 10 s. Every dropped row is
 /// counted in `dropped_rows` at once; the log shows them at most once per interval.
 pub const DEFAULT_DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
@@ -91,6 +95,11 @@ pub struct SqliteRecorderConfig {
     /// At most one dropped-row log line per this interval (default
     /// [`DEFAULT_DROP_LOG_INTERVAL`], 10 s); the line carries the count since the previous one.
     pub drop_log_interval: Duration,
+    /// The writer connection's `PRAGMA wal_autocheckpoint` in pages (default
+    /// [`DEFAULT_WAL_AUTOCHECKPOINT_PAGES`]; 0 turns automatic checkpoints off, leaving them to
+    /// other connections and to the close). Larger values mean fewer, larger checkpoints (each
+    /// one syncs the file) and a larger WAL file.
+    pub wal_autocheckpoint_pages: u32,
 }
 
 impl SqliteRecorderConfig {
@@ -106,6 +115,7 @@ impl SqliteRecorderConfig {
             cooldown: RECOVERY_COOLDOWN,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             drop_log_interval: DEFAULT_DROP_LOG_INTERVAL,
+            wal_autocheckpoint_pages: DEFAULT_WAL_AUTOCHECKPOINT_PAGES,
         }
     }
 
@@ -143,6 +153,12 @@ impl SqliteRecorderConfig {
     /// With this close bound.
     pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
+        self
+    }
+
+    /// With this WAL auto-checkpoint threshold (pages).
+    pub fn with_wal_autocheckpoint_pages(mut self, pages: u32) -> Self {
+        self.wal_autocheckpoint_pages = pages;
         self
     }
 

@@ -235,7 +235,11 @@ impl Writer {
                 return false;
             }
         }
-        match open_and_prepare(&self.config.path, self.config.schema_mode) {
+        match open_and_prepare(
+            &self.config.path,
+            self.config.schema_mode,
+            self.config.wal_autocheckpoint_pages,
+        ) {
             Ok((ready, missing)) => {
                 let mut health = self.shared.health();
                 let recovered = health.degraded;
@@ -279,8 +283,12 @@ impl Writer {
     }
 }
 
-fn open_and_prepare(path: &Path, mode: SchemaMode) -> Result<(Ready, Vec<String>), String> {
-    let conn = open(path)
+fn open_and_prepare(
+    path: &Path,
+    mode: SchemaMode,
+    wal_autocheckpoint_pages: u32,
+) -> Result<(Ready, Vec<String>), String> {
+    let conn = open(path, wal_autocheckpoint_pages)
         .map_err(|e| format!("cannot open telemetry database {}: {e}", path.display()))?;
     let prep = prepare_schema(&conn, mode)?;
     let indices = prep
@@ -318,7 +326,7 @@ fn open_and_prepare(path: &Path, mode: SchemaMode) -> Result<(Ready, Vec<String>
 
 /// Opens the database: creates the file with mode 0600 first (05 R-47), WAL,
 /// `busy_timeout = 5000` ms, `synchronous = NORMAL` (80 T-50).
-fn open(path: &Path) -> Result<Connection, String> {
+fn open(path: &Path, wal_autocheckpoint_pages: u32) -> Result<Connection, String> {
     create_private(path).map_err(|e| e.to_string())?;
     let conn = Connection::open(path).map_err(|e| e.to_string())?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
@@ -326,6 +334,12 @@ fn open(path: &Path) -> Result<Connection, String> {
         .map_err(|e| e.to_string())?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(|e| e.to_string())?;
+    conn.query_row(
+        &format!("PRAGMA wal_autocheckpoint = {wal_autocheckpoint_pages}"),
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map_err(|e| e.to_string())?;
     Ok(conn)
 }
 
