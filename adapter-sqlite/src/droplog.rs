@@ -172,7 +172,10 @@ mod tests {
         let log = DropLog::new(TEN);
         let t0 = Instant::now();
         assert!(log.on_drop(t0, 1, "queue full").is_some());
-        assert!(log.on_drop(t0 + Duration::from_secs(5), 4, "queue full").is_none());
+        assert!(
+            log.on_drop(t0 + Duration::from_secs(5), 4, "queue full")
+                .is_none()
+        );
         assert_eq!(
             log.on_drop(t0 + Duration::from_secs(11), 1, "queue full"),
             Some(Report {

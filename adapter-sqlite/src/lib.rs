@@ -235,9 +235,7 @@ impl Shared {
 
     /// How long the idle writer may sleep before it must log pending drops (`None`: forever).
     pub(crate) fn drop_log_wake(&self) -> Option<Duration> {
-        self.drop_log
-            .pending()
-            .then(|| self.drop_log.interval())
+        self.drop_log.pending().then(|| self.drop_log.interval())
     }
 
     pub(crate) fn health(&self) -> MutexGuard<'_, Health> {

@@ -3,10 +3,10 @@
 //! or one linger window, see `queue`), and runs the healthy → degraded → (cooldown) → healthy
 //! state machine.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gateway_ports::schema::{SchemaMode, SqlBackend, insert_sql};
@@ -459,12 +459,12 @@ mod tests {
         let mut stamp = Stamp::default();
         for (secs, ms) in [
             (0, 0),
-            (951_782_400, 1),            // 2000-02-29
-            (951_868_799, 999),          // 2000-02-29 23:59:59.999
-            (4_107_542_400, 500),        // 2100-03-01
-            (1_709_251_199, 42),         // 2024-02-29 23:59:59
-            (1_764_633_600, 7),          // 2025-12-02
-            (1_764_633_600, 8),          // same second, the cached prefix
+            (951_782_400, 1),     // 2000-02-29
+            (951_868_799, 999),   // 2000-02-29 23:59:59.999
+            (4_107_542_400, 500), // 2100-03-01
+            (1_709_251_199, 42),  // 2024-02-29 23:59:59
+            (1_764_633_600, 7),   // 2025-12-02
+            (1_764_633_600, 8),   // same second, the cached prefix
             (1_764_633_601, 0),
         ] {
             let sqlite: String = conn

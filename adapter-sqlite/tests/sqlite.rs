@@ -492,7 +492,11 @@ async fn t_50_dropped_rows_logged_once_per_interval_with_the_count() {
     }
     assert!(refused > 1, "a 1-row queue must overflow");
     let before_close = cap.warnings_containing("telemetry.row_dropped");
-    assert_eq!(before_close.len(), 1, "one line per interval: {before_close:?}");
+    assert_eq!(
+        before_close.len(),
+        1,
+        "one line per interval: {before_close:?}"
+    );
     rec.close().await;
     let lines = cap.warnings_containing("telemetry.row_dropped");
     assert_eq!(lines.len(), 2, "the rest at the writer's exit: {lines:?}");
@@ -521,7 +525,10 @@ async fn r_47_created_at_bound_by_the_writer_in_the_default_text() {
     let after = text(&query(&db.path(), now)[0][0]).to_owned();
     let got = query(&db.path(), "SELECT created_at FROM llm_calls");
     let ts = text(&got[0][0]);
-    assert!(before.as_str() <= ts && ts <= after.as_str(), "{before} <= {ts} <= {after}");
+    assert!(
+        before.as_str() <= ts && ts <= after.as_str(),
+        "{before} <= {ts} <= {after}"
+    );
     assert_eq!(ts.len(), 23, "{ts}");
 }
 

@@ -221,7 +221,10 @@ proptest! {
 /// Junk around and inside frames: cut texts, trailing garbage, two texts, bare scalars.
 fn mangled(text: String, how: u8, at: usize) -> String {
     let cut = if text.is_empty() { 0 } else { at % text.len() };
-    let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    let cut = (0..=cut)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
     match how % 5 {
         0 => text,
         1 => text[..cut].to_owned(),

@@ -56,8 +56,8 @@ use std::time::Duration;
 
 use async_openai::config::OpenAIConfig;
 use async_openai::types::chat::{
-    ChatCompletionRequestUserMessageArgs, ChatCompletionStreamOptions,
-    CreateChatCompletionRequest, CreateChatCompletionRequestArgs,
+    ChatCompletionRequestUserMessageArgs, ChatCompletionStreamOptions, CreateChatCompletionRequest,
+    CreateChatCompletionRequestArgs,
 };
 use futures_util::StreamExt;
 use polygateway::{ChatOptions, EnvMap, GatewayClient};
@@ -171,16 +171,18 @@ enum Caller {
 /// The typed request a user of `async-openai` builds for each call.
 fn peer_request(kind: Kind) -> CreateChatCompletionRequest {
     let mut args = CreateChatCompletionRequestArgs::default();
-    args.model(MODEL).messages([ChatCompletionRequestUserMessageArgs::default()
-        .content(PROMPT)
-        .build()
-        .unwrap()
-        .into()]);
+    args.model(MODEL)
+        .messages([ChatCompletionRequestUserMessageArgs::default()
+            .content(PROMPT)
+            .build()
+            .unwrap()
+            .into()]);
     if kind == Kind::Stream {
-        args.stream(true).stream_options(ChatCompletionStreamOptions {
-            include_usage: Some(true),
-            include_obfuscation: None,
-        });
+        args.stream(true)
+            .stream_options(ChatCompletionStreamOptions {
+                include_usage: Some(true),
+                include_obfuscation: None,
+            });
     }
     args.build().unwrap()
 }

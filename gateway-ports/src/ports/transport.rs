@@ -15,8 +15,8 @@ use futures_core::Stream;
 use serde_json::Value;
 
 use crate::config::SourceConfig;
-use crate::ports::text_read::{KeptFrame, TextFrame};
 use crate::error::{ArchiveFault, NetworkFault, WireFailure};
+use crate::ports::text_read::{KeptFrame, TextFrame};
 use crate::vocab::wire_enum;
 
 wire_enum! {
