@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use adapter_sqlite::SqliteRecorder;
 use async_trait::async_trait;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group};
 use gateway_core::telemetry::{EmitterConfig, TelemetryEmitter};

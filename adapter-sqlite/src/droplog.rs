@@ -8,7 +8,9 @@
 //! tested with made-up instants and never sleeps.
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// What one log line reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,7 +31,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use gateway_ports::schema::{RECOVERY_COOLDOWN, SchemaMode, SqlBackend};
@@ -40,6 +40,7 @@ use gateway_ports::{
     TelemetryStatusProvider,
 };
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 pub use prepare::{Preparation, existing_columns, prepare_schema};
 

@@ -198,7 +198,8 @@ pub fn json_before_trailing_sse(text: &str) -> Option<&str> {
 #[derive(Clone)]
 pub struct ChunkJson {
     text: Box<str>,
-    frame: Option<KeptFrame>,
+    /// Boxed: keeps `WireEvent` small (events are moved through streams and channels).
+    frame: Option<Box<KeptFrame>>,
 }
 
 impl ChunkJson {
@@ -209,7 +210,7 @@ impl ChunkJson {
     /// accepts only complete JSON texts); any other text is checked on its own.
     pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
         let frame = match TextFrame::read(text) {
-            Some(frame) => Some(KeptFrame::keep(text, frame)),
+            Some(frame) => Some(Box::new(KeptFrame::keep(text, frame))),
             None => {
                 serde_json::from_str::<serde::de::IgnoredAny>(text)?;
                 None
@@ -224,7 +225,7 @@ impl ChunkJson {
     /// The JSON text of `value` (for scripted transports and tests).
     pub fn from_value(value: &Value) -> Self {
         let text = value.to_string();
-        let frame = TextFrame::read(&text).map(|frame| KeptFrame::keep(&text, frame));
+        let frame = TextFrame::read(&text).map(|frame| Box::new(KeptFrame::keep(&text, frame)));
         Self {
             text: text.into(),
             frame,
