@@ -1,14 +1,38 @@
 //! Telemetry benchmarks (issue "telemetry"): rows per second through the SQLite recorder
 //! (record + flush, WAL, batched transactions) and the call-path cost of emitting one row
 //! (shape the row from facts + hand it to the emitter's queue).
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+//!
+//! Sustained mode (issue 21), run first: one producer thread offers `TEL_RATE` rows/s (default
+//! 100 000) for `TEL_SECS` seconds (default 5), paced against the clock (it sends what is due,
+//! never more, so the figure is what the writer keeps up with, not what the 10 000-row queue
+//! buffers), then flushes; prints rows offered, written and dropped, the achieved written rate
+//! and the writer thread's CPU per row (`/proc/self/task/*/schedstat`; rows per writer CPU
+//! second = what one core sustains). Rows: the fully populated 39-column contract row with a
+//! random UUID-like `call_id` (random primary-key inserts, as in production).
+//! `TEL_WAL_CHECKPOINT=<pages>` sets the writer's WAL auto-checkpoint threshold;
+//! `TEL_MODE=sustained` runs only this mode; `TEL_IDS=seq` uses ascending ids instead; `TEL_SQLITE_PATH=<file>` writes to that file
+//! instead of a temp dir (e.g. to compare file systems).
+//! Run: `cargo bench -p adapter-sqlite --bench telemetry`.
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use adapter_sqlite::SqliteRecorder;
 use async_trait::async_trait;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use criterion::{Criterion, Throughput, criterion_group};
 use gateway_core::telemetry::{EmitterConfig, TelemetryEmitter};
 use gateway_ports::{
     RecordError, TelemetryRecorder, TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
@@ -82,5 +106,118 @@ fn emit_cost(c: &mut Criterion) {
     assert_eq!(emitter.dropped_rows(), 0);
 }
 
+/// A UUIDv4-shaped id from a counter (splitmix64), so primary-key inserts land at random.
+fn uuid_like(n: u64) -> String {
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let (a, b) = (mix(n), mix(n ^ 0xDEAD_BEEF));
+    format!(
+        "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// CPU ns of the thread named `name` (as `comm` shows it: at most 15 bytes) in this process
+/// (user + system, from schedstat).
+fn thread_cpu_ns(name: &str) -> Option<u64> {
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let dir = task.ok()?.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+            return stat.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
+}
+
+fn sustained() {
+    let rate = support::env_u64("TEL_RATE", 100_000);
+    let secs = support::env_u64("TEL_SECS", 5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = std::env::var("TEL_SQLITE_PATH")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| dir.path().join("sustained.db"));
+    let config = adapter_sqlite::SqliteRecorderConfig::new(&path).with_wal_autocheckpoint_pages(
+        u32::try_from(support::env_u64(
+            "TEL_WAL_CHECKPOINT",
+            u64::from(adapter_sqlite::DEFAULT_WAL_AUTOCHECKPOINT_PAGES),
+        ))
+        .unwrap(),
+    );
+    let rec = SqliteRecorder::new(config);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // open and prepare before the clock starts
+    rt.block_on(rec.flush());
+    let template = contract_tests::telemetry::full_row("x");
+    // `TEL_IDS=seq`: ascending ids (diagnosis: what random primary-key inserts cost).
+    let sequential = std::env::var("TEL_IDS").as_deref() == Ok("seq");
+    let total = rate * secs;
+    let cpu0 = thread_cpu_ns("pgw-telemetry-s").unwrap_or(0);
+    let start = Instant::now();
+    let mut sent = 0u64;
+    let mut refused = 0u64;
+    while sent < total {
+        let due = ((start.elapsed().as_secs_f64() * rate as f64) as u64).min(total);
+        if due <= sent {
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
+        while sent < due {
+            let mut row = template.clone();
+            row.call_id = if sequential {
+                format!("c-{sent:012}")
+            } else {
+                uuid_like(sent)
+            };
+            if rec.record(row).is_err() {
+                refused += 1;
+            }
+            sent += 1;
+        }
+    }
+    let offered_for = start.elapsed();
+    rt.block_on(rec.flush());
+    let elapsed = start.elapsed();
+    let cpu = thread_cpu_ns("pgw-telemetry-s").unwrap_or(0) - cpu0;
+    let s = rec.status();
+    let tx = rec.committed_transactions();
+    println!(
+        "sustained: offered {sent} rows at {rate}/s over {:.2} s; written {} rows in {:.2} s = {:.0} rows/s; dropped {} (refused {refused}); {} transactions ({:.0} rows each)",
+        offered_for.as_secs_f64(),
+        s.written_rows,
+        elapsed.as_secs_f64(),
+        s.written_rows as f64 / elapsed.as_secs_f64(),
+        s.dropped_rows,
+        tx,
+        s.written_rows as f64 / tx.max(1) as f64
+    );
+    println!(
+        "sustained: writer thread CPU {:.2} µs per row = {:.0} rows per writer CPU second",
+        cpu as f64 / 1000.0 / s.written_rows.max(1) as f64,
+        s.written_rows as f64 / (cpu.max(1) as f64 / 1e9)
+    );
+    rt.block_on(rec.close());
+}
+
 criterion_group!(benches, rows_per_second, emit_cost);
-criterion_main!(benches);
+
+fn main() {
+    sustained();
+    if std::env::var("TEL_MODE").as_deref() == Ok("sustained") {
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -12,13 +12,17 @@
 //! Failures never propagate (80 T-51, T-56): an open, preparation or availability failure makes
 //! the recorder *degraded* — rows are dropped and counted with no disk traffic until the cooldown
 //! (60 s) ends; the first row after it re-runs preparation, and success heals the recorder
-//! (80 T-57). A full queue drops the row and counts it. Everything shows in
+//! (80 T-57). A full queue drops the row and counts it; `record` never waits. Dropped rows are
+//! logged at most once per interval (default 10 s), one line with the count. The writer binds
+//! `created_at` itself (UTC, `YYYY-MM-DD HH:MM:SS.SSS`, the text the column default writes)
+//! through one cached INSERT statement. Everything shows in
 //! [`TelemetryStatusProvider::status`] (`degraded`, `reason`, `dropped_rows`, `written_rows`,
 //! `degraded_since`, `retry_at`, `missing_columns`).
 //!
 //! The DDL and INSERT texts come from `gateway_ports::schema`, the single source shared
 //! with Postgres and the CLI (80 T-43, T-49).
 
+mod droplog;
 mod prepare;
 mod queue;
 mod writer;
@@ -36,9 +40,11 @@ use gateway_ports::{
     TelemetryStatusProvider,
 };
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 pub use prepare::{Preparation, existing_columns, prepare_schema};
 
+use crate::droplog::DropLog;
 use crate::queue::{Queue, Refused};
 
 /// Default queue capacity in rows (80 T-50, chosen).
@@ -56,6 +62,14 @@ pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// a little more writer CPU per row but make the writer's bursts longer, which showed up as a
 /// higher end-to-end p99 on a 2-core machine (docs/benchmarks.md).
 pub const DEFAULT_LINGER: Duration = Duration::from_millis(2);
+
+/// Default WAL auto-checkpoint threshold of the writer's connection, in pages (SQLite's own
+/// default, 1 000 pages ≈ 4 MB of WAL).
+pub const DEFAULT_WAL_AUTOCHECKPOINT_PAGES: u32 = 1000;
+
+/// Default interval of the dropped-row log line (chosen, issue 21): 10 s. Every dropped row is
+/// counted in `dropped_rows` at once; the log shows them at most once per interval.
+pub const DEFAULT_DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Settings of one SQLite recorder (20 §8.3).
 #[derive(Debug, Clone)]
@@ -79,6 +93,14 @@ pub struct SqliteRecorderConfig {
     pub cooldown: Duration,
     /// Bound of `close()`.
     pub close_timeout: Duration,
+    /// At most one dropped-row log line per this interval (default
+    /// [`DEFAULT_DROP_LOG_INTERVAL`], 10 s); the line carries the count since the previous one.
+    pub drop_log_interval: Duration,
+    /// The writer connection's `PRAGMA wal_autocheckpoint` in pages (default
+    /// [`DEFAULT_WAL_AUTOCHECKPOINT_PAGES`]; 0 turns automatic checkpoints off, leaving them to
+    /// other connections and to the close). Larger values mean fewer, larger checkpoints (each
+    /// one syncs the file) and a larger WAL file.
+    pub wal_autocheckpoint_pages: u32,
 }
 
 impl SqliteRecorderConfig {
@@ -93,6 +115,8 @@ impl SqliteRecorderConfig {
             linger: DEFAULT_LINGER,
             cooldown: RECOVERY_COOLDOWN,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
+            drop_log_interval: DEFAULT_DROP_LOG_INTERVAL,
+            wal_autocheckpoint_pages: DEFAULT_WAL_AUTOCHECKPOINT_PAGES,
         }
     }
 
@@ -132,6 +156,18 @@ impl SqliteRecorderConfig {
         self.close_timeout = timeout;
         self
     }
+
+    /// With this WAL auto-checkpoint threshold (pages).
+    pub fn with_wal_autocheckpoint_pages(mut self, pages: u32) -> Self {
+        self.wal_autocheckpoint_pages = pages;
+        self
+    }
+
+    /// With this dropped-row log interval.
+    pub fn with_drop_log_interval(mut self, interval: Duration) -> Self {
+        self.drop_log_interval = interval;
+        self
+    }
 }
 
 pub(crate) enum Msg {
@@ -150,7 +186,7 @@ pub(crate) struct Health {
     pub(crate) missing_columns: Vec<String>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) dropped: AtomicU64,
     pub(crate) written: AtomicU64,
@@ -159,9 +195,50 @@ pub(crate) struct Shared {
     /// Set when `close()` timed out: the writer drops what is left instead of writing it.
     pub(crate) abort: AtomicBool,
     health: Mutex<Health>,
+    drop_log: DropLog,
 }
 
 impl Shared {
+    fn new(drop_log_interval: Duration) -> Self {
+        Self {
+            dropped: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            transactions: AtomicU64::new(0),
+            abort: AtomicBool::new(false),
+            health: Mutex::default(),
+            drop_log: DropLog::new(drop_log_interval),
+        }
+    }
+
+    /// Counts `rows` dropped rows and logs them per the drop-log interval.
+    pub(crate) fn count_dropped(&self, rows: u64, why: &'static str) {
+        if rows == 0 {
+            return;
+        }
+        let total = self.dropped.fetch_add(rows, Ordering::Relaxed) + rows;
+        if let Some(report) = self.drop_log.on_drop(Instant::now(), rows, why) {
+            droplog::log(report, total);
+        }
+    }
+
+    /// The writer's pass: logs the rows of an ended interval (`finish`: all that is left).
+    pub(crate) fn report_drops(&self, finish: bool) {
+        let now = Instant::now();
+        let report = if finish {
+            self.drop_log.finish(now)
+        } else {
+            self.drop_log.tick(now)
+        };
+        if let Some(report) = report {
+            droplog::log(report, self.dropped.load(Ordering::Relaxed));
+        }
+    }
+
+    /// How long the idle writer may sleep before it must log pending drops (`None`: forever).
+    pub(crate) fn drop_log_wake(&self) -> Option<Duration> {
+        self.drop_log.pending().then(|| self.drop_log.interval())
+    }
+
     pub(crate) fn health(&self) -> MutexGuard<'_, Health> {
         self.health.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -194,7 +271,7 @@ impl SqliteRecorder {
     /// here.
     pub fn new(config: SqliteRecorderConfig) -> Self {
         let queue = Arc::new(Queue::new(config.queue_capacity, config.batch_rows));
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared::new(config.drop_log_interval));
         let close_timeout = config.close_timeout;
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let thread_shared = Arc::clone(&shared);
@@ -250,14 +327,7 @@ impl SqliteRecorder {
     }
 
     fn count_drop(&self, why: &'static str) -> RecordError {
-        let n = self.shared.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-        if n.is_power_of_two() {
-            tracing::warn!(
-                code = "telemetry.row_dropped",
-                dropped_rows = n,
-                "SQLite telemetry row dropped ({why}; degraded, not propagated)"
-            );
-        }
+        self.shared.count_dropped(1, why);
         RecordError::new(RecordErrorKind::Dropped, why)
     }
 }

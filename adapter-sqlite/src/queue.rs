@@ -133,14 +133,36 @@ impl Queue {
     /// full or a control message is queued, then moves the next batch — up to `batch_rows`
     /// rows and the control messages among them, ending after a `Close` — into `out`, in
     /// queue order. `false` when the recorder was dropped and nothing is left.
-    pub(crate) fn next_batch(&self, linger: Duration, out: &mut Vec<Msg>) -> bool {
+    ///
+    /// `idle_wake`: the longest the writer may wait for a first message; when it passes with
+    /// nothing queued, `out` stays empty and the result is `true` (the writer then logs pending
+    /// drops).
+    pub(crate) fn next_batch(
+        &self,
+        linger: Duration,
+        idle_wake: Option<Duration>,
+        out: &mut Vec<Msg>,
+    ) -> bool {
         let mut st = self.lock();
         while st.msgs.is_empty() {
             if st.disconnected {
                 return false;
             }
             st.idle = true;
-            st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+            match idle_wake {
+                None => st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner()),
+                Some(wait) => {
+                    let (guard, timeout) = self
+                        .wake
+                        .wait_timeout(st, wait)
+                        .unwrap_or_else(|p| p.into_inner());
+                    st = guard;
+                    if timeout.timed_out() && st.msgs.is_empty() {
+                        st.idle = false;
+                        return !st.disconnected;
+                    }
+                }
+            }
             st.idle = false;
         }
         let batch = self.batch_rows;

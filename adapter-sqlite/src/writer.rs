@@ -3,17 +3,18 @@
 //! or one linger window, see `queue`), and runs the healthy → degraded → (cooldown) → healthy
 //! state machine.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gateway_ports::schema::{SchemaMode, SqlBackend, insert_sql};
 use gateway_ports::{SqlValue, TelemetryRow};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode};
 
-use crate::prepare::prepare_schema;
+use crate::prepare::{existing_columns, prepare_schema};
 use crate::queue::Queue;
 use crate::{Msg, Shared, SqliteRecorderConfig};
 
@@ -22,9 +23,70 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 struct Ready {
     conn: Connection,
+    /// The one INSERT (prepared once per connection and taken from the statement cache per
+    /// transaction): the row's columns, then `created_at` when the table has it.
     sql: String,
     /// Positions of the INSERT columns in `TelemetryRow::columns()`.
     indices: Vec<usize>,
+    /// The INSERT ends with `created_at`, bound by the writer.
+    created_at: bool,
+    stamp: Stamp,
+}
+
+/// `created_at` as the column default writes it (`strftime('%Y-%m-%d %H:%M:%f','now')`: UTC,
+/// `YYYY-MM-DD HH:MM:SS.SSS`), formatted by the writer; the date and time up to the second are
+/// formatted once per second.
+#[derive(Debug, Default)]
+pub(crate) struct Stamp {
+    secs: Option<u64>,
+    text: String,
+}
+
+/// Length of `YYYY-MM-DD HH:MM:SS.`.
+const STAMP_PREFIX: usize = 20;
+
+impl Stamp {
+    /// The text of `now` (a time before 1970 is written as 1970-01-01 00:00:00.000).
+    pub(crate) fn at(&mut self, now: SystemTime) -> &str {
+        let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = since.as_secs();
+        if self.secs == Some(secs) && self.text.len() >= STAMP_PREFIX {
+            self.text.truncate(STAMP_PREFIX);
+        } else {
+            self.text.clear();
+            let days = i64::try_from(secs / 86_400).unwrap_or(0);
+            let (y, m, d) = civil_from_days(days);
+            let rem = secs % 86_400;
+            let _ = write!(
+                self.text,
+                "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60
+            );
+            self.secs = Some(secs);
+        }
+        let ms = since.subsec_millis();
+        for digit in [ms / 100, ms / 10 % 10, ms % 10] {
+            self.text.push(char::from(b'0' + (digit as u8)));
+        }
+        &self.text
+    }
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar (H. Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 pub(crate) struct Writer {
@@ -45,14 +107,13 @@ impl Drop for StopOnExit<'_> {
     fn drop(&mut self) {
         for msg in self.queue.stop() {
             match msg {
-                Msg::Row(_) => {
-                    self.shared.dropped.fetch_add(1, Ordering::Relaxed);
-                }
+                Msg::Row(_) => self.shared.count_dropped(1, "recorder closed"),
                 Msg::Flush(ack) | Msg::Close(ack) => {
                     let _ = ack.send(());
                 }
             }
         }
+        self.shared.report_drops(true);
     }
 }
 
@@ -73,7 +134,12 @@ pub(crate) fn run(config: SqliteRecorderConfig, shared: Arc<Shared>, queue: &Que
     let mut msgs = Vec::with_capacity(batch_rows + 1);
     let mut rows = Vec::with_capacity(batch_rows);
     let mut acks = Vec::new();
-    while queue.next_batch(linger, &mut msgs) {
+    while queue.next_batch(linger, shared.drop_log_wake(), &mut msgs) {
+        if msgs.is_empty() {
+            // the idle wait ended for the drop log
+            shared.report_drops(false);
+            continue;
+        }
         let mut close = None;
         for msg in msgs.drain(..) {
             match msg {
@@ -84,19 +150,21 @@ pub(crate) fn run(config: SqliteRecorderConfig, shared: Arc<Shared>, queue: &Que
         }
         writer.write(&rows);
         rows.clear();
+        shared.report_drops(false);
         for ack in acks.drain(..) {
             let _ = ack.send(());
         }
         if let Some(ack) = close {
             for msg in queue.stop() {
                 match msg {
-                    Msg::Row(_) => writer.drop_rows(1),
+                    Msg::Row(_) => writer.drop_rows(1, "recorder closed"),
                     Msg::Flush(a) | Msg::Close(a) => {
                         let _ = a.send(());
                     }
                 }
             }
             writer.ready = None; // closes the connection (checkpoints the WAL)
+            shared.report_drops(true);
             let _ = ack.send(());
             return;
         }
@@ -104,28 +172,28 @@ pub(crate) fn run(config: SqliteRecorderConfig, shared: Arc<Shared>, queue: &Que
 }
 
 impl Writer {
-    fn drop_rows(&self, n: usize) {
-        self.shared.dropped.fetch_add(n as u64, Ordering::Relaxed);
+    fn drop_rows(&self, n: usize, why: &'static str) {
+        self.shared.count_dropped(n as u64, why);
     }
 
     /// Writes one batch, or drops it (counted) when the recorder cannot write.
     fn write(&mut self, rows: &[Box<TelemetryRow>]) {
         if self.shared.abort.load(Ordering::Relaxed) {
-            self.drop_rows(rows.len());
+            self.drop_rows(rows.len(), "close timed out");
             return;
         }
         if rows.is_empty() && self.shared.health().degraded {
             return; // a flush is not a row: only a row ends the cooldown (80 T-57)
         }
         if !self.ensure_ready() {
-            self.drop_rows(rows.len());
+            self.drop_rows(rows.len(), "recorder degraded");
             return;
         }
         if rows.is_empty() {
             return;
         }
         let Some(ready) = self.ready.as_mut() else {
-            self.drop_rows(rows.len());
+            self.drop_rows(rows.len(), "recorder degraded");
             return;
         };
         match insert_batch(ready, rows) {
@@ -134,15 +202,15 @@ impl Writer {
                 self.shared
                     .written
                     .fetch_add(written as u64, Ordering::Relaxed);
-                self.drop_rows(rejected);
+                self.drop_rows(rejected, "row rejected by SQLite");
             }
             Err(e) if is_availability(&e) => {
-                self.drop_rows(rows.len());
+                self.drop_rows(rows.len(), "write failed");
                 self.ready = None;
                 self.enter_degraded(format!("telemetry write failed: {e}"));
             }
             Err(e) => {
-                self.drop_rows(rows.len());
+                self.drop_rows(rows.len(), "batch failed");
                 tracing::warn!(
                     code = "telemetry.batch_dropped",
                     rows = rows.len(),
@@ -167,7 +235,11 @@ impl Writer {
                 return false;
             }
         }
-        match open_and_prepare(&self.config.path, self.config.schema_mode) {
+        match open_and_prepare(
+            &self.config.path,
+            self.config.schema_mode,
+            self.config.wal_autocheckpoint_pages,
+        ) {
             Ok((ready, missing)) => {
                 let mut health = self.shared.health();
                 let recovered = health.degraded;
@@ -211,8 +283,12 @@ impl Writer {
     }
 }
 
-fn open_and_prepare(path: &Path, mode: SchemaMode) -> Result<(Ready, Vec<String>), String> {
-    let conn = open(path)
+fn open_and_prepare(
+    path: &Path,
+    mode: SchemaMode,
+    wal_autocheckpoint_pages: u32,
+) -> Result<(Ready, Vec<String>), String> {
+    let conn = open(path, wal_autocheckpoint_pages)
         .map_err(|e| format!("cannot open telemetry database {}: {e}", path.display()))?;
     let prep = prepare_schema(&conn, mode)?;
     let indices = prep
@@ -220,18 +296,37 @@ fn open_and_prepare(path: &Path, mode: SchemaMode) -> Result<(Ready, Vec<String>
         .iter()
         .filter_map(|c| TelemetryRow::COLUMNS.iter().position(|k| k == c))
         .collect();
-    let sql = insert_sql(SqlBackend::Sqlite, &prep.columns);
+    // `created_at` is bound by the writer when the table has it (every table this library
+    // creates does; a hand-made one may not, and then its own default or NULL applies).
+    let created_at = existing_columns(&conn)
+        .map_err(|e| format!("cannot probe table llm_calls: {e}"))?
+        .iter()
+        .any(|c| c == "created_at");
+    let mut names = prep.columns.clone();
+    if created_at {
+        names.push("created_at");
+    }
+    let sql = insert_sql(SqlBackend::Sqlite, &names);
     let missing = prep
         .missing_columns
         .iter()
         .map(|c| (*c).to_owned())
         .collect();
-    Ok((Ready { conn, sql, indices }, missing))
+    Ok((
+        Ready {
+            conn,
+            sql,
+            indices,
+            created_at,
+            stamp: Stamp::default(),
+        },
+        missing,
+    ))
 }
 
 /// Opens the database: creates the file with mode 0600 first (05 R-47), WAL,
 /// `busy_timeout = 5000` ms, `synchronous = NORMAL` (80 T-50).
-fn open(path: &Path) -> Result<Connection, String> {
+fn open(path: &Path, wal_autocheckpoint_pages: u32) -> Result<Connection, String> {
     create_private(path).map_err(|e| e.to_string())?;
     let conn = Connection::open(path).map_err(|e| e.to_string())?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
@@ -239,6 +334,12 @@ fn open(path: &Path) -> Result<Connection, String> {
         .map_err(|e| e.to_string())?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(|e| e.to_string())?;
+    conn.query_row(
+        &format!("PRAGMA wal_autocheckpoint = {wal_autocheckpoint_pages}"),
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map_err(|e| e.to_string())?;
     Ok(conn)
 }
 
@@ -278,8 +379,9 @@ fn to_sql(value: SqlValue<'_>) -> ToSqlOutput<'_> {
 }
 
 /// One transaction: rows in enqueue order (05 R-47), bound by column name from
-/// `TelemetryRow::columns()` (05 R-22). A row-level failure drops that row with a warning; an
-/// availability failure aborts the batch (the caller degrades).
+/// `TelemetryRow::columns()` (05 R-22) into the one cached INSERT, `created_at` last. A
+/// row-level failure drops that row with a warning; an availability failure aborts the batch
+/// (the caller degrades).
 fn insert_batch(ready: &mut Ready, rows: &[Box<TelemetryRow>]) -> rusqlite::Result<Batch> {
     let tx = ready.conn.transaction()?;
     let mut batch = Batch {
@@ -290,8 +392,14 @@ fn insert_batch(ready: &mut Ready, rows: &[Box<TelemetryRow>]) -> rusqlite::Resu
         let mut stmt = tx.prepare_cached(&ready.sql)?;
         for row in rows {
             let columns = row.columns();
-            let params = ready.indices.iter().map(|&i| to_sql(columns[i].1));
-            match stmt.execute(rusqlite::params_from_iter(params)) {
+            for (at, &i) in ready.indices.iter().enumerate() {
+                stmt.raw_bind_parameter(at + 1, to_sql(columns[i].1))?;
+            }
+            if ready.created_at {
+                let text = ready.stamp.at(SystemTime::now());
+                stmt.raw_bind_parameter(ready.indices.len() + 1, text)?;
+            }
+            match stmt.raw_execute() {
                 Ok(_) => batch.written += 1,
                 Err(e) if is_availability(&e) => return Err(e),
                 Err(e) => {
@@ -329,5 +437,46 @@ fn is_availability(e: &rusqlite::Error) -> bool {
             ) || msg.as_deref().is_some_and(|m| m.contains("no such table"))
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(secs: u64, ms: u64) -> String {
+        Stamp::default()
+            .at(UNIX_EPOCH + Duration::from_millis(secs * 1000 + ms))
+            .to_owned()
+    }
+
+    /// 05 R-47, issue 21: the writer's `created_at` is the text of SQLite's
+    /// `strftime('%Y-%m-%d %H:%M:%f', …)` for the same instant (leap days, century rules, the
+    /// per-second cache).
+    #[test]
+    fn r_47_created_at_text_equals_sqlite_strftime() {
+        let conn = Connection::open_in_memory().unwrap();
+        let mut stamp = Stamp::default();
+        for (secs, ms) in [
+            (0, 0),
+            (951_782_400, 1),     // 2000-02-29
+            (951_868_799, 999),   // 2000-02-29 23:59:59.999
+            (4_107_542_400, 500), // 2100-03-01
+            (1_709_251_199, 42),  // 2024-02-29 23:59:59
+            (1_764_633_600, 7),   // 2025-12-02
+            (1_764_633_600, 8),   // same second, the cached prefix
+            (1_764_633_601, 0),
+        ] {
+            let sqlite: String = conn
+                .query_row(
+                    "SELECT strftime('%Y-%m-%d %H:%M:%f', ?1, 'unixepoch')",
+                    [secs as f64 + ms as f64 / 1000.0 + 0.0001],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(text(secs, ms), sqlite);
+            let at = UNIX_EPOCH + Duration::from_millis(secs * 1000 + ms);
+            assert_eq!(stamp.at(at), sqlite, "cached stamp");
+        }
     }
 }

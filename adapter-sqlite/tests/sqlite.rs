@@ -470,6 +470,68 @@ async fn t_50_full_queue_drops_and_counts() {
     assert!(!s.degraded);
 }
 
+/// Issue 21 (80 T-50, README D31): a full queue never blocks `record`; every dropped row is
+/// counted, and the log shows them in one line per interval with the count (the first drop at
+/// once, the rest of the interval by the writer's exit), not one line per row: the `rows=`
+/// fields of the lines add up to `dropped_rows`.
+#[tokio::test]
+async fn t_50_dropped_rows_logged_once_per_interval_with_the_count() {
+    let db = Db::new();
+    let cap = Capture::default();
+    let _guard = tracing::subscriber::set_default(cap.clone());
+    let rec = SqliteRecorder::new(
+        SqliteRecorderConfig::new(db.path())
+            .with_queue_capacity(1)
+            .with_drop_log_interval(Duration::from_secs(3600)),
+    );
+    let mut refused = 0u64;
+    for i in 0..2000 {
+        if rec.record(row(&format!("c-{i}"))).is_err() {
+            refused += 1;
+        }
+    }
+    assert!(refused > 1, "a 1-row queue must overflow");
+    let before_close = cap.warnings_containing("telemetry.row_dropped");
+    assert_eq!(
+        before_close.len(),
+        1,
+        "one line per interval: {before_close:?}"
+    );
+    rec.close().await;
+    let lines = cap.warnings_containing("telemetry.row_dropped");
+    assert_eq!(lines.len(), 2, "the rest at the writer's exit: {lines:?}");
+    let sum: u64 = lines
+        .iter()
+        .map(|l| {
+            let v = l.split("rows=").nth(1).unwrap();
+            v.split_whitespace().next().unwrap().parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(sum, rec.status().dropped_rows);
+    assert_eq!(rec.status().dropped_rows, refused);
+}
+
+/// 05 R-47, issue 21: the writer binds `created_at` itself, in the text the column default
+/// writes, at the time of the write (between SQLite's own clock before and after).
+#[tokio::test]
+async fn r_47_created_at_bound_by_the_writer_in_the_default_text() {
+    let db = Db::new();
+    let rec = db.recorder(SchemaMode::Auto);
+    rec.flush().await;
+    let now = "SELECT strftime('%Y-%m-%d %H:%M:%f','now')";
+    let before = text(&query(&db.path(), now)[0][0]).to_owned();
+    rec.record(row("stamped")).unwrap();
+    rec.flush().await;
+    let after = text(&query(&db.path(), now)[0][0]).to_owned();
+    let got = query(&db.path(), "SELECT created_at FROM llm_calls");
+    let ts = text(&got[0][0]);
+    assert!(
+        before.as_str() <= ts && ts <= after.as_str(),
+        "{before} <= {ts} <= {after}"
+    );
+    assert_eq!(ts.len(), 23, "{ts}");
+}
+
 #[tokio::test]
 async fn t_56_t_57_degraded_then_recovers_after_cooldown() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@
 use gateway_core::accumulate::{
     AccumulateOptions, Accumulator, parse_non_stream_body, parse_non_stream_value,
 };
+use gateway_ports::ports::text_read::TextFrame;
 use gateway_ports::{ChunkJson, ResponseMode};
 use proptest::prelude::*;
 
@@ -213,6 +214,53 @@ proptest! {
                 parse_non_stream_value(&value, mode, &options),
                 "body {}", text
             );
+        }
+    }
+}
+
+/// Junk around and inside frames: cut texts, trailing garbage, two texts, bare scalars.
+fn mangled(text: String, how: u8, at: usize) -> String {
+    let cut = if text.is_empty() { 0 } else { at % text.len() };
+    let cut = (0..=cut)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    match how % 5 {
+        0 => text,
+        1 => text[..cut].to_owned(),
+        2 => format!("{text} x"),
+        3 => format!("{text}{text}"),
+        _ => format!("  {text}\n"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Issue 21 (05 R-56, 40 S-25): the transport's check and the text-mode reading are one
+    /// scan: `ChunkJson::parse` accepts exactly the JSON texts (as the plain check did), and the
+    /// fields it keeps are those `TextFrame::read` reads from the text.
+    #[test]
+    fn r_56_s_25_one_scan_check_keeps_the_text_reading(
+        tree in frame("delta"),
+        spaced in any::<bool>(),
+        how in any::<u8>(),
+        at in any::<usize>(),
+    ) {
+        let mut text = String::new();
+        tree.render(&mut text, spaced);
+        let text = mangled(text, how, at);
+        let is_json = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok();
+        let parsed = ChunkJson::parse(&text);
+        prop_assert_eq!(parsed.is_ok(), is_json, "text {}", text);
+        if let Ok(chunk) = parsed {
+            let kept = chunk.text_frame().map(|f| format!("{f:?}"));
+            let read = TextFrame::read(&text).map(|f| format!("{f:?}"));
+            prop_assert_eq!(&kept, &read, "text {}", text);
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let rebuilt = ChunkJson::from_value(&value);
+            let reread = TextFrame::read(rebuilt.as_str()).map(|f| format!("{f:?}"));
+            prop_assert_eq!(rebuilt.text_frame().map(|f| format!("{f:?}")), reread);
         }
     }
 }

@@ -15,16 +15,31 @@
 //! (governed − bare); concurrency 64 — throughput per path and the ratio. Bare and governed run
 //! in alternating blocks so machine load drifts hit both.
 //!
+//! Peer (issue 21): `async-openai` (typed `CreateChatCompletionRequest` built per call, typed
+//! response; stream: `create_stream` read to the end, each chunk a typed
+//! `CreateChatCompletionStreamResponse`), its own default reqwest client, same simulators.
+//! Every table has a bare, a peer and a governed column, measured in one run.
+//!
+//! Allocations: the bench's global allocator counts them (`stats_alloc`); the concurrency-1
+//! table prints allocations per call for each path.
+//!
 //! Run: `cargo bench -p polygateway --bench e2e_overhead`.
 //! Environment: `E2E_WARMUP` (governed warm-up calls per source, default 5000), `E2E_CALLS`
 //! (measured calls per cell at concurrency 1, default 10000), `E2E_BLOCK` (calls per alternating
 //! block, default 1000), `E2E_CONC` (default 64), `E2E_TPUT_SECS` (seconds per throughput slice,
 //! default 2), `E2E_ROUNDS` (alternating throughput slices per path, default 2), `E2E_TELEMETRY` (`sqlite` default; `none` for diagnosis).
 //!
-//! Instruction counts: `E2E_CALLGRIND=<bare|governed>-<stream|json>` with `E2E_CALLGRIND_CALLS=N`
-//! (and a small `E2E_WARMUP`) runs only warm-up + N sequential calls of that kind and exits, so
-//! `valgrind --tool=callgrind` whole-process totals at two values of N give instructions per call
-//! as ΔIr / ΔN (client, simulator and SQLite writer threads included).
+//! Instruction counts: `E2E_CALLGRIND=<bare|peer|governed>-<stream|json>` with
+//! `E2E_CALLGRIND_CALLS=N` (and a small `E2E_WARMUP`) runs only warm-up + N sequential calls of
+//! that kind and exits, so `valgrind --tool=callgrind` whole-process totals at two values of N
+//! give instructions per call as ΔIr / ΔN (client, simulator and SQLite writer threads
+//! included); with `--separate-threads=yes` one file per thread gives the components (the main
+//! thread is the client and the emitter's hand-off, `pgw-telemetry-sqlite` the writer, the
+//! simulator's runtime threads the simulator). `tools/e2e_callgrind.sh` runs all of it.
+//!
+//! Memory: `E2E_RSS=1` runs `E2E_RSS_CALLS` (default 1 000 000) governed non-stream calls at
+//! concurrency `E2E_CONC` and prints the resident set size after 100 000 and after every
+//! further 100 000 calls.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -39,7 +54,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use async_openai::config::OpenAIConfig;
+use async_openai::types::chat::{
+    ChatCompletionRequestUserMessageArgs, ChatCompletionStreamOptions, CreateChatCompletionRequest,
+    CreateChatCompletionRequestArgs,
+};
+use futures_util::StreamExt;
 use polygateway::{ChatOptions, EnvMap, GatewayClient};
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 use tokio::time::Instant;
 use upstream_sim::script::{Completion, Framing, Response, Script};
 use upstream_sim::{Sim, SimHandle};
@@ -51,6 +73,14 @@ const STREAM_CONTENT: &str = "The quick brown fox jumps over a lazy dog; the end
 /// Gives a ~300 B `chat.completion` body.
 const JSON_CONTENT: &str = "Hello from the simulator, a small body.";
 const PROMPT: &str = "Say hello.";
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
+
+/// Allocations so far (the whole process).
+fn allocations() -> usize {
+    GLOBAL.stats().allocations + GLOBAL.stats().reallocations
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
@@ -134,7 +164,27 @@ enum Caller {
         url: String,
         body: bytes::Bytes,
     },
+    Peer(async_openai::Client<OpenAIConfig>),
     Governed(GatewayClient),
+}
+
+/// The typed request a user of `async-openai` builds for each call.
+fn peer_request(kind: Kind) -> CreateChatCompletionRequest {
+    let mut args = CreateChatCompletionRequestArgs::default();
+    args.model(MODEL)
+        .messages([ChatCompletionRequestUserMessageArgs::default()
+            .content(PROMPT)
+            .build()
+            .unwrap()
+            .into()]);
+    if kind == Kind::Stream {
+        args.stream(true)
+            .stream_options(ChatCompletionStreamOptions {
+                include_usage: Some(true),
+                include_obfuscation: None,
+            });
+    }
+    args.build().unwrap()
 }
 
 impl Caller {
@@ -154,7 +204,15 @@ impl Caller {
         }
     }
 
-    /// One call; returns the number of response body bytes (bare) or content bytes (governed).
+    fn peer(sim: &SimHandle) -> Self {
+        let config = OpenAIConfig::new()
+            .with_api_base(sim.base_url())
+            .with_api_key(KEY);
+        Caller::Peer(async_openai::Client::with_config(config))
+    }
+
+    /// One call; returns the number of response body bytes (bare) or content bytes (peer,
+    /// governed).
     async fn call(&self, kind: Kind) -> usize {
         match self {
             Caller::Bare { client, url, body } => {
@@ -183,6 +241,31 @@ impl Caller {
                     }
                 }
             }
+            Caller::Peer(client) => match kind {
+                Kind::Stream => {
+                    let mut stream = client
+                        .chat()
+                        .create_stream(peer_request(kind))
+                        .await
+                        .expect("peer stream");
+                    let mut n = 0;
+                    while let Some(chunk) = stream.next().await {
+                        let chunk = chunk.expect("peer chunk");
+                        if let Some(choice) = chunk.choices.first() {
+                            n += choice.delta.content.as_deref().map_or(0, str::len);
+                        }
+                    }
+                    n
+                }
+                Kind::Json => {
+                    let r = client
+                        .chat()
+                        .create(peer_request(kind))
+                        .await
+                        .expect("peer chat");
+                    r.choices[0].message.content.as_deref().map_or(0, str::len)
+                }
+            },
             Caller::Governed(client) => {
                 let r = client
                     .chat(PROMPT, ChatOptions::new().stream(kind == Kind::Stream))
@@ -240,6 +323,7 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
 struct Side {
     kind: Kind,
     bare: Caller,
+    peer: Caller,
     governed: Caller,
 }
 
@@ -258,6 +342,7 @@ async fn bench(dir: &Path, sims: &[(Kind, SimHandle)]) {
         sides.push(Side {
             kind: *kind,
             bare: Caller::bare(sim, *kind),
+            peer: Caller::peer(sim),
             governed: Caller::Governed(client),
         });
     }
@@ -265,9 +350,10 @@ async fn bench(dir: &Path, sims: &[(Kind, SimHandle)]) {
     // Wire shapes, from one bare call each.
     for side in &sides {
         println!(
-            "shape {:<10}: bare response body {} B; governed content {} B",
+            "shape {:<10}: bare response body {} B; peer content {} B; governed content {} B",
             side.kind.name(),
             side.bare.call(side.kind).await,
+            side.peer.call(side.kind).await,
             side.governed.call(side.kind).await
         );
     }
@@ -277,9 +363,11 @@ async fn bench(dir: &Path, sims: &[(Kind, SimHandle)]) {
     for side in &sides {
         run_seq(&side.governed, side.kind, warmup, &mut scratch).await;
         run_seq(&side.bare, side.kind, warmup / 5, &mut scratch).await;
+        run_seq(&side.peer, side.kind, warmup / 5, &mut scratch).await;
     }
     println!(
-        "warm-up: {warmup} governed + {} bare calls per wire mode in {:.1} s",
+        "warm-up: {warmup} governed + {} bare + {} peer calls per wire mode in {:.1} s",
+        warmup / 5,
         warmup / 5,
         t0.elapsed().as_secs_f64()
     );
@@ -289,76 +377,98 @@ async fn bench(dir: &Path, sims: &[(Kind, SimHandle)]) {
         "concurrency 1 ({calls} calls per cell, alternating blocks of {block}), latency in µs"
     );
     println!(
-        "{:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "mode",
         "bare p50",
+        "peer p50",
         "gov p50",
         "added",
         "bare p99",
+        "peer p99",
         "gov p99",
         "added",
         "bare avg",
-        "gov avg"
+        "gov avg",
+        "bare alc",
+        "peer alc",
+        "gov alc"
     );
     for side in &sides {
-        let (mut bare, mut gov) = (Vec::new(), Vec::new());
+        let (mut bare, mut peer, mut gov) = (Vec::new(), Vec::new(), Vec::new());
+        let mut allocs = [0usize; 3];
         let mut left = calls;
         let mut flip = false;
         while left > 0 {
             let n = left.min(block);
-            if flip {
-                run_seq(&side.governed, side.kind, n, &mut gov).await;
-                run_seq(&side.bare, side.kind, n, &mut bare).await;
-            } else {
-                run_seq(&side.bare, side.kind, n, &mut bare).await;
-                run_seq(&side.governed, side.kind, n, &mut gov).await;
+            let order: [usize; 3] = if flip { [2, 1, 0] } else { [0, 1, 2] };
+            for which in order {
+                let (caller, out) = match which {
+                    0 => (&side.bare, &mut bare),
+                    1 => (&side.peer, &mut peer),
+                    _ => (&side.governed, &mut gov),
+                };
+                let before = allocations();
+                run_seq(caller, side.kind, n, out).await;
+                allocs[which] += allocations() - before;
             }
             flip = !flip;
             left -= n;
         }
         bare.sort_unstable();
+        peer.sort_unstable();
         gov.sort_unstable();
         let avg = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64 / 1000.0;
-        let (b50, g50, b99, g99) = (
+        let (b50, p50, g50, b99, p99, g99) = (
             pct(&bare, 0.5),
+            pct(&peer, 0.5),
             pct(&gov, 0.5),
             pct(&bare, 0.99),
+            pct(&peer, 0.99),
             pct(&gov, 0.99),
         );
+        let per = |a: usize| a as f64 / calls.max(1) as f64;
         println!(
-            "{:<11} {b50:>9.1} {g50:>9.1} {:>9.1} {b99:>9.1} {g99:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+            "{:<11} {b50:>9.1} {p50:>9.1} {g50:>9.1} {:>9.1} {b99:>9.1} {p99:>9.1} {g99:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
             side.kind.name(),
             g50 - b50,
             g99 - b99,
             avg(&bare),
-            avg(&gov)
+            avg(&gov),
+            per(allocs[0]),
+            per(allocs[1]),
+            per(allocs[2])
         );
     }
+    println!("(allocations per call include the simulator's and the SQLite writer's)");
 
     println!();
     println!("concurrency {conc} ({rounds} alternating slices of {secs} s per path), calls/s");
     println!(
-        "{:<11} {:>10} {:>10} {:>8}",
-        "mode", "bare", "governed", "ratio"
+        "{:<11} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "mode", "bare", "peer", "governed", "gov/bare", "gov/peer"
     );
     for side in &sides {
-        let (mut bare, mut gov) = (0.0, 0.0);
+        let (mut bare, mut peer, mut gov) = (0.0, 0.0, 0.0);
         for r in 0..rounds {
             if r % 2 == 0 {
                 bare += run_tput(&side.bare, side.kind, conc, secs).await;
+                peer += run_tput(&side.peer, side.kind, conc, secs).await;
                 gov += run_tput(&side.governed, side.kind, conc, secs).await;
             } else {
                 gov += run_tput(&side.governed, side.kind, conc, secs).await;
+                peer += run_tput(&side.peer, side.kind, conc, secs).await;
                 bare += run_tput(&side.bare, side.kind, conc, secs).await;
             }
         }
         let r = rounds.max(1) as f64;
         println!(
-            "{:<11} {:>10.0} {:>10.0} {:>8.3}",
+            "{:<11} {:>10.0} {:>10.0} {:>10.0} {:>9.3} {:>9.3}",
             side.kind.name(),
             bare / r,
+            peer / r,
             gov / r,
-            gov / bare
+            gov / bare,
+            gov / peer
         );
     }
 
@@ -384,7 +494,7 @@ async fn bench(dir: &Path, sims: &[(Kind, SimHandle)]) {
 async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
     let (path, kind) = spec
         .split_once('-')
-        .expect("E2E_CALLGRIND=<bare|governed>-<stream|json>");
+        .expect("E2E_CALLGRIND=<bare|peer|governed>-<stream|json>");
     let kind = match kind {
         "stream" => Kind::Stream,
         "json" => Kind::Json,
@@ -393,6 +503,7 @@ async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
     let sim = &sims.iter().find(|(k, _)| *k == kind).unwrap().1;
     let caller = match path {
         "bare" => Caller::bare(sim, kind),
+        "peer" => Caller::peer(sim),
         "governed" => {
             let db = dir.join("telemetry.db");
             Caller::Governed(GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap())
@@ -410,6 +521,58 @@ async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
     println!("callgrind mode {spec}: {warmup} warm-up + {n} calls");
 }
 
+/// Resident set size in KiB (`VmRSS`).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `E2E_RSS` mode: governed non-stream calls at concurrency `E2E_CONC`, RSS every 100 000.
+async fn rss(dir: &Path, sims: &[(Kind, SimHandle)]) {
+    let total = env_u64("E2E_RSS_CALLS", 1_000_000);
+    let conc = env_u64("E2E_CONC", 64);
+    let sim = &sims.iter().find(|(k, _)| *k == Kind::Json).unwrap().1;
+    let db = dir.join("telemetry-rss.db");
+    let client = GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap();
+    let caller = Caller::Governed(client.clone());
+    let step = 100_000u64;
+    let next = Arc::new(AtomicU64::new(0));
+    let t0 = Instant::now();
+    println!("rss: start {} KiB", rss_kib());
+    let mut done_to = 0;
+    while done_to < total {
+        let target = (done_to + step).min(total);
+        let tasks: Vec<_> = (0..conc)
+            .map(|_| {
+                let (caller, next) = (caller.clone(), next.clone());
+                tokio::spawn(async move {
+                    while next.fetch_add(1, Ordering::Relaxed) < target {
+                        std::hint::black_box(caller.call(Kind::Json).await);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        next.store(target, Ordering::Relaxed);
+        done_to = target;
+        let s = client.telemetry_status();
+        println!(
+            "rss: after {done_to} governed calls {} KiB ({:.0} s; rows written {}, dropped {})",
+            rss_kib(),
+            t0.elapsed().as_secs_f64(),
+            s.written_rows,
+            s.dropped_rows
+        );
+    }
+    client.close().await;
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
     let dir = tempfile::tempdir().unwrap();
@@ -423,6 +586,9 @@ fn main() {
         .unwrap();
     match std::env::var("E2E_CALLGRIND") {
         Ok(spec) if !spec.is_empty() => rt.block_on(callgrind(dir.path(), &spec, &sims)),
+        _ if std::env::var("E2E_RSS").is_ok_and(|v| v == "1") => {
+            rt.block_on(rss(dir.path(), &sims));
+        }
         _ => rt.block_on(bench(dir.path(), &sims)),
     }
     for (_, sim) in &sims {

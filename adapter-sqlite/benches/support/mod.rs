@@ -61,3 +61,11 @@ pub fn facts(i: u64) -> AttemptRowFacts {
         AttemptRowOutcome::Success(Box::new(result)),
     )
 }
+
+/// `key` parsed as a number, or `default`.
+pub fn env_u64(key: &str, default: u64) -> u64 {
+    std::env::var(key)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

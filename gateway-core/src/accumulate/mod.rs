@@ -376,7 +376,7 @@ impl Accumulator {
     pub fn push_json(&mut self, chunk: &ChunkJson) -> Result<FrameFacts, AccumulateError> {
         if self.mode == ResponseMode::Text
             && self.failed.is_none()
-            && let Some(frame) = fast::TextFrame::read(chunk.as_str())
+            && let Some(frame) = chunk.text_frame()
         {
             let result = self.admit_text_frame(frame);
             if let Err(error) = &result {
@@ -387,7 +387,7 @@ impl Accumulator {
         self.push_chunk(&chunk.to_value())
     }
 
-    /// Text-mode admission of a frame read by [`fast::TextFrame::read`]: `admit` restricted to
+    /// Text-mode admission of a frame read by the transport's check (`TextFrame::read`): `admit` restricted to
     /// the shapes that reader accepts (no `error` key; `usage` null or an object; string or
     /// absent `id`, `model`, `finish_reason`; deltas of `role`, `content`, `reasoning_content`
     /// and `reasoning` only).

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod limiter;
 pub mod recorder;
 pub mod structured;
+pub mod text_read;
 pub mod transport;
 
 pub use breaker::{BreakerSnapshot, CircuitBreaker, GateDecision, ProbeLease};

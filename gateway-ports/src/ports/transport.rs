@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::config::SourceConfig;
 use crate::error::{ArchiveFault, NetworkFault, WireFailure};
+use crate::ports::text_read::{KeptFrame, TextFrame};
 use crate::vocab::wire_enum;
 
 wire_enum! {
@@ -188,26 +189,53 @@ pub fn json_before_trailing_sse(text: &str) -> Option<&str> {
 /// without building a map per object (05 R-56: parsing every frame into a `Value` was a third of
 /// the stream overhead) and fall back to [`ChunkJson::to_value`] for everything else.
 ///
+/// The check is the same scan that reads the common chunk fields ([`TextFrame::read`]); their
+/// positions are kept, so the core reads them without scanning the text again
+/// ([`ChunkJson::text_frame`]).
+///
 /// Equality is JSON equality (`to_value() == to_value()`), so whitespace and key order of the
 /// text do not matter; `Debug` prints the text (chunk data is payload, never a secret).
 #[derive(Clone)]
 pub struct ChunkJson {
     text: Box<str>,
+    /// Boxed: keeps `WireEvent` small (events are moved through streams and channels).
+    frame: Option<Box<KeptFrame>>,
 }
 
 impl ChunkJson {
     /// Checks that `text` is exactly one JSON text (surrounding whitespace allowed) and keeps it.
     /// Errors: the `serde_json` syntax error (the caller reports only the length, 40 S-26).
+    ///
+    /// One scan: the common chunk shapes are read and checked together ([`TextFrame::read`]
+    /// accepts only complete JSON texts); any other text is checked on its own.
     pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str::<serde::de::IgnoredAny>(text)?;
-        Ok(Self { text: text.into() })
+        let frame = match TextFrame::read(text) {
+            Some(frame) => Some(Box::new(KeptFrame::keep(text, frame))),
+            None => {
+                serde_json::from_str::<serde::de::IgnoredAny>(text)?;
+                None
+            }
+        };
+        Ok(Self {
+            text: text.into(),
+            frame,
+        })
     }
 
     /// The JSON text of `value` (for scripted transports and tests).
     pub fn from_value(value: &Value) -> Self {
+        let text = value.to_string();
+        let frame = TextFrame::read(&text).map(|frame| Box::new(KeptFrame::keep(&text, frame)));
         Self {
-            text: value.to_string().into(),
+            text: text.into(),
+            frame,
         }
+    }
+
+    /// The common chunk fields as read by the check, borrowing from the text, or `None` when
+    /// the text is outside the shapes [`TextFrame::read`] covers (`usage` is a copy).
+    pub fn text_frame(&self) -> Option<TextFrame<'_>> {
+        self.frame.as_ref().map(|frame| frame.view(&self.text))
     }
 
     /// The JSON text as received.
