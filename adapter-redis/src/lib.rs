@@ -28,6 +28,9 @@ mod scripts;
 
 pub use breaker::RedisCircuitBreaker;
 pub use cache::RedisCache;
-pub use conn::{DEFAULT_OP_TIMEOUT, RedisConfigError, RedisConnection, RedisOptions};
+pub use conn::{
+    DEFAULT_BREAKER_MIRROR, DEFAULT_OP_TIMEOUT, DEFAULT_WRITE_BEHIND, RedisConfigError,
+    RedisConnection, RedisOptions,
+};
 pub use keys::scope_tag;
 pub use limiter::{RedisPermit, RedisRateLimiter};
