@@ -79,17 +79,23 @@ fn pct(v: &[Duration], p: f64) -> f64 {
     v[i].as_secs_f64() * 1e6
 }
 
-fn evalsha_calls(port: u16) -> u64 {
+/// `cmdstat_evalsha` `(calls, usec)` of the private server.
+fn evalsha_stats(port: u16) -> (u64, u64) {
     let out = Command::new("redis-cli")
         .args(["-p", &port.to_string(), "INFO", "commandstats"])
         .output()
         .expect("redis-cli");
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    let Some(line) = text.lines().find_map(|l| l.strip_prefix("cmdstat_evalsha:")) else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        line.split(',')
+            .find_map(|kv| kv.strip_prefix(name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("calls="), field("usec="))
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -133,9 +139,9 @@ async fn main() {
     .unwrap();
     let clock = Arc::new(TokioClock::new());
     println!(
-        "| backend | concurrency | calls | p50 µs/call | p99 µs/call | added p50 µs | calls/s | EVALSHA per call |"
+        "| backend | concurrency | calls | p50 µs/call | p99 µs/call | added p50 µs | calls/s | EVALSHA per call | Redis µs per EVALSHA |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let backends = [
         "memory",
         "redis (both)",
@@ -190,18 +196,25 @@ async fn main() {
             // Warm-up (loads the scripts, opens the connection, first mirror read).
             run(Arc::clone(&l), Arc::clone(&b), 1, 20).await;
             conn.flush().await;
-            let before = evalsha_calls(port);
+            let before = evalsha_stats(port);
             let (lat, total) = run(l, b, tasks, per_task).await;
             let n = lat.len() as u64;
             // What is still buffered is part of these calls' cost.
             conn.flush().await;
-            let rt = (evalsha_calls(port) - before) as f64 / n as f64;
+            let after = evalsha_stats(port);
+            let scripts = after.0 - before.0;
+            let rt = scripts as f64 / n as f64;
+            let script_us = if scripts == 0 {
+                0.0
+            } else {
+                (after.1 - before.1) as f64 / scripts as f64
+            };
             let p50 = pct(&lat, 0.5);
             if backend == "memory" {
                 memory_p50 = p50;
             }
             println!(
-                "| {backend} | {tasks} | {n} | {p50:.1} | {:.1} | {:.1} | {:.0} | {rt:.2} |",
+                "| {backend} | {tasks} | {n} | {p50:.1} | {:.1} | {:.1} | {:.0} | {rt:.2} | {script_us:.1} |",
                 pct(&lat, 0.99),
                 p50 - memory_p50,
                 n as f64 / total.as_secs_f64(),

@@ -78,12 +78,13 @@ local function brk_window(B, WS, now)
   end
   return calls, fails
 end
--- One window sample in the bucket of time `at` (after pruning at `now`).
+-- One window sample in the bucket of time `at`. A new bucket prunes the old ones (so the hash
+-- holds at most one window of buckets); counting always goes through brk_window.
 local function brk_sample(B, WS, now, at, failed)
-  brk_window(B, WS, now)
   local cur = bfmt(math.floor(at / 1000000))
-  redis.call('HINCRBY', B, 'c:' .. cur, 1)
+  local n = redis.call('HINCRBY', B, 'c:' .. cur, 1)
   if failed then redis.call('HINCRBY', B, 'f:' .. cur, 1) end
+  if n == 1 then brk_window(B, WS, now) end
 end
 local function brk_may_write(b, ep, is_probe, owner)
   if ep ~= b.ep then return false end
@@ -95,21 +96,21 @@ end
 -- record_success would have at its time). True if `b` changed.
 local function brk_apply(B, WS, b, now, list)
   if list == nil or list == '' then return false end
-  local changed, pruned = false, false
+  local changed, fresh = false, false
   for ep, c, age in string.gmatch(list, '(%d+):(%d):(%d+)') do
     if brk_may_write(b, tonumber(ep), false, '') then
-      b.cf = 0
-      changed = true
+      if b.cf ~= 0 then
+        b.cf = 0
+        changed = true
+      end
       if c == '1' then
-        if not pruned then
-          brk_window(B, WS, now)
-          pruned = true
-        end
         local at = now - tonumber(age)
-        redis.call('HINCRBY', B, 'c:' .. bfmt(math.floor(at / 1000000)), 1)
+        local n = redis.call('HINCRBY', B, 'c:' .. bfmt(math.floor(at / 1000000)), 1)
+        if n == 1 then fresh = true end
       end
     end
   end
+  if fresh then brk_window(B, WS, now) end
   return changed
 end
 ";
@@ -145,12 +146,11 @@ local function store(id, r)
       r.granted, flag(r.inwin), flag(r.slot), flag(r.settled), flag(r.released), r.src))
   end
 end
-local function get(field) return tonumber(redis.call('HGET', K_STATE, field) or '0') or 0 end
+-- Counters never go below zero.
 local function add(field, delta)
   if delta == 0 then return end
-  local v = get(field) + delta
-  if v < 0 then v = 0 end
-  redis.call('HSET', K_STATE, field, fmt(v))
+  local v = redis.call('HINCRBY', K_STATE, field, fmt(delta))
+  if v < 0 then redis.call('HSET', K_STATE, field, '0') end
 end
 local function free_slot(id, r)
   if not r.slot then return end
@@ -369,11 +369,14 @@ elseif op == 'success' then
   if brk_may_write(b, ep, is_probe, owner) then
     if b.ph == 'h' then
       close_circuit(b)
+      changed = true
     else
-      b.cf = 0
+      if b.cf ~= 0 then
+        b.cf = 0
+        changed = true
+      end
       if count then brk_sample(B, WS, now, now, false) end
     end
-    changed = true
   end
   return done({ 'ok' })
 elseif op == 'failure' then
