@@ -86,7 +86,10 @@ fn evalsha_stats(port: u16) -> (u64, u64) {
         .output()
         .expect("redis-cli");
     let text = String::from_utf8_lossy(&out.stdout);
-    let Some(line) = text.lines().find_map(|l| l.strip_prefix("cmdstat_evalsha:")) else {
+    let Some(line) = text
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+    else {
         return (0, 0);
     };
     let field = |name: &str| {
@@ -157,7 +160,10 @@ async fn main() {
         };
         let mut memory_p50 = 0.0;
         for backend in backends {
-            let scope = format!("bench-{}-{tasks}", backend.replace([' ', ',', '(', ')'], ""));
+            let scope = format!(
+                "bench-{}-{tasks}",
+                backend.replace([' ', ',', '(', ')'], "")
+            );
             let mem_l: Arc<dyn RateLimiter> = Arc::new(MemoryRateLimiter::new(
                 &scope,
                 &[source()],

@@ -344,15 +344,16 @@ impl RedisConnection {
             let now = self.now();
             let mut local = self.local();
             for (tag, scope) in local.iter_mut() {
-                let mark = scope
-                    .mark_at
-                    .take()
-                    .map(|at| age_us(now, at).to_string());
+                let mark = scope.mark_at.take().map(|at| age_us(now, at).to_string());
                 let mut samples = Vec::new();
                 if let Some(cfg) = &scope.breaker_cfg {
                     for (source, s) in &mut scope.sources {
                         if !s.samples.is_empty() {
-                            samples.push((source.clone(), Arc::clone(cfg), encode(&mut s.samples, now)));
+                            samples.push((
+                                source.clone(),
+                                Arc::clone(cfg),
+                                encode(&mut s.samples, now),
+                            ));
                         }
                     }
                 }
@@ -365,7 +366,13 @@ impl RedisConnection {
             if let Some(age) = mark {
                 let mut keys = limiter_keys(&tag);
                 keys.push(crate::keys::time_offset_key(&tag));
-                let args = vec!["mark".to_owned(), "0".to_owned(), age, String::new(), String::new()];
+                let args = vec![
+                    "mark".to_owned(),
+                    "0".to_owned(),
+                    age,
+                    String::new(),
+                    String::new(),
+                ];
                 let _ = self.eval(&LIMITER, keys, args).await;
             }
             for (source, cfg, list) in samples {
@@ -513,7 +520,15 @@ impl RedisConnection {
     /// Applies a reply reporting `source`'s phase (`c`/`o`/`h`) and epoch, read by a script sent
     /// as `seq` at `sent_at`: anything but closed drops the mirror; closed sets it unless a
     /// later drop or reply came first.
-    pub(crate) fn mirror_update(&self, tag: &str, source: &str, seq: u64, sent_at: Duration, phase: &str, epoch: &str) {
+    pub(crate) fn mirror_update(
+        &self,
+        tag: &str,
+        source: &str,
+        seq: u64,
+        sent_at: Duration,
+        phase: &str,
+        epoch: &str,
+    ) {
         if self.inner.opts.breaker_mirror.is_zero() {
             return;
         }

@@ -56,7 +56,11 @@ impl Inner {
         let mut args = Vec::with_capacity(5 + op_args.len());
         args.push(op.to_owned());
         args.push(self.lease_ttl_us.clone());
-        args.push(if mark_now { "0".to_owned() } else { carry.mark_age });
+        args.push(if mark_now {
+            "0".to_owned()
+        } else {
+            carry.mark_age
+        });
         let brk_source = match (carry.breaker, source) {
             (Some((cfg, list)), Some(src)) => {
                 keys.push(format!("{}:brk:{src}", self.tag));
@@ -257,15 +261,15 @@ impl RateLimiter for RedisRateLimiter {
                 Some(source),
                 false,
                 vec![
-                source.to_owned(),
-                est_tokens.to_string(),
-                l.max_concurrency.to_string(),
-                l.rpm.to_string(),
-                l.tpm.to_string(),
-                g.max_concurrency.to_string(),
-                g.rpm.to_string(),
-                g.tpm.to_string(),
-            ],
+                    source.to_owned(),
+                    est_tokens.to_string(),
+                    l.max_concurrency.to_string(),
+                    l.rpm.to_string(),
+                    l.tpm.to_string(),
+                    g.max_concurrency.to_string(),
+                    g.rpm.to_string(),
+                    g.tpm.to_string(),
+                ],
             )
             .await?;
         match (r.first().map(String::as_str), r.get(1)) {
@@ -398,7 +402,10 @@ impl Permit for RedisPermit {
     }
 
     async fn release(&self) -> Result<(), BackendError> {
-        let r = self.inner.finish(&self.source, &self.member, None, true).await;
+        let r = self
+            .inner
+            .finish(&self.source, &self.member, None, true)
+            .await;
         self.leave_flight();
         r
     }

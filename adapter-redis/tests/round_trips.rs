@@ -157,7 +157,11 @@ async fn governed_success_round_trips() {
 
     let both = fresh_scope("rt-both");
     let (l, b) = (redis_limiter(&both, &conn), redis_breaker(&both, &conn));
-    assert_eq!(per_call(server.port, &*l, &*b, 20).await, 2, "both on Redis");
+    assert_eq!(
+        per_call(server.port, &*l, &*b, 20).await,
+        2,
+        "both on Redis"
+    );
     let s = b.snapshot("a").await.unwrap();
     assert_eq!(
         (s.state, s.window_calls),
@@ -167,20 +171,36 @@ async fn governed_success_round_trips() {
 
     let lim = fresh_scope("rt-lim");
     let l = redis_limiter(&lim, &conn);
-    assert_eq!(per_call(server.port, &*l, &*mem_b, 20).await, 2, "limiter only");
+    assert_eq!(
+        per_call(server.port, &*l, &*mem_b, 20).await,
+        2,
+        "limiter only"
+    );
 
     let brk = fresh_scope("rt-brk");
     let b = redis_breaker(&brk, &conn);
-    assert_eq!(per_call(server.port, &*mem_l, &*b, 20).await, 0, "breaker only");
+    assert_eq!(
+        per_call(server.port, &*mem_l, &*b, 20).await,
+        0,
+        "breaker only"
+    );
     let before = evalsha_calls(server.port);
     conn.flush().await;
-    assert_eq!(evalsha_calls(server.port) - before, 1, "one script sends the buffer");
+    assert_eq!(
+        evalsha_calls(server.port) - before,
+        1,
+        "one script sends the buffer"
+    );
     assert_eq!(b.snapshot("a").await.unwrap().window_calls, 21);
 
     let plain = RedisConnection::new(&url, immediate_options()).unwrap();
     let imm = fresh_scope("rt-imm");
     let (l, b) = (redis_limiter(&imm, &plain), redis_breaker(&imm, &plain));
-    assert_eq!(per_call(server.port, &*l, &*b, 10).await, 5, "mirror and write-behind off");
+    assert_eq!(
+        per_call(server.port, &*l, &*b, 10).await,
+        5,
+        "mirror and write-behind off"
+    );
     conn.quit().await;
     plain.quit().await;
 }
@@ -244,13 +264,7 @@ async fn mirror_dropped_by_a_reply_or_an_own_failure() {
     let clock = Arc::new(FakeClock::new());
     let conn = connection().with_clock(clock.clone());
     let b = RedisCircuitBreaker::new(&scope, harness_config(), conn.clone());
-    let l = RedisRateLimiter::new(
-        &scope,
-        &[source("s", 0, 0, 0)],
-        global(0, 0, 0),
-        30.0,
-        conn,
-    );
+    let l = RedisRateLimiter::new(&scope, &[source("s", 0, 0, 0)], global(0, 0, 0), 30.0, conn);
     assert!(b.try_enter("s", "b0").await.unwrap().allowed);
     for i in 0..3 {
         let d = a.try_enter("s", &format!("t{i}")).await.unwrap();
@@ -324,7 +338,11 @@ async fn buffered_success_reaches_redis_within_the_bound_and_on_close() {
     .owning_connection();
     let d = b.try_enter("s", "x").await.unwrap();
     b.record_success(&d, true).await.unwrap();
-    assert_eq!(reader.snapshot("s").await.unwrap().window_calls, 0, "buffered");
+    assert_eq!(
+        reader.snapshot("s").await.unwrap().window_calls,
+        0,
+        "buffered"
+    );
     b.close().await;
     assert_eq!(
         reader.snapshot("s").await.unwrap().window_calls,

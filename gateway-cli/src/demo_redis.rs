@@ -130,9 +130,16 @@ pub async fn worker(spec: &str) -> u8 {
                 message.insert("role".into(), Value::from("user"));
                 message.insert(
                     "content".into(),
-                    Value::from(format!("Shared demo call {i} of process {}", std::process::id())),
+                    Value::from(format!(
+                        "Shared demo call {i} of process {}",
+                        std::process::id()
+                    )),
                 );
-                match client.chat_outcome(vec![message], ChatOptions::new()).await.result {
+                match client
+                    .chat_outcome(vec![message], ChatOptions::new())
+                    .await
+                    .result
+                {
                     Ok(_) => granted += 1,
                     Err(_) => refused += 1,
                 }
@@ -185,7 +192,12 @@ async fn spawn_worker(spec: &str) -> Result<Report, String> {
         .lines()
         .rev()
         .find(|l| l.trim_start().starts_with('{'))
-        .ok_or_else(|| format!("a worker process ended without a report ({})", output.status))?;
+        .ok_or_else(|| {
+            format!(
+                "a worker process ended without a report ({})",
+                output.status
+            )
+        })?;
     let v: Value =
         serde_json::from_str(line).map_err(|e| format!("unreadable worker report: {e}"))?;
     if let Some(err) = v.get("backend_error").and_then(Value::as_str) {

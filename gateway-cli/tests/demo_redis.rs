@@ -27,7 +27,10 @@ fn demo_backend_redis_two_processes_share_quota_and_breaker() {
         assert_eq!(workers.len(), 2);
         let mut sum = 0;
         for w in workers {
-            let (g, r) = (w["granted"].as_u64().unwrap(), w["refused"].as_u64().unwrap());
+            let (g, r) = (
+                w["granted"].as_u64().unwrap(),
+                w["refused"].as_u64().unwrap(),
+            );
             assert_eq!(g + r, 16, "every call of a worker is accounted: {w}");
             assert_eq!(w["down_breaker"], "open", "{w}");
             sum += g;
@@ -37,8 +40,14 @@ fn demo_backend_redis_two_processes_share_quota_and_breaker() {
     }
     let (exit, stdout, stderr) = pgw.run(&["demo", "--backend", "redis"], &[REDIS]);
     assert_eq!(exit, 0, "{stdout} {stderr}");
-    assert!(stdout.contains("granted together: 20 of the quota 20"), "{stdout}");
-    assert!(stdout.contains("the two processes shared one quota and one breaker"), "{stdout}");
+    assert!(
+        stdout.contains("granted together: 20 of the quota 20"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the two processes shared one quota and one breaker"),
+        "{stdout}"
+    );
 }
 
 /// An unreachable Redis: the demo says so, naming `REDIS_URL`, and exits non-zero.
