@@ -145,6 +145,8 @@ struct Inner {
     client: fred::clients::Client,
     opts: RedisOptions,
     started: AtomicBool,
+    /// `quit` ran (later calls do nothing).
+    quit: AtomicBool,
     clock: Arc<dyn Clock>,
     local: Mutex<HashMap<String, ScopeLocal>>,
     seq: AtomicU64,
@@ -219,6 +221,7 @@ impl RedisConnection {
                 client,
                 opts,
                 started: AtomicBool::new(false),
+                quit: AtomicBool::new(false),
                 clock: Arc::new(TokioMonotonic {
                     origin: tokio::time::Instant::now(),
                 }),
@@ -394,7 +397,9 @@ impl RedisConnection {
     /// Closes the connection after sending the buffered writes (pending commands fail);
     /// idempotent.
     pub async fn quit(&self) {
-        if self.inner.started.load(Ordering::Acquire) {
+        if self.inner.started.load(Ordering::Acquire)
+            && !self.inner.quit.swap(true, Ordering::AcqRel)
+        {
             self.flush().await;
             if let Some(h) = self.lock_flusher().take() {
                 h.abort();
