@@ -385,10 +385,10 @@ impl RedisConnection {
                 args.push("flush".to_owned());
                 args.extend(cfg.iter().cloned());
                 args.push(list);
-                if let Ok(r) = self.eval(&BREAKER, breaker_keys(&tag, &source), args).await {
-                    if let [.., ph, ep] = r.as_slice() {
-                        self.mirror_update(&tag, &source, seq, sent_at, ph, ep);
-                    }
+                if let Ok(r) = self.eval(&BREAKER, breaker_keys(&tag, &source), args).await
+                    && let [.., ph, ep] = r.as_slice()
+                {
+                    self.mirror_update(&tag, &source, seq, sent_at, ph, ep);
                 }
             }
         }
@@ -454,10 +454,8 @@ impl RedisConnection {
         let Some(scope) = local.get_mut(tag) else {
             return c;
         };
-        if mark {
-            if let Some(at) = scope.mark_at.take() {
-                c.mark_age = age_us(now, at).to_string();
-            }
+        if mark && let Some(at) = scope.mark_at.take() {
+            c.mark_age = age_us(now, at).to_string();
         }
         if let (Some(cfg), Some(source)) = (&scope.breaker_cfg, source) {
             let list = match scope.sources.get_mut(source) {

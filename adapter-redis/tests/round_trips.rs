@@ -55,7 +55,7 @@ fn private_redis() -> Server {
         .stderr(Stdio::null())
         .spawn()
         .expect("redis-server must be installed for the round-trip tests");
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             started.elapsed() < Duration::from_secs(10),
