@@ -287,19 +287,41 @@ impl RedisConnection {
         args: Vec<String>,
     ) -> Result<Vec<String>, BackendError> {
         let client = &self.inner.client;
-        self.bounded(async {
-            match client
-                .evalsha::<Vec<String>, _, _, _>(script.sha1().clone(), keys.clone(), args.clone())
-                .await
-            {
-                Err(e) if e.details().starts_with("NOSCRIPT") => {
-                    script.load(client).await?;
-                    client.evalsha(script.sha1().clone(), keys, args).await
+        let r = self
+            .bounded(async {
+                match client
+                    .evalsha::<Vec<String>, _, _, _>(
+                        script.sha1().clone(),
+                        keys.clone(),
+                        args.clone(),
+                    )
+                    .await
+                {
+                    Err(e) if e.details().starts_with("NOSCRIPT") => {
+                        script.load(client).await?;
+                        client.evalsha(script.sha1().clone(), keys, args).await
+                    }
+                    r => r,
                 }
-                r => r,
+            })
+            .await;
+        if r.is_err() {
+            // Redis may be down: no mirror answers for it any more.
+            self.drop_all_mirrors();
+        }
+        r
+    }
+
+    /// Forgets every breaker mirror of this connection (replies of earlier scripts never
+    /// restore them).
+    fn drop_all_mirrors(&self) {
+        let seq = self.next_seq();
+        for scope in self.local().values_mut() {
+            for s in scope.sources.values_mut() {
+                s.mirror = None;
+                s.floor_seq = s.floor_seq.max(seq);
             }
-        })
-        .await
+        }
     }
 
     /// `GET key`.
