@@ -1,8 +1,12 @@
 //! Governance cost per call, Redis vs memory (issue 15 benchmark; docs/benchmarks.md "Redis
 //! governance"). Starts a private `redis-server` on a free port, then for each backend and
-//! concurrency (1 and 64) runs the governance sequence of one successful governed call —
-//! `try_enter`, `try_acquire`, `settle_then_release`, `record_success`, `mark_progress` — and
-//! prints p50/p99 per call and the `EVALSHA` round trips per call from `INFO commandstats`.
+//! concurrency (1 and 64) runs the governance sequence of one successful governed call in the
+//! core's order — `try_enter`, `try_acquire`, `record_success`, `mark_progress`,
+//! `settle_then_release` — and prints p50/p99 per call, the p50 added over memory, and the
+//! `EVALSHA` round trips per call from `INFO commandstats` (background flushes and mirror
+//! refreshes included). Rows: memory; both ports on Redis with the default options; the same
+//! with the breaker mirror and write-behind off (every operation its own round trip); the
+//! limiter alone on Redis; the breaker alone on Redis.
 //!
 //! `cargo run --release -p adapter-redis --example bench_governance [calls_per_task]`
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
@@ -33,13 +37,13 @@ async fn one_call(l: &dyn RateLimiter, b: &dyn CircuitBreaker, owner: &str) {
     let Acquire::Granted(p) = l.try_acquire("a", 100).await.expect("acquire") else {
         panic!("denied");
     };
+    b.record_success(&d, true).await.expect("record_success");
+    l.mark_progress().await.expect("mark_progress");
     if !p.settle_and_release_now(80) {
         p.settle_then_release(80)
             .await
             .expect("settle_then_release");
     }
-    b.record_success(&d, true).await.expect("record_success");
-    l.mark_progress().await.expect("mark_progress");
 }
 
 async fn run(
@@ -75,17 +79,26 @@ fn pct(v: &[Duration], p: f64) -> f64 {
     v[i].as_secs_f64() * 1e6
 }
 
-fn evalsha_calls(port: u16) -> u64 {
+/// `cmdstat_evalsha` `(calls, usec)` of the private server.
+fn evalsha_stats(port: u16) -> (u64, u64) {
     let out = Command::new("redis-cli")
         .args(["-p", &port.to_string(), "INFO", "commandstats"])
         .output()
         .expect("redis-cli");
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    let Some(line) = text
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+    else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        line.split(',')
+            .find_map(|kv| kv.strip_prefix(name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("calls="), field("usec="))
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -116,70 +129,105 @@ async fn main() {
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let conn = RedisConnection::new(
-        &format!("redis://127.0.0.1:{port}"),
-        RedisOptions::default(),
+    let url = format!("redis://127.0.0.1:{port}");
+    let conn = RedisConnection::new(&url, RedisOptions::default()).unwrap();
+    let immediate = RedisConnection::new(
+        &url,
+        RedisOptions {
+            breaker_mirror: Duration::ZERO,
+            write_behind: Duration::ZERO,
+            ..RedisOptions::default()
+        },
     )
     .unwrap();
     let clock = Arc::new(TokioClock::new());
     println!(
-        "| backend | concurrency | calls | p50 µs/call | p99 µs/call | calls/s | EVALSHA per call |"
+        "| backend | concurrency | calls | p50 µs/call | p99 µs/call | added p50 µs | calls/s | EVALSHA per call | Redis µs per EVALSHA |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let backends = [
+        "memory",
+        "redis (both)",
+        "redis (both, mirror and write-behind off)",
+        "redis limiter only",
+        "redis breaker only",
+    ];
     for tasks in [1usize, 64] {
         let per_task = if tasks == 1 {
             calls
         } else {
             (calls / 8).max(10)
         };
-        for backend in ["memory", "redis"] {
-            let scope = format!("bench-{backend}-{tasks}");
-            let (l, b): (Arc<dyn RateLimiter>, Arc<dyn CircuitBreaker>) = if backend == "memory" {
-                (
-                    Arc::new(MemoryRateLimiter::new(
-                        &scope,
-                        &[source()],
-                        GlobalLimits::default(),
-                        100.0,
-                        clock.clone(),
-                    )),
-                    Arc::new(MemoryCircuitBreaker::new(
-                        &scope,
-                        BreakerConfig::default(),
-                        clock.clone(),
-                    )),
-                )
-            } else {
-                (
-                    Arc::new(RedisRateLimiter::new(
-                        &scope,
-                        &[source()],
-                        GlobalLimits::default(),
-                        100.0,
-                        conn.clone(),
-                    )),
-                    Arc::new(RedisCircuitBreaker::new(
-                        &scope,
-                        BreakerConfig::default(),
-                        conn.clone(),
-                    )),
-                )
+        let mut memory_p50 = 0.0;
+        for backend in backends {
+            let scope = format!(
+                "bench-{}-{tasks}",
+                backend.replace([' ', ',', '(', ')'], "")
+            );
+            let mem_l: Arc<dyn RateLimiter> = Arc::new(MemoryRateLimiter::new(
+                &scope,
+                &[source()],
+                GlobalLimits::default(),
+                100.0,
+                clock.clone(),
+            ));
+            let mem_b: Arc<dyn CircuitBreaker> = Arc::new(MemoryCircuitBreaker::new(
+                &scope,
+                BreakerConfig::default(),
+                clock.clone(),
+            ));
+            let redis_l = |c: &RedisConnection| -> Arc<dyn RateLimiter> {
+                Arc::new(RedisRateLimiter::new(
+                    &scope,
+                    &[source()],
+                    GlobalLimits::default(),
+                    100.0,
+                    c.clone(),
+                ))
             };
-            // Warm-up (loads the scripts, opens the connection).
+            let redis_b = |c: &RedisConnection| -> Arc<dyn CircuitBreaker> {
+                Arc::new(RedisCircuitBreaker::new(
+                    &scope,
+                    BreakerConfig::default(),
+                    c.clone(),
+                ))
+            };
+            let (l, b) = match backend {
+                "memory" => (mem_l, mem_b),
+                "redis (both)" => (redis_l(&conn), redis_b(&conn)),
+                "redis limiter only" => (redis_l(&conn), mem_b),
+                "redis breaker only" => (mem_l, redis_b(&conn)),
+                _ => (redis_l(&immediate), redis_b(&immediate)),
+            };
+            // Warm-up (loads the scripts, opens the connection, first mirror read).
             run(Arc::clone(&l), Arc::clone(&b), 1, 20).await;
-            let before = evalsha_calls(port);
+            conn.flush().await;
+            let before = evalsha_stats(port);
             let (lat, total) = run(l, b, tasks, per_task).await;
             let n = lat.len() as u64;
-            let rt = (evalsha_calls(port) - before) as f64 / n as f64;
+            // What is still buffered is part of these calls' cost.
+            conn.flush().await;
+            let after = evalsha_stats(port);
+            let scripts = after.0 - before.0;
+            let rt = scripts as f64 / n as f64;
+            let script_us = if scripts == 0 {
+                0.0
+            } else {
+                (after.1 - before.1) as f64 / scripts as f64
+            };
+            let p50 = pct(&lat, 0.5);
+            if backend == "memory" {
+                memory_p50 = p50;
+            }
             println!(
-                "| {backend} | {tasks} | {n} | {:.1} | {:.1} | {:.0} | {:.2} |",
-                pct(&lat, 0.5),
+                "| {backend} | {tasks} | {n} | {p50:.1} | {:.1} | {:.1} | {:.0} | {rt:.2} | {script_us:.1} |",
                 pct(&lat, 0.99),
+                p50 - memory_p50,
                 n as f64 / total.as_secs_f64(),
-                rt
             );
         }
     }
+    immediate.quit().await;
     conn.quit().await;
     let _ = server.kill();
     let _ = server.wait();

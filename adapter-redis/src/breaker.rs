@@ -14,7 +14,7 @@ use gateway_ports::{
 };
 
 use crate::conn::RedisConnection;
-use crate::keys::{scope_tag, time_offset_key};
+use crate::keys::{breaker_keys, scope_tag};
 use crate::scripts::BREAKER;
 
 /// Probe lease in seconds used when `BreakerConfig::probe_ttl_s` is `None`: the default source
@@ -57,7 +57,7 @@ struct Inner {
     scope: String,
     tag: String,
     conn: RedisConnection,
-    config: Vec<String>,
+    config: Arc<[String]>,
     closed: AtomicBool,
     /// `close()` also quits the connection (the assembly built it for this port).
     owns_conn: bool,
@@ -66,10 +66,14 @@ struct Inner {
 /// The circuit breaker shared through Redis (10 §8.5; 30 G-65..G-71; D7).
 ///
 /// Built from `(scope, BreakerConfig, RedisConnection)`; any source name is accepted. Every
-/// process of a scope must use the same `BreakerConfig`. Each operation is one `EVALSHA`; any
-/// Redis error or timeout is `Unavailable` (never `allowed`). Denied decisions and
-/// `release_probe` of a non-probe write nothing and cost no round trip. After `close()`
-/// `try_enter` and `snapshot` answer `Unavailable`; write-backs keep working.
+/// process of a scope must use the same `BreakerConfig`. Each operation is at most one
+/// `EVALSHA`; any Redis error or timeout is `Unavailable` (never `allowed`). Denied decisions
+/// and `release_probe` of a non-probe write nothing and cost no round trip. Two more cost none
+/// in the common case (see [`crate::RedisOptions`]): `try_enter` on a source whose closed state
+/// this process read less than `breaker_mirror` ago, and `record_success` outside a probe,
+/// which is buffered and carried by the next script of the scope on this connection (the
+/// limiter's settle/release when both ports share it). After `close()` `try_enter` and
+/// `snapshot` answer `Unavailable`; write-backs keep working.
 #[derive(Clone)]
 pub struct RedisCircuitBreaker {
     inner: Arc<Inner>,
@@ -88,12 +92,15 @@ impl RedisCircuitBreaker {
     /// Builds a breaker for `scope` with `config` over `conn`. Out-of-domain values (validated
     /// at assembly) are clamped as in the memory breaker. No I/O.
     pub fn new(scope: &str, config: BreakerConfig, conn: RedisConnection) -> Self {
+        let tag = scope_tag(scope);
+        let config: Arc<[String]> = config_args(&config).into();
+        conn.register_breaker(&tag, Arc::clone(&config));
         Self {
             inner: Arc::new(Inner {
                 scope: scope.to_owned(),
-                tag: scope_tag(scope),
+                tag,
                 conn,
-                config: config_args(&config),
+                config,
                 closed: AtomicBool::new(false),
                 owns_conn: false,
             }),
@@ -122,16 +129,29 @@ impl RedisCircuitBreaker {
         extra: &[&str],
     ) -> Result<Vec<String>, BackendError> {
         let tag = &self.inner.tag;
-        let keys = vec![
-            format!("{tag}:brk:{source}"),
-            format!("{tag}:brkwin:{source}"),
-            time_offset_key(tag),
-        ];
-        let mut args = Vec::with_capacity(8 + extra.len());
+        let conn = &self.inner.conn;
+        let carry = conn.carry(tag, Some(source), false);
+        let mut args = Vec::with_capacity(9 + extra.len());
         args.push(op.to_owned());
         args.extend(self.inner.config.iter().cloned());
+        args.push(carry.breaker.map(|(_, list)| list).unwrap_or_default());
         args.extend(extra.iter().map(|s| (*s).to_owned()));
-        self.inner.conn.eval(&BREAKER, keys, args).await
+        let r = conn.eval(&BREAKER, breaker_keys(tag, source), args).await?;
+        match r.as_slice() {
+            [state, epoch, ..] if op == "snap" => {
+                let phase = match state.as_str() {
+                    "closed" => "c",
+                    "open" => "o",
+                    _ => "h",
+                };
+                conn.mirror_update(tag, source, carry.seq, carry.sent_at, phase, epoch);
+            }
+            [.., phase, epoch] => {
+                conn.mirror_update(tag, source, carry.seq, carry.sent_at, phase, epoch);
+            }
+            _ => return Err(malformed(op)),
+        }
+        Ok(r)
     }
 
     fn check_open(&self) -> Result<(), BackendError> {
@@ -154,8 +174,18 @@ fn flag(b: bool) -> &'static str {
 impl CircuitBreaker for RedisCircuitBreaker {
     async fn try_enter(&self, source: &str, owner: &str) -> Result<GateDecision, BackendError> {
         self.check_open()?;
+        if let Some(epoch) = self.inner.conn.mirror_closed(&self.inner.tag, source) {
+            return Ok(GateDecision {
+                source: source.to_owned(),
+                owner: owner.to_owned(),
+                allowed: true,
+                is_probe: false,
+                epoch,
+                retry_after_s: None,
+            });
+        }
         let r = self.run(source, "enter", &[owner]).await?;
-        let [allowed, probe, epoch, retry] = r.as_slice() else {
+        let [allowed, probe, epoch, retry, _, _] = r.as_slice() else {
             return Err(malformed("enter"));
         };
         Ok(GateDecision {
@@ -179,6 +209,17 @@ impl CircuitBreaker for RedisCircuitBreaker {
     ) -> Result<(), BackendError> {
         if !entry.allowed {
             return Ok(());
+        }
+        let conn = &self.inner.conn;
+        if !entry.is_probe
+            && !conn.options().write_behind.is_zero()
+            && !conn.push_sample(&self.inner.tag, &entry.source, entry.epoch, count_attempt)
+        {
+            return Ok(());
+        }
+        if !entry.is_probe && !conn.options().write_behind.is_zero() {
+            // The buffer of this source is full: this script carries all of it.
+            return self.run(&entry.source, "flush", &[]).await.map(|_| ());
         }
         let epoch = entry.epoch.to_string();
         self.run(
@@ -204,6 +245,8 @@ impl CircuitBreaker for RedisCircuitBreaker {
         if !entry.allowed {
             return Ok(());
         }
+        // This process's failure may open the breaker: stop trusting the mirror at once.
+        self.inner.conn.mirror_drop(&self.inner.tag, &entry.source);
         let epoch = entry.epoch.to_string();
         self.run(
             &entry.source,
@@ -252,10 +295,16 @@ impl CircuitBreaker for RedisCircuitBreaker {
         Ok(s)
     }
 
+    /// Sends the buffered writes of the connection; quits it if this breaker owns it.
     async fn close(&self) {
         let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);
-        if self.inner.owns_conn && !was_closed {
+        if was_closed {
+            return;
+        }
+        if self.inner.owns_conn {
             self.inner.conn.quit().await;
+        } else {
+            self.inner.conn.flush().await;
         }
     }
 }

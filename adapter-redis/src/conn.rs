@@ -1,19 +1,40 @@
 //! The shared Redis connection: a `fred` client opened lazily, every round trip bounded by the
 //! operation timeout, every error mapped to `BackendError` `Unavailable` (fail closed).
+//!
+//! The connection also holds the process-local state the limiter and breaker built on it share
+//! (docs/decisions.md "Redis round trips per call"): the write-behind buffer (breaker success
+//! samples, progress marks) that the next script of the scope carries, the mirror of each
+//! source's closed breaker, and the flusher task that writes a buffered item within the
+//! write-behind bound when no script carries it.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use fred::prelude::{
     ClientLike, Config, Error as FredError, KeysInterface, LuaInterface, ReconnectPolicy,
 };
 use fred::types::scripts::Script;
-use gateway_ports::BackendError;
+use gateway_ports::{BackendError, Clock};
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+use crate::keys::{breaker_keys, limiter_keys};
+use crate::scripts::{BREAKER, LIMITER};
 
 /// Default bound of one Redis round trip (500 ms): a slower answer is treated as an outage.
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Default time a process trusts its local copy of a source's closed breaker (250 ms).
+pub const DEFAULT_BREAKER_MIRROR: Duration = Duration::from_millis(250);
+
+/// Default bound after which a buffered success sample or progress mark is in Redis (100 ms).
+pub const DEFAULT_WRITE_BEHIND: Duration = Duration::from_millis(100);
+
+/// Buffered success samples per source before `record_success` writes them at once.
+const MAX_PENDING_SAMPLES: usize = 64;
 
 /// Tuning of a [`RedisConnection`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,6 +47,18 @@ pub struct RedisOptions {
     pub reconnect_delay: Duration,
     /// Bound of one TCP connect (and TLS handshake) attempt (default 2 s).
     pub connect_timeout: Duration,
+    /// How long a breaker trusts the closed state it last read from Redis for a source (default
+    /// [`DEFAULT_BREAKER_MIRROR`]): within it, `try_enter` on a closed source answers without a
+    /// round trip, so an open made by another process is seen at the latest this long after
+    /// it happened. This process's own failures and any reply showing a state change drop the
+    /// copy at once. `Duration::ZERO`: every `try_enter` asks Redis.
+    pub breaker_mirror: Duration,
+    /// Bound for buffered writes (default [`DEFAULT_WRITE_BEHIND`]): a breaker success outside
+    /// a probe and a progress mark made while a permit is in flight are not sent on their own;
+    /// the next script of the scope on this connection carries them (normally the permit's
+    /// settle/release), and a background flush sends what is left after this long.
+    /// `Duration::ZERO`: every success and mark is written at once (one round trip each).
+    pub write_behind: Duration,
 }
 
 impl Default for RedisOptions {
@@ -34,6 +67,8 @@ impl Default for RedisOptions {
             op_timeout: DEFAULT_OP_TIMEOUT,
             reconnect_delay: Duration::from_millis(100),
             connect_timeout: Duration::from_secs(2),
+            breaker_mirror: DEFAULT_BREAKER_MIRROR,
+            write_behind: DEFAULT_WRITE_BEHIND,
         }
     }
 }
@@ -54,10 +89,78 @@ impl fmt::Display for RedisConfigError {
 
 impl std::error::Error for RedisConfigError {}
 
+/// A buffered breaker success: decision epoch, counted in the window, local time recorded.
+struct Sample {
+    epoch: u64,
+    count: bool,
+    at: Duration,
+}
+
+/// Process-local state of one source of one scope.
+#[derive(Default)]
+struct SourceLocal {
+    /// Closed at this epoch, as read by a script sent at this local time.
+    mirror: Option<(u64, Duration)>,
+    /// Replies of scripts sent before this sequence number never set the mirror.
+    floor_seq: u64,
+    samples: Vec<Sample>,
+}
+
+/// Process-local state of one scope (by hash tag).
+#[derive(Default)]
+struct ScopeLocal {
+    /// Script arguments of the breaker config of this scope on this connection (if any).
+    breaker_cfg: Option<Arc<[String]>>,
+    /// Local time of the latest buffered progress mark.
+    mark_at: Option<Duration>,
+    sources: HashMap<String, SourceLocal>,
+}
+
+/// What a script carries from the buffer, and what its reply refreshes.
+pub(crate) struct Carry {
+    /// Age in µs of the buffered progress mark ('' = none).
+    pub mark_age: String,
+    /// Breaker config and the samples (`epoch:count:age_us,…`) for the script's source.
+    pub breaker: Option<(Arc<[String]>, String)>,
+    /// Send order and local send time (mirror refresh).
+    pub seq: u64,
+    pub sent_at: Duration,
+}
+
+/// Reads the clock of the tokio runtime (the default local clock).
+struct TokioMonotonic {
+    origin: tokio::time::Instant,
+}
+
+impl Clock for TokioMonotonic {
+    fn monotonic(&self) -> Duration {
+        self.origin.elapsed()
+    }
+    fn wall(&self) -> std::time::SystemTime {
+        std::time::SystemTime::now()
+    }
+}
+
 struct Inner {
     client: fred::clients::Client,
     opts: RedisOptions,
     started: AtomicBool,
+    /// `quit` ran (later calls do nothing).
+    quit: AtomicBool,
+    clock: Arc<dyn Clock>,
+    local: Mutex<HashMap<String, ScopeLocal>>,
+    seq: AtomicU64,
+    notify: Arc<Notify>,
+    flusher: Mutex<Option<AbortHandle>>,
+    flush_lock: tokio::sync::Mutex<()>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(h) = self.flusher.get_mut().ok().and_then(Option::take) {
+            h.abort();
+        }
+    }
 }
 
 /// One Redis client shared by the limiter, breaker and cache of an assembly (cheap to clone).
@@ -118,8 +221,27 @@ impl RedisConnection {
                 client,
                 opts,
                 started: AtomicBool::new(false),
+                quit: AtomicBool::new(false),
+                clock: Arc::new(TokioMonotonic {
+                    origin: tokio::time::Instant::now(),
+                }),
+                local: Mutex::new(HashMap::new()),
+                seq: AtomicU64::new(1),
+                notify: Arc::new(Notify::new()),
+                flusher: Mutex::new(None),
+                flush_lock: tokio::sync::Mutex::new(()),
             }),
         })
+    }
+
+    /// Makes the breaker mirror and the write-behind ages read `clock` (default: the tokio
+    /// runtime's monotonic time). Call it right after `new`, before cloning; later it does
+    /// nothing.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.clock = clock;
+        }
+        self
     }
 
     /// The options this connection was built with.
@@ -165,19 +287,41 @@ impl RedisConnection {
         args: Vec<String>,
     ) -> Result<Vec<String>, BackendError> {
         let client = &self.inner.client;
-        self.bounded(async {
-            match client
-                .evalsha::<Vec<String>, _, _, _>(script.sha1().clone(), keys.clone(), args.clone())
-                .await
-            {
-                Err(e) if e.details().starts_with("NOSCRIPT") => {
-                    script.load(client).await?;
-                    client.evalsha(script.sha1().clone(), keys, args).await
+        let r = self
+            .bounded(async {
+                match client
+                    .evalsha::<Vec<String>, _, _, _>(
+                        script.sha1().clone(),
+                        keys.clone(),
+                        args.clone(),
+                    )
+                    .await
+                {
+                    Err(e) if e.details().starts_with("NOSCRIPT") => {
+                        script.load(client).await?;
+                        client.evalsha(script.sha1().clone(), keys, args).await
+                    }
+                    r => r,
                 }
-                r => r,
+            })
+            .await;
+        if r.is_err() {
+            // Redis may be down: no mirror answers for it any more.
+            self.drop_all_mirrors();
+        }
+        r
+    }
+
+    /// Forgets every breaker mirror of this connection (replies of earlier scripts never
+    /// restore them).
+    fn drop_all_mirrors(&self) {
+        let seq = self.next_seq();
+        for scope in self.local().values_mut() {
+            for s in scope.sources.values_mut() {
+                s.mirror = None;
+                s.floor_seq = s.floor_seq.max(seq);
             }
-        })
-        .await
+        }
     }
 
     /// `GET key`.
@@ -204,9 +348,11 @@ impl RedisConnection {
         .await
     }
 
-    /// Moves the time every script of `scope` reads by `d` (test builds only, 05 R-31).
+    /// Moves the time every script of `scope` reads by `d` (test builds only, 05 R-31). Buffered
+    /// writes are sent first: they happened before the time moved.
     #[cfg(feature = "test-time")]
     pub async fn advance_time(&self, scope: &str, d: Duration) -> Result<(), BackendError> {
+        self.flush().await;
         let key = crate::keys::time_offset_key(&crate::keys::scope_tag(scope));
         let us = i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
         let client = &self.inner.client;
@@ -214,10 +360,270 @@ impl RedisConnection {
         Ok(())
     }
 
-    /// Closes the connection (pending commands fail); idempotent.
+    /// Sends every buffered success sample and progress mark now (one script per scope and
+    /// source that has some). A write that fails is dropped, as a failed write-back would be.
+    pub async fn flush(&self) {
+        let _serial = self.inner.flush_lock.lock().await;
+        let mut work = Vec::new();
+        {
+            let now = self.now();
+            let mut local = self.local();
+            for (tag, scope) in local.iter_mut() {
+                let mark = scope.mark_at.take().map(|at| age_us(now, at).to_string());
+                let mut samples = Vec::new();
+                if let Some(cfg) = &scope.breaker_cfg {
+                    for (source, s) in &mut scope.sources {
+                        if !s.samples.is_empty() {
+                            samples.push((
+                                source.clone(),
+                                Arc::clone(cfg),
+                                encode(&mut s.samples, now),
+                            ));
+                        }
+                    }
+                }
+                if mark.is_some() || !samples.is_empty() {
+                    work.push((tag.clone(), mark, samples));
+                }
+            }
+        }
+        for (tag, mark, samples) in work {
+            if let Some(age) = mark {
+                let mut keys = limiter_keys(&tag);
+                keys.push(crate::keys::time_offset_key(&tag));
+                let args = vec![
+                    "mark".to_owned(),
+                    "0".to_owned(),
+                    age,
+                    String::new(),
+                    String::new(),
+                ];
+                let _ = self.eval(&LIMITER, keys, args).await;
+            }
+            for (source, cfg, list) in samples {
+                let seq = self.next_seq();
+                let sent_at = self.now();
+                let mut args = Vec::with_capacity(cfg.len() + 2);
+                args.push("flush".to_owned());
+                args.extend(cfg.iter().cloned());
+                args.push(list);
+                if let Ok(r) = self.eval(&BREAKER, breaker_keys(&tag, &source), args).await
+                    && let [.., ph, ep] = r.as_slice()
+                {
+                    self.mirror_update(&tag, &source, seq, sent_at, ph, ep);
+                }
+            }
+        }
+    }
+
+    /// Closes the connection after sending the buffered writes (pending commands fail);
+    /// idempotent.
     pub async fn quit(&self) {
-        if self.inner.started.load(Ordering::Acquire) {
+        if self.inner.started.load(Ordering::Acquire)
+            && !self.inner.quit.swap(true, Ordering::AcqRel)
+        {
+            self.flush().await;
+            if let Some(h) = self.lock_flusher().take() {
+                h.abort();
+            }
             let _ = self.inner.client.quit().await;
         }
     }
+
+    // ---- process-local shared state ---------------------------------------------------
+
+    fn local(&self) -> MutexGuard<'_, HashMap<String, ScopeLocal>> {
+        self.inner
+            .local
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn lock_flusher(&self) -> MutexGuard<'_, Option<AbortHandle>> {
+        self.inner
+            .flusher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The local clock reading.
+    pub(crate) fn now(&self) -> Duration {
+        self.inner.clock.monotonic()
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.inner.seq.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Records that a breaker with these script config arguments works on `tag`.
+    pub(crate) fn register_breaker(&self, tag: &str, cfg: Arc<[String]>) {
+        self.local().entry(tag.to_owned()).or_default().breaker_cfg = Some(cfg);
+    }
+
+    /// Takes what the next script of `tag` carries: the buffered mark (if `mark`), and — when a
+    /// breaker works on `tag` and `source` is given — the breaker config and the buffered
+    /// samples of `source`.
+    pub(crate) fn carry(&self, tag: &str, source: Option<&str>, mark: bool) -> Carry {
+        let seq = self.next_seq();
+        let now = self.now();
+        let mut local = self.local();
+        let mut c = Carry {
+            mark_age: String::new(),
+            breaker: None,
+            seq,
+            sent_at: now,
+        };
+        let Some(scope) = local.get_mut(tag) else {
+            return c;
+        };
+        if mark && let Some(at) = scope.mark_at.take() {
+            c.mark_age = age_us(now, at).to_string();
+        }
+        if let (Some(cfg), Some(source)) = (&scope.breaker_cfg, source) {
+            let list = match scope.sources.get_mut(source) {
+                Some(s) => encode(&mut s.samples, now),
+                None => String::new(),
+            };
+            c.breaker = Some((Arc::clone(cfg), list));
+        }
+        c
+    }
+
+    /// Buffers a breaker success; `true` when the buffer of `source` is full (write it now).
+    pub(crate) fn push_sample(&self, tag: &str, source: &str, epoch: u64, count: bool) -> bool {
+        let at = self.now();
+        let full = {
+            let mut local = self.local();
+            let s = local
+                .entry(tag.to_owned())
+                .or_default()
+                .sources
+                .entry(source.to_owned())
+                .or_default();
+            s.samples.push(Sample { epoch, count, at });
+            s.samples.len() >= MAX_PENDING_SAMPLES
+        };
+        if !full {
+            self.schedule_flush();
+        }
+        full
+    }
+
+    /// Buffers a progress mark of `tag`.
+    pub(crate) fn push_mark(&self, tag: &str) {
+        let at = self.now();
+        self.local().entry(tag.to_owned()).or_default().mark_at = Some(at);
+        self.schedule_flush();
+    }
+
+    /// The epoch of `source`'s closed breaker if the mirror may still be trusted.
+    pub(crate) fn mirror_closed(&self, tag: &str, source: &str) -> Option<u64> {
+        let ttl = self.inner.opts.breaker_mirror;
+        if ttl.is_zero() {
+            return None;
+        }
+        let now = self.now();
+        let local = self.local();
+        let (epoch, at) = local.get(tag)?.sources.get(source)?.mirror?;
+        (now.saturating_sub(at) < ttl).then_some(epoch)
+    }
+
+    /// Forgets the mirror of `source`; replies of scripts sent before now never restore it.
+    pub(crate) fn mirror_drop(&self, tag: &str, source: &str) {
+        let seq = self.next_seq();
+        let mut local = self.local();
+        let s = local
+            .entry(tag.to_owned())
+            .or_default()
+            .sources
+            .entry(source.to_owned())
+            .or_default();
+        s.mirror = None;
+        s.floor_seq = s.floor_seq.max(seq);
+    }
+
+    /// Applies a reply reporting `source`'s phase (`c`/`o`/`h`) and epoch, read by a script sent
+    /// as `seq` at `sent_at`: anything but closed drops the mirror; closed sets it unless a
+    /// later drop or reply came first.
+    pub(crate) fn mirror_update(
+        &self,
+        tag: &str,
+        source: &str,
+        seq: u64,
+        sent_at: Duration,
+        phase: &str,
+        epoch: &str,
+    ) {
+        if self.inner.opts.breaker_mirror.is_zero() {
+            return;
+        }
+        let mut local = self.local();
+        let s = local
+            .entry(tag.to_owned())
+            .or_default()
+            .sources
+            .entry(source.to_owned())
+            .or_default();
+        match (phase, epoch.parse::<u64>()) {
+            ("c", Ok(ep)) if seq > s.floor_seq => {
+                s.mirror = Some((ep, sent_at));
+                s.floor_seq = seq;
+            }
+            ("c", Ok(_)) => {}
+            _ => {
+                s.mirror = None;
+                s.floor_seq = s.floor_seq.max(seq);
+            }
+        }
+    }
+
+    /// Wakes the flusher (started on first use, on the current runtime; ended by `quit` or
+    /// when the last clone of this connection is dropped).
+    fn schedule_flush(&self) {
+        let mut f = self.lock_flusher();
+        if f.is_none() {
+            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            let weak = Arc::downgrade(&self.inner);
+            let notify = Arc::clone(&self.inner.notify);
+            let bound = self.inner.opts.write_behind;
+            *f = Some(rt.spawn(flusher(weak, notify, bound)).abort_handle());
+        }
+        drop(f);
+        self.inner.notify.notify_one();
+    }
+}
+
+/// Sends the buffered writes of `inner` within `bound` of their recording.
+async fn flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration) {
+    loop {
+        notify.notified().await;
+        tokio::time::sleep(bound).await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        RedisConnection { inner }.flush().await;
+    }
+}
+
+fn age_us(now: Duration, at: Duration) -> u64 {
+    u64::try_from(now.saturating_sub(at).as_micros()).unwrap_or(u64::MAX)
+}
+
+/// `epoch:count:age_us,…` (drains `samples`).
+fn encode(samples: &mut Vec<Sample>, now: Duration) -> String {
+    let mut out = String::new();
+    for s in samples.drain(..) {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            "{}:{}:{}",
+            s.epoch,
+            if s.count { '1' } else { '0' },
+            age_us(now, s.at)
+        ));
+    }
+    out
 }

@@ -23,6 +23,27 @@ pub(crate) fn time_offset_key(tag: &str) -> String {
     format!("{tag}:test_time_offset_us")
 }
 
+/// The limiter keys of a scope (without the time offset key): state, permits, window, leases,
+/// progress.
+pub(crate) fn limiter_keys(tag: &str) -> Vec<String> {
+    vec![
+        format!("{tag}:lim:state"),
+        format!("{tag}:lim:permits"),
+        format!("{tag}:lim:window"),
+        format!("{tag}:lim:leases"),
+        format!("{tag}:lim:progress"),
+    ]
+}
+
+/// The breaker keys of one source (state, window buckets) followed by the time offset key.
+pub(crate) fn breaker_keys(tag: &str, source: &str) -> Vec<String> {
+    vec![
+        format!("{tag}:brk:{source}"),
+        format!("{tag}:brkwin:{source}"),
+        time_offset_key(tag),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::scope_tag;

@@ -7,9 +7,13 @@
 //!   lease, epoch fencing.
 //! - [`RedisCache`]: the response cache port over `SET … PX` / `GET`.
 //!
-//! Every limiter or breaker operation is **one** `EVALSHA` of an atomic Lua script (scripts are
-//! loaded once and reloaded on `NOSCRIPT`); the script reads the time from Redis `TIME`, so every
-//! process shares one clock. All keys of a scope carry the hash tag `{pgw:<scope>}` so every
+//! Every limiter or breaker operation is at most **one** `EVALSHA` of an atomic Lua script
+//! (scripts are loaded once and reloaded on `NOSCRIPT`); the script reads the time from Redis
+//! `TIME`, so every process shares one clock. A governed success costs two: `try_enter` on a
+//! closed source is answered by the breaker mirror ([`RedisOptions::breaker_mirror`]), and
+//! `record_success` / `mark_progress` are buffered on the connection and carried by the next
+//! script of the scope — normally the permit's `settle_then_release` — or sent within
+//! [`RedisOptions::write_behind`]. All keys of a scope carry the hash tag `{pgw:<scope>}` so every
 //! script touches one slot and works unchanged on Redis Cluster. Any Redis error or timeout is a
 //! `BackendError` of kind `Unavailable` (the core fails closed); the connection reconnects on its
 //! own. The connection is opened lazily at the first operation: an unreachable Redis is not a
@@ -29,6 +33,9 @@ mod scripts;
 
 pub use breaker::RedisCircuitBreaker;
 pub use cache::RedisCache;
-pub use conn::{DEFAULT_OP_TIMEOUT, RedisConfigError, RedisConnection, RedisOptions};
+pub use conn::{
+    DEFAULT_BREAKER_MIRROR, DEFAULT_OP_TIMEOUT, DEFAULT_WRITE_BEHIND, RedisConfigError,
+    RedisConnection, RedisOptions,
+};
 pub use keys::scope_tag;
 pub use limiter::{RedisPermit, RedisRateLimiter};

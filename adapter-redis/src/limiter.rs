@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use gateway_ports::{
@@ -12,7 +12,7 @@ use gateway_ports::{
 };
 
 use crate::conn::RedisConnection;
-use crate::keys::{scope_tag, time_offset_key};
+use crate::keys::{limiter_keys, scope_tag, time_offset_key};
 use crate::scripts::LIMITER;
 
 /// Upper bound of a lease in microseconds (~31 years): larger TTLs mean "never reclaim".
@@ -27,9 +27,10 @@ struct Limits {
 
 struct Inner {
     scope: String,
+    tag: String,
     conn: RedisConnection,
-    /// state, permits, win, lease, progress, time offset.
-    keys: Vec<String>,
+    /// Permits granted by this limiter and not yet released (or dropped).
+    live: AtomicUsize,
     sources: Vec<(String, Limits)>,
     global: Limits,
     lease_ttl_us: String,
@@ -39,8 +40,52 @@ struct Inner {
 }
 
 impl Inner {
-    async fn run(&self, args: Vec<String>) -> Result<Vec<String>, BackendError> {
-        self.conn.eval(&LIMITER, self.keys.clone(), args).await
+    /// One script: `op` with `op_args`, carrying the scope's buffered progress mark (or, with
+    /// `mark_now`, a mark made now) and — for an op on `source` when a breaker works on this
+    /// scope and connection — the buffered breaker successes of `source`; the reply's breaker
+    /// phase and epoch refresh the breaker mirror and are removed from the returned reply.
+    async fn run(
+        &self,
+        op: &str,
+        source: Option<&str>,
+        mark_now: bool,
+        op_args: Vec<String>,
+    ) -> Result<Vec<String>, BackendError> {
+        let carry = self.conn.carry(&self.tag, source, true);
+        let mut keys = limiter_keys(&self.tag);
+        let mut args = Vec::with_capacity(5 + op_args.len());
+        args.push(op.to_owned());
+        args.push(self.lease_ttl_us.clone());
+        args.push(if mark_now {
+            "0".to_owned()
+        } else {
+            carry.mark_age
+        });
+        let brk_source = match (carry.breaker, source) {
+            (Some((cfg, list)), Some(src)) => {
+                keys.push(format!("{}:brk:{src}", self.tag));
+                keys.push(format!("{}:brkwin:{src}", self.tag));
+                args.push(cfg.get(3).cloned().unwrap_or_else(|| "60".to_owned()));
+                args.push(list);
+                Some(src)
+            }
+            _ => {
+                args.push(String::new());
+                args.push(String::new());
+                None
+            }
+        };
+        keys.push(time_offset_key(&self.tag));
+        args.extend(op_args);
+        let mut r = self.conn.eval(&LIMITER, keys, args).await?;
+        if let Some(src) = brk_source {
+            let (Some(ep), Some(ph)) = (r.pop(), r.pop()) else {
+                return Err(BackendError::protocol("redis limiter: malformed reply"));
+            };
+            self.conn
+                .mirror_update(&self.tag, src, carry.seq, carry.sent_at, &ph, &ep);
+        }
+        Ok(r)
     }
 
     fn check_open(&self) -> Result<(), BackendError> {
@@ -52,27 +97,24 @@ impl Inner {
 
     async fn finish(
         &self,
+        source: &str,
         id: &str,
         settle: Option<u64>,
         release: bool,
     ) -> Result<(), BackendError> {
         let args = vec![
-            "finish".to_owned(),
-            self.lease_ttl_us.clone(),
             id.to_owned(),
             settle.map(|t| t.to_string()).unwrap_or_default(),
             if release { "1" } else { "0" }.to_owned(),
         ];
-        self.run(args).await.map(|_| ())
+        self.run("finish", Some(source), false, args)
+            .await
+            .map(|_| ())
     }
 
     async fn stats(&self, source: &str) -> Result<(SourceStats, usize), BackendError> {
         let r = self
-            .run(vec![
-                "stats".to_owned(),
-                self.lease_ttl_us.clone(),
-                source.to_owned(),
-            ])
+            .run("stats", None, false, vec![source.to_owned()])
             .await?;
         let n = |i: usize| -> Result<u64, BackendError> {
             r.get(i)
@@ -92,7 +134,7 @@ impl Inner {
 /// Built from `(scope, &[SourceConfig], GlobalLimits, lease_ttl_s, RedisConnection)`; only the
 /// sources it was built with are known (others → `SourceNotConfigured`, checked without I/O).
 /// Every process of a scope must be built with the same limits: each grant checks the limits of
-/// the process that asks. Each operation is one `EVALSHA`; any Redis error or timeout is
+/// the process that asks. Each operation is at most one `EVALSHA`; any Redis error or timeout is
 /// `Unavailable` (never a grant). After `close()` the entry points answer `Unavailable` while
 /// permit `settle`/`release` keep working so cleanup never fails.
 #[derive(Clone)]
@@ -136,14 +178,6 @@ impl RedisRateLimiter {
         conn: RedisConnection,
     ) -> Self {
         let tag = scope_tag(scope);
-        let keys = vec![
-            format!("{tag}:lim:state"),
-            format!("{tag}:lim:permits"),
-            format!("{tag}:lim:window"),
-            format!("{tag}:lim:leases"),
-            format!("{tag}:lim:progress"),
-            time_offset_key(&tag),
-        ];
         let mut list: Vec<(String, Limits)> = Vec::new();
         for s in sources {
             if list.iter().any(|(n, _)| n == &s.name) {
@@ -161,8 +195,9 @@ impl RedisRateLimiter {
         Self {
             inner: Arc::new(Inner {
                 scope: scope.to_owned(),
+                tag,
                 conn,
-                keys,
+                live: AtomicUsize::new(0),
                 sources: list,
                 global: Limits {
                     max_concurrency: global.max_concurrency,
@@ -221,27 +256,34 @@ impl RateLimiter for RedisRateLimiter {
         let g = self.inner.global;
         let r = self
             .inner
-            .run(vec![
-                "acquire".to_owned(),
-                self.inner.lease_ttl_us.clone(),
-                source.to_owned(),
-                est_tokens.to_string(),
-                l.max_concurrency.to_string(),
-                l.rpm.to_string(),
-                l.tpm.to_string(),
-                g.max_concurrency.to_string(),
-                g.rpm.to_string(),
-                g.tpm.to_string(),
-            ])
+            .run(
+                "acquire",
+                Some(source),
+                false,
+                vec![
+                    source.to_owned(),
+                    est_tokens.to_string(),
+                    l.max_concurrency.to_string(),
+                    l.rpm.to_string(),
+                    l.tpm.to_string(),
+                    g.max_concurrency.to_string(),
+                    g.rpm.to_string(),
+                    g.tpm.to_string(),
+                ],
+            )
             .await?;
         match (r.first().map(String::as_str), r.get(1)) {
-            (Some("ok"), Some(id)) => Ok(Acquire::Granted(Box::new(RedisPermit {
-                id_text: format!("{}:{id}", self.inner.scope),
-                member: id.clone(),
-                source: source.to_owned(),
-                est_tokens,
-                inner: Arc::clone(&self.inner),
-            }))),
+            (Some("ok"), Some(id)) => {
+                self.inner.live.fetch_add(1, Ordering::AcqRel);
+                Ok(Acquire::Granted(Box::new(RedisPermit {
+                    id_text: format!("{}:{id}", self.inner.scope),
+                    member: id.clone(),
+                    source: source.to_owned(),
+                    est_tokens,
+                    released: AtomicBool::new(false),
+                    inner: Arc::clone(&self.inner),
+                })))
+            }
             (Some("deny"), Some(gate)) => {
                 let gate = LimitGate::from_wire(gate)
                     .ok_or_else(|| BackendError::protocol("redis limiter: unknown gate"))?;
@@ -263,29 +305,42 @@ impl RateLimiter for RedisRateLimiter {
         Ok(self.inner.stats(source).await?.0)
     }
 
+    /// While a permit of this limiter is in flight the mark costs no round trip: the next
+    /// script of the scope on this connection (normally that permit's settle/release) carries
+    /// it, stamped with the time it was made, and it is in Redis within the write-behind bound
+    /// at the latest. With no permit in flight (or write-behind off) it is sent at once.
     async fn mark_progress(&self) -> Result<(), BackendError> {
         self.inner.check_open()?;
+        let conn = &self.inner.conn;
+        if !conn.options().write_behind.is_zero() && self.inner.live.load(Ordering::Acquire) > 0 {
+            conn.push_mark(&self.inner.tag);
+            return Ok(());
+        }
         self.inner
-            .run(vec!["mark".to_owned(), self.inner.lease_ttl_us.clone()])
+            .run("mark", None, true, Vec::new())
             .await
             .map(|_| ())
     }
 
+    /// One round trip, which also writes a buffered mark of this connection first.
     async fn progress_age_s(&self) -> Result<f64, BackendError> {
         self.inner.check_open()?;
-        let r = self
-            .inner
-            .run(vec!["age".to_owned(), self.inner.lease_ttl_us.clone()])
-            .await?;
+        let r = self.inner.run("age", None, false, Vec::new()).await?;
         r.first()
             .and_then(|s| s.parse::<f64>().ok())
             .ok_or_else(|| BackendError::protocol("redis limiter: malformed progress reply"))
     }
 
+    /// Sends the buffered writes of the connection; quits it if this limiter owns it.
     async fn close(&self) {
         let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);
-        if self.inner.owns_conn && !was_closed {
+        if was_closed {
+            return;
+        }
+        if self.inner.owns_conn {
             self.inner.conn.quit().await;
+        } else {
+            self.inner.conn.flush().await;
         }
     }
 }
@@ -297,7 +352,23 @@ pub struct RedisPermit {
     member: String,
     source: String,
     est_tokens: u64,
+    /// Counted out of the limiter's in-flight permits (release sent or permit dropped).
+    released: AtomicBool,
     inner: Arc<Inner>,
+}
+
+impl RedisPermit {
+    fn leave_flight(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            self.inner.live.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for RedisPermit {
+    fn drop(&mut self) {
+        self.leave_flight();
+    }
 }
 
 impl fmt::Debug for RedisPermit {
@@ -326,19 +397,28 @@ impl Permit for RedisPermit {
 
     async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError> {
         self.inner
-            .finish(&self.member, Some(actual_tokens), false)
+            .finish(&self.source, &self.member, Some(actual_tokens), false)
             .await
     }
 
     async fn release(&self) -> Result<(), BackendError> {
-        self.inner.finish(&self.member, None, true).await
+        let r = self
+            .inner
+            .finish(&self.source, &self.member, None, true)
+            .await;
+        self.leave_flight();
+        r
     }
 
-    /// One `EVALSHA` for both (the core's exit path): admission plus settle/release cost two
-    /// round trips per call.
+    /// One `EVALSHA` for both (the core's exit path), which also carries the buffered progress
+    /// mark and breaker successes of this source: admission plus settle/release cost two round
+    /// trips per call.
     async fn settle_then_release(&self, actual_tokens: u64) -> Result<(), BackendError> {
-        self.inner
-            .finish(&self.member, Some(actual_tokens), true)
-            .await
+        let r = self
+            .inner
+            .finish(&self.source, &self.member, Some(actual_tokens), true)
+            .await;
+        self.leave_flight();
+        r
     }
 }

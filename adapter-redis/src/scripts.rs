@@ -1,6 +1,8 @@
-//! The Lua scripts (docs/decisions.md "Redis key layout and scripts"). Each limiter or breaker
-//! operation is one `EVALSHA` of one of these scripts; Redis runs a script atomically, so a grant
-//! takes all six gates or none and a breaker transition is never interleaved.
+//! The Lua scripts (docs/decisions.md "Redis key layout and scripts", "Redis round trips per
+//! call"). Each limiter or breaker operation that talks to Redis is one `EVALSHA` of one of these
+//! scripts; Redis runs a script atomically, so a grant takes all six gates or none and a breaker
+//! transition is never interleaved. A script also carries the buffered writes of its scope
+//! (progress mark, breaker successes of its source) and applies them first.
 //!
 //! Numbers travel as decimal strings; times are microseconds of Redis `TIME` (plus, in
 //! `test-time` builds only, the scope's offset key, always the last of `KEYS`). Replies are flat
@@ -28,10 +30,99 @@ local function now_us()
 end
 ";
 
+/// The breaker state machine helpers, shared by the breaker script and the limiter script (which
+/// carries buffered breaker successes and reports the breaker state of its source). State hash
+/// `S`: `ph` c/o/h, `until` µs, `hp` probe held, `po` probe owner, `pe` probe expiry µs, `ep`
+/// epoch, `cf` consecutive failures, `op` opens, `lc` last cooldown s. Bucket hash `B`:
+/// `c:<second>` calls, `f:<second>` failures. `WS` = window in seconds.
+const BRK_LIB: &str = r"
+local function bfmt(n) return string.format('%d', n) end
+local function brk_load(S)
+  local v = redis.call('HMGET', S, 'ph', 'until', 'hp', 'po', 'pe', 'ep', 'cf', 'op', 'lc')
+  return { ph = v[1] or 'c', untl = tonumber(v[2] or '0'), hp = (v[3] == '1'), po = v[4] or '',
+    pe = tonumber(v[5] or '0'), ep = tonumber(v[6] or '0'), cf = tonumber(v[7] or '0'),
+    op = tonumber(v[8] or '0'), lc = tonumber(v[9] or '0') }
+end
+local function brk_save(S, b)
+  local hp = '0'
+  if b.hp then hp = '1' end
+  redis.call('HSET', S, 'ph', b.ph, 'until', bfmt(b.untl), 'hp', hp, 'po', b.po, 'pe', bfmt(b.pe),
+    'ep', bfmt(b.ep), 'cf', bfmt(b.cf), 'op', bfmt(b.op), 'lc', string.format('%.17g', b.lc))
+end
+-- Open -> half-open after the cooldown; an expired probe lease is reclaimed. True if changed.
+local function brk_refresh(b, now)
+  if b.ph == 'o' and now >= b.untl then
+    b.ph = 'h'
+    b.hp = false
+    return true
+  elseif b.ph == 'h' and b.hp and now >= b.pe then
+    b.hp = false
+    return true
+  end
+  return false
+end
+-- Drops buckets older than the window; returns (calls, failures) of the rest.
+local function brk_window(B, WS, now)
+  local cur = math.floor(now / 1000000)
+  local all = redis.call('HGETALL', B)
+  local calls, fails = 0, 0
+  for i = 1, #all, 2 do
+    local sec = tonumber(string.sub(all[i], 3))
+    if sec == nil or sec + WS <= cur then
+      redis.call('HDEL', B, all[i])
+    elseif string.sub(all[i], 1, 1) == 'c' then
+      calls = calls + tonumber(all[i + 1])
+    else
+      fails = fails + tonumber(all[i + 1])
+    end
+  end
+  return calls, fails
+end
+-- One window sample in the bucket of time `at`. A new bucket prunes the old ones (so the hash
+-- holds at most one window of buckets); counting always goes through brk_window.
+local function brk_sample(B, WS, now, at, failed)
+  local cur = bfmt(math.floor(at / 1000000))
+  local n = redis.call('HINCRBY', B, 'c:' .. cur, 1)
+  if failed then redis.call('HINCRBY', B, 'f:' .. cur, 1) end
+  if n == 1 then brk_window(B, WS, now) end
+end
+local function brk_may_write(b, ep, is_probe, owner)
+  if ep ~= b.ep then return false end
+  if b.ph == 'c' then return not is_probe end
+  if b.ph == 'h' then return is_probe and b.hp and b.po == owner end
+  return false
+end
+-- Applies carried non-probe successes `ep:count:age_us,...` in recording order (each as
+-- record_success would have at its time). True if `b` changed.
+local function brk_apply(B, WS, b, now, list)
+  if list == nil or list == '' then return false end
+  local changed, fresh = false, false
+  for ep, c, age in string.gmatch(list, '(%d+):(%d):(%d+)') do
+    if brk_may_write(b, tonumber(ep), false, '') then
+      if b.cf ~= 0 then
+        b.cf = 0
+        changed = true
+      end
+      if c == '1' then
+        local at = now - tonumber(age)
+        local n = redis.call('HINCRBY', B, 'c:' .. bfmt(math.floor(at / 1000000)), 1)
+        if n == 1 then fresh = true end
+      end
+    end
+  end
+  if fresh then brk_window(B, WS, now) end
+  return changed
+end
+";
+
 /// Limiter: KEYS = state (hash: usage counters `i:`/`r:`/`t:<source>`, `gi`/`gr`/`gt`, `seq`),
 /// permits (hash: id → record), win (zset: id by grant time), lease (zset: id by lease expiry),
-/// progress (string: µs of the last mark), time offset.
-/// ARGV[1] = op (`acquire`, `finish`, `stats`, `mark`, `age`).
+/// progress (string: µs of the last mark), [breaker state, breaker buckets of the op's source,]
+/// time offset.
+/// ARGV[1] = op (`acquire`, `finish`, `stats`, `mark`, `age`), ARGV[2] = lease TTL µs,
+/// ARGV[3] = age µs of a carried progress mark (`''` = none), ARGV[4] = breaker window seconds
+/// (`''` = no breaker keys), ARGV[5] = carried breaker successes; op arguments from ARGV[6].
+/// With breaker keys every reply ends with the source's breaker phase and epoch.
 const LIMITER_BODY: &str = r"
 local K_STATE, K_PERM, K_WIN, K_LEASE, K_PROG = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local WINDOW = 60000000
@@ -55,12 +146,11 @@ local function store(id, r)
       r.granted, flag(r.inwin), flag(r.slot), flag(r.settled), flag(r.released), r.src))
   end
 end
-local function get(field) return tonumber(redis.call('HGET', K_STATE, field) or '0') or 0 end
+-- Counters never go below zero.
 local function add(field, delta)
   if delta == 0 then return end
-  local v = get(field) + delta
-  if v < 0 then v = 0 end
-  redis.call('HSET', K_STATE, field, fmt(v))
+  local v = redis.call('HINCRBY', K_STATE, field, fmt(delta))
+  if v < 0 then redis.call('HSET', K_STATE, field, '0') end
 end
 local function free_slot(id, r)
   if not r.slot then return end
@@ -123,21 +213,45 @@ local function hint_tpm(src, used, limit, est, now)
   return ''
 end
 
+local now = now_us()
+-- A carried progress mark, stamped at the time it was made (never moves progress back).
+if ARGV[3] ~= '' then
+  local stamp = now - tonumber(ARGV[3])
+  local last = tonumber(redis.call('GET', K_PROG) or '')
+  if (not last) or stamp > last then redis.call('SET', K_PROG, fmt(stamp)) end
+end
+-- Carried breaker successes of the op's source; its phase and epoch end the reply.
+local brk = nil
+if ARGV[4] ~= '' then
+  local S, B = KEYS[6], KEYS[7]
+  local b = brk_load(S)
+  local changed = brk_refresh(b, now)
+  if brk_apply(B, tonumber(ARGV[4]), b, now, ARGV[5]) then changed = true end
+  if changed then brk_save(S, b) end
+  brk = { b.ph, bfmt(b.ep) }
+end
+local function reply(t)
+  if brk then
+    t[#t + 1] = brk[1]
+    t[#t + 1] = brk[2]
+  end
+  return t
+end
+
 if op == 'acquire' then
-  local ttl, src, est = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-  local sc, sr, st = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  local gc, gr, gt = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-  local now = now_us()
+  local ttl, src, est = tonumber(ARGV[2]), ARGV[6], tonumber(ARGV[7])
+  local sc, sr, st = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+  local gc, gr, gt = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
   maintain(now)
   local u = redis.call('HMGET', K_STATE, 'i:' .. src, 'r:' .. src, 't:' .. src, 'gi', 'gr', 'gt')
   local si, sru, stu = tonumber(u[1] or '0'), tonumber(u[2] or '0'), tonumber(u[3] or '0')
   local gi, gru, gtu = tonumber(u[4] or '0'), tonumber(u[5] or '0'), tonumber(u[6] or '0')
-  if sc > 0 and si >= sc then return { 'deny', 'source_concurrency', '' } end
-  if sr > 0 and sru >= sr then return { 'deny', 'source_rpm', hint_rpm(src, sru, sr, now) } end
-  if st > 0 and stu + est > st then return { 'deny', 'source_tpm', hint_tpm(src, stu, st, est, now) } end
-  if gc > 0 and gi >= gc then return { 'deny', 'global_concurrency', '' } end
-  if gr > 0 and gru >= gr then return { 'deny', 'global_rpm', hint_rpm(nil, gru, gr, now) } end
-  if gt > 0 and gtu + est > gt then return { 'deny', 'global_tpm', hint_tpm(nil, gtu, gt, est, now) } end
+  if sc > 0 and si >= sc then return reply({ 'deny', 'source_concurrency', '' }) end
+  if sr > 0 and sru >= sr then return reply({ 'deny', 'source_rpm', hint_rpm(src, sru, sr, now) }) end
+  if st > 0 and stu + est > st then return reply({ 'deny', 'source_tpm', hint_tpm(src, stu, st, est, now) }) end
+  if gc > 0 and gi >= gc then return reply({ 'deny', 'global_concurrency', '' }) end
+  if gr > 0 and gru >= gr then return reply({ 'deny', 'global_rpm', hint_rpm(nil, gru, gr, now) }) end
+  if gt > 0 and gtu + est > gt then return reply({ 'deny', 'global_tpm', hint_tpm(nil, gtu, gt, est, now) }) end
   local id = string.format('%015d', redis.call('HINCRBY', K_STATE, 'seq', 1))
   store(id, { est = est, tokens = est, granted = now, inwin = true, slot = true, settled = false,
     released = false, src = src })
@@ -145,12 +259,12 @@ if op == 'acquire' then
   redis.call('ZADD', K_LEASE, fmt(now + ttl), id)
   redis.call('HSET', K_STATE, 'i:' .. src, fmt(si + 1), 'r:' .. src, fmt(sru + 1),
     't:' .. src, fmt(stu + est), 'gi', fmt(gi + 1), 'gr', fmt(gru + 1), 'gt', fmt(gtu + est))
-  return { 'ok', id }
+  return reply({ 'ok', id })
 elseif op == 'finish' then
-  local id, actual, rel = ARGV[3], ARGV[4], ARGV[5] == '1'
-  maintain(now_us())
+  local id, actual, rel = ARGV[6], ARGV[7], ARGV[8] == '1'
+  maintain(now)
   local r = load(id)
-  if not r then return { 'ok' } end
+  if not r then return reply({ 'ok' }) end
   if actual ~= '' and not r.settled and not r.released then
     r.settled = true
     local old = r.tokens
@@ -167,36 +281,35 @@ elseif op == 'finish' then
     free_slot(id, r)
   end
   store(id, r)
-  return { 'ok' }
+  return reply({ 'ok' })
 elseif op == 'stats' then
-  maintain(now_us())
-  local src = ARGV[3]
+  maintain(now)
+  local src = ARGV[6]
   local u
   if src == '' then
     u = redis.call('HMGET', K_STATE, 'gt', 'gr', 'gi')
   else
     u = redis.call('HMGET', K_STATE, 't:' .. src, 'r:' .. src, 'i:' .. src)
   end
-  return { u[1] or '0', u[2] or '0', u[3] or '0', tostring(redis.call('HLEN', K_PERM)) }
+  return reply({ u[1] or '0', u[2] or '0', u[3] or '0', tostring(redis.call('HLEN', K_PERM)) })
 elseif op == 'mark' then
-  redis.call('SET', K_PROG, fmt(now_us()))
-  return { 'ok' }
+  -- The mark itself travels in ARGV[3] (age 0 for a mark sent at once).
+  return reply({ 'ok' })
 elseif op == 'age' then
-  local now = now_us()
   local last = tonumber(redis.call('GET', K_PROG) or '')
   if not last then
     redis.call('SET', K_PROG, fmt(now))
     last = now
   end
-  return { string.format('%.6f', math.max(0, now - last) / 1000000) }
+  return reply({ string.format('%.6f', math.max(0, now - last) / 1000000) })
 end
 return redis.error_reply('unknown limiter op')
 ";
 
-/// Breaker: KEYS = state (hash: `ph` c/o/h, `until` µs, `hp` probe held, `po` probe owner, `pe`
-/// probe expiry µs, `ep` epoch, `cf` consecutive failures, `op` opens, `lc` last cooldown s),
-/// buckets (hash: `c:<second>` calls, `f:<second>` failures), time offset.
-/// ARGV[1] = op (`enter`, `success`, `failure`, `release`, `snap`); ARGV[2..8] = config.
+/// Breaker: KEYS = state, buckets (see [`BRK_LIB`]), time offset. ARGV[1] = op (`enter`,
+/// `success`, `failure`, `release`, `snap`, `flush`); ARGV[2..8] = config; ARGV[9] = carried
+/// successes of this source (applied first); op arguments from ARGV[10]. Every reply ends with
+/// the phase and epoch after the op (`snap` reports them in its own fields).
 const BREAKER_BODY: &str = r"
 local S, B = KEYS[1], KEYS[2]
 local op = ARGV[1]
@@ -204,55 +317,8 @@ local FT, FR, MC, WS = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), 
 local CD, CDM, PTTL = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 
 local function fmt(n) return string.format('%d', n) end
-local function load()
-  local v = redis.call('HMGET', S, 'ph', 'until', 'hp', 'po', 'pe', 'ep', 'cf', 'op', 'lc')
-  return { ph = v[1] or 'c', untl = tonumber(v[2] or '0'), hp = (v[3] == '1'), po = v[4] or '',
-    pe = tonumber(v[5] or '0'), ep = tonumber(v[6] or '0'), cf = tonumber(v[7] or '0'),
-    op = tonumber(v[8] or '0'), lc = tonumber(v[9] or '0') }
-end
-local function save(b)
-  local hp = '0'
-  if b.hp then hp = '1' end
-  redis.call('HSET', S, 'ph', b.ph, 'until', fmt(b.untl), 'hp', hp, 'po', b.po, 'pe', fmt(b.pe),
-    'ep', fmt(b.ep), 'cf', fmt(b.cf), 'op', fmt(b.op), 'lc', string.format('%.17g', b.lc))
-end
 local function cooldown_for(k)
   return math.min(CD * (2 ^ math.min(k, 1023)), CDM)
-end
--- Open → half-open after the cooldown; an expired probe lease is reclaimed. True if changed.
-local function refresh(b, now)
-  if b.ph == 'o' and now >= b.untl then
-    b.ph = 'h'
-    b.hp = false
-    return true
-  elseif b.ph == 'h' and b.hp and now >= b.pe then
-    b.hp = false
-    return true
-  end
-  return false
-end
--- Drops buckets older than the window; returns (calls, failures) of the rest.
-local function window(now)
-  local cur = math.floor(now / 1000000)
-  local all = redis.call('HGETALL', B)
-  local calls, fails = 0, 0
-  for i = 1, #all, 2 do
-    local sec = tonumber(string.sub(all[i], 3))
-    if sec == nil or sec + WS <= cur then
-      redis.call('HDEL', B, all[i])
-    elseif string.sub(all[i], 1, 1) == 'c' then
-      calls = calls + tonumber(all[i + 1])
-    else
-      fails = fails + tonumber(all[i + 1])
-    end
-  end
-  return calls, fails
-end
-local function sample(now, failed)
-  window(now)
-  local cur = fmt(math.floor(now / 1000000))
-  redis.call('HINCRBY', B, 'c:' .. cur, 1)
-  if failed then redis.call('HINCRBY', B, 'f:' .. cur, 1) end
 end
 local function open(b, now)
   local dur = cooldown_for(b.op)
@@ -273,51 +339,50 @@ local function close_circuit(b)
   b.op = 0
   redis.call('DEL', B)
 end
-local function may_write(b, ep, is_probe, owner)
-  if ep ~= b.ep then return false end
-  if b.ph == 'c' then return not is_probe end
-  if b.ph == 'h' then return is_probe and b.hp and b.po == owner end
-  return false
-end
 
 local now = now_us()
-local b = load()
-local changed = refresh(b, now)
+local b = brk_load(S)
+local changed = brk_refresh(b, now)
+if brk_apply(B, WS, b, now, ARGV[9]) then changed = true end
+local function done(t)
+  if changed then brk_save(S, b) end
+  t[#t + 1] = b.ph
+  t[#t + 1] = fmt(b.ep)
+  return t
+end
 if op == 'enter' then
-  local owner = ARGV[9]
-  local res
+  local owner = ARGV[10]
   if b.ph == 'c' then
-    res = { '1', '0', fmt(b.ep), '' }
+    return done({ '1', '0', fmt(b.ep), '' })
   elseif b.ph == 'o' then
-    res = { '0', '0', fmt(b.ep), string.format('%.6f', math.max(0, b.untl - now) / 1000000) }
+    return done({ '0', '0', fmt(b.ep), string.format('%.6f', math.max(0, b.untl - now) / 1000000) })
   elseif b.hp then
-    res = { '0', '0', fmt(b.ep), '0' }
-  else
-    b.hp = true
-    b.po = owner
-    b.pe = now + PTTL
-    changed = true
-    res = { '1', '1', fmt(b.ep), '' }
+    return done({ '0', '0', fmt(b.ep), '0' })
   end
-  if changed then save(b) end
-  return res
+  b.hp = true
+  b.po = owner
+  b.pe = now + PTTL
+  changed = true
+  return done({ '1', '1', fmt(b.ep), '' })
 elseif op == 'success' then
-  local ep, is_probe, owner, count = tonumber(ARGV[9]), ARGV[10] == '1', ARGV[11], ARGV[12] == '1'
-  if may_write(b, ep, is_probe, owner) then
+  local ep, is_probe, owner, count = tonumber(ARGV[10]), ARGV[11] == '1', ARGV[12], ARGV[13] == '1'
+  if brk_may_write(b, ep, is_probe, owner) then
     if b.ph == 'h' then
       close_circuit(b)
+      changed = true
     else
-      b.cf = 0
-      if count then sample(now, false) end
+      if b.cf ~= 0 then
+        b.cf = 0
+        changed = true
+      end
+      if count then brk_sample(B, WS, now, now, false) end
     end
-    changed = true
   end
-  if changed then save(b) end
-  return { 'ok' }
+  return done({ 'ok' })
 elseif op == 'failure' then
-  local ep, is_probe, owner = tonumber(ARGV[9]), ARGV[10] == '1', ARGV[11]
-  local counted, force = ARGV[12] == '1', ARGV[13] == '1'
-  if may_write(b, ep, is_probe, owner) then
+  local ep, is_probe, owner = tonumber(ARGV[10]), ARGV[11] == '1', ARGV[12]
+  local counted, force = ARGV[13] == '1', ARGV[14] == '1'
+  if brk_may_write(b, ep, is_probe, owner) then
     changed = true
     if not counted then
       if b.ph == 'h' then b.hp = false end
@@ -325,11 +390,11 @@ elseif op == 'failure' then
       open(b, now)
     else
       b.cf = b.cf + 1
-      sample(now, true)
+      brk_sample(B, WS, now, now, true)
       if force then
         open(b, now)
       else
-        local calls, fails = window(now)
+        local calls, fails = brk_window(B, WS, now)
         local evidence = calls >= MC
         local rate = 0
         if calls > 0 then rate = fails / calls end
@@ -338,19 +403,19 @@ elseif op == 'failure' then
       end
     end
   end
-  if changed then save(b) end
-  return { 'ok' }
+  return done({ 'ok' })
 elseif op == 'release' then
-  local ep, owner = tonumber(ARGV[9]), ARGV[10]
+  local ep, owner = tonumber(ARGV[10]), ARGV[11]
   if b.ep == ep and b.ph == 'h' and b.hp and b.po == owner then
     b.hp = false
     changed = true
   end
-  if changed then save(b) end
-  return { 'ok' }
+  return done({ 'ok' })
+elseif op == 'flush' then
+  return done({ 'ok' })
 elseif op == 'snap' then
-  if changed then save(b) end
-  local calls, fails = window(now)
+  if changed then brk_save(S, b) end
+  local calls, fails = brk_window(B, WS, now)
   local state, untl, cd = 'closed', '', cooldown_for(b.op)
   if b.ph == 'o' then
     state = 'open'
@@ -366,8 +431,8 @@ return redis.error_reply('unknown breaker op')
 
 /// The limiter script (loaded once per server, reloaded on `NOSCRIPT`).
 pub(crate) static LIMITER: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(format!("{NOW}{LIMITER_BODY}")));
+    LazyLock::new(|| Script::from_lua(format!("{NOW}{BRK_LIB}{LIMITER_BODY}")));
 
 /// The breaker script.
 pub(crate) static BREAKER: LazyLock<Script> =
-    LazyLock::new(|| Script::from_lua(format!("{NOW}{BREAKER_BODY}")));
+    LazyLock::new(|| Script::from_lua(format!("{NOW}{BRK_LIB}{BREAKER_BODY}")));

@@ -8,6 +8,17 @@ mod common;
 use common::RedisBackend;
 use common::cache::RedisCacheBackend;
 
+// Default options: breaker mirror (250 ms) and write-behind (100 ms) on. Every row passes
+// unchanged: each row drives one connection, whose scripts carry the buffered writes, and the
+// test clock flushes them before it moves.
 contract_tests::limiter_contract!(RedisBackend::new().await);
 contract_tests::breaker_contract!(RedisBackend::new().await);
 contract_tests::cache_contract!(RedisCacheBackend::new().await);
+
+/// The same rows with every operation its own round trip (mirror and write-behind off).
+mod immediate {
+    use super::RedisBackend;
+
+    contract_tests::limiter_contract!(RedisBackend::immediate().await);
+    contract_tests::breaker_contract!(RedisBackend::immediate().await);
+}

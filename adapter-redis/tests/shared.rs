@@ -14,7 +14,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
-use common::{REDIS_URL, connection, fresh_scope, require_redis};
+use common::{
+    REDIS_URL, connection, connection_with, fresh_scope, immediate_options, require_redis,
+};
 use contract_tests::breaker::harness_config;
 use contract_tests::{global, must_deny, must_grant, source, usage};
 use gateway_ports::{
@@ -77,10 +79,24 @@ async fn ct_lim_13_two_instances_share_all_state() {
     assert_eq!(a.tracked_permits().await.unwrap(), 0, "nothing leaked");
 }
 
-/// CT-BRK-11: two breaker instances on one scope share state, probe and epoch.
+/// CT-BRK-11: two breaker instances on one scope share state, probe and epoch (default
+/// options: the breaker mirror is on; each instance's own failures drop its mirror).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ct_brk_11_two_instances_share_state() {
-    let (c1, c2) = (connection(), connection());
+    ct_brk_11(connection(), connection()).await;
+}
+
+/// CT-BRK-11 with the mirror and write-behind off (every operation asks Redis).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ct_brk_11_two_instances_share_state_mirror_off() {
+    ct_brk_11(
+        connection_with(immediate_options()),
+        connection_with(immediate_options()),
+    )
+    .await;
+}
+
+async fn ct_brk_11(c1: RedisConnection, c2: RedisConnection) {
     require_redis(&c1).await;
     let scope = fresh_scope("brk11");
     let a = RedisCircuitBreaker::new(&scope, harness_config(), c1.clone());

@@ -103,6 +103,24 @@ pub struct DemoArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Where the governance state lives: `memory` (the default: the governed-vs-naive demo in
+    /// this process) or `redis` (two worker processes share one quota and one breaker through
+    /// the Redis at `REDIS_URL`, default `redis://127.0.0.1:6379`, and the demo prints the
+    /// shared accounting).
+    #[arg(long, value_enum, default_value_t = DemoBackend::Memory)]
+    pub backend: DemoBackend,
+    /// Internal: run as one worker process of `--backend redis`.
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub redis_worker: Option<String>,
+}
+
+/// Where `pgw demo` keeps the governance state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoBackend {
+    /// In this process (the governed-vs-naive comparison).
+    Memory,
+    /// In Redis, shared by two worker processes.
+    Redis,
 }
 
 /// One call's facts, as the summary needs them.
@@ -786,6 +804,12 @@ async fn run_phase(
 
 /// Runs `pgw demo`; returns the exit code (0, or 1 when the rows check fails).
 pub async fn run(args: DemoArgs) -> u8 {
+    if let Some(spec) = &args.redis_worker {
+        return crate::demo_redis::worker(spec).await;
+    }
+    if args.backend == DemoBackend::Redis {
+        return crate::demo_redis::run(&args).await;
+    }
     let telemetry_path = args
         .telemetry
         .clone()

@@ -38,6 +38,20 @@ pub fn connection() -> RedisConnection {
     RedisConnection::new(REDIS_URL, RedisOptions::default()).expect("redis url")
 }
 
+/// Options with no breaker mirror and no write-behind: every operation is its own round trip.
+pub fn immediate_options() -> RedisOptions {
+    RedisOptions {
+        breaker_mirror: Duration::ZERO,
+        write_behind: Duration::ZERO,
+        ..RedisOptions::default()
+    }
+}
+
+/// A connection to the shared test Redis with `opts`.
+pub fn connection_with(opts: RedisOptions) -> RedisConnection {
+    RedisConnection::new(REDIS_URL, opts).expect("redis url")
+}
+
 /// Panics (never skips) if the test Redis does not answer.
 pub async fn require_redis(conn: &RedisConnection) {
     let l = RedisRateLimiter::new(
@@ -76,7 +90,7 @@ impl TimeControl for RedisTime {
     }
 }
 
-/// The Redis backends of the contract suites.
+/// The Redis backends of the contract suites (one connection for every port they build).
 #[derive(Debug)]
 pub struct RedisBackend {
     pub conn: RedisConnection,
@@ -85,9 +99,20 @@ pub struct RedisBackend {
 }
 
 impl RedisBackend {
-    /// A backend over the shared test Redis; fails loudly if Redis is down.
+    /// A backend over the shared test Redis with the default options (breaker mirror and
+    /// write-behind on); fails loudly if Redis is down.
     pub async fn new() -> Self {
-        let conn = connection();
+        Self::with_options(RedisOptions::default()).await
+    }
+
+    /// A backend whose every operation is its own round trip ([`immediate_options`]).
+    pub async fn immediate() -> Self {
+        Self::with_options(immediate_options()).await
+    }
+
+    /// A backend over the shared test Redis with `opts`; fails loudly if Redis is down.
+    pub async fn with_options(opts: RedisOptions) -> Self {
+        let conn = connection_with(opts);
         require_redis(&conn).await;
         Self {
             time: RedisTime {
