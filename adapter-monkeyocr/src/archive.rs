@@ -1,4 +1,4 @@
-//! The result archive, decoded in memory within caps (90 O-15; 10 §8.3 CT-OCR-02).
+//! The result archive, decoded in memory within caps (10 §8.3 CT-OCR-02).
 //!
 //! MonkeyOCR's `/parse?return_type=zip_all` answers with a ZIP holding `*_content_list.json`,
 //! `*_middle.json`, a `.md` and page images. Nothing is written to disk. The archive is hostile
@@ -13,10 +13,10 @@ use std::io::{Cursor, Read};
 use bytes::Bytes;
 use gateway_ports::{ArchiveEntry, ArchiveFault};
 
-/// Largest result download: 64 MiB = 67 108 864 bytes (90 O-15).
+/// Largest result download: 64 MiB = 67 108 864 bytes.
 pub const MAX_ARCHIVE_BYTES: usize = 64 * 1024 * 1024;
 
-/// Largest needed member, uncompressed: 32 MiB = 33 554 432 bytes (90 O-15).
+/// Largest needed member, uncompressed: 32 MiB = 33 554 432 bytes.
 pub const MAX_MEMBER_BYTES: usize = 32 * 1024 * 1024;
 
 /// Most members an archive may list: 10 000 (a document of a few hundred pages has a few
@@ -44,7 +44,7 @@ impl Default for ArchiveCaps {
     }
 }
 
-/// `true` for a member the core maps (90 O-15): a `_content_list.json`, a `_middle.json` or a
+/// `true` for a member the core maps: a `_content_list.json`, a `_middle.json` or a
 /// `.md` member. Only the first of each kind is read.
 fn member_kind(name: &str) -> Option<usize> {
     if name.ends_with("_content_list.json") {
@@ -74,7 +74,7 @@ pub fn is_safe_member_name(name: &str) -> bool {
     !name.split('/').any(|part| part == "..")
 }
 
-/// Decodes `archive` into its entries (90 O-15): every member in archive order, directories
+/// Decodes `archive` into its entries: every member in archive order, directories
 /// left out; the bytes are filled for the members the core maps (the first `_content_list.json`,
 /// the first `_middle.json`, the first `.md`) and empty for the others (page images are not
 /// needed; their names still reach the core for `raw`).
@@ -262,7 +262,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Arbitrary bytes never panic the decoder (hostile input, 90 O-15).
+        /// Arbitrary bytes never panic the decoder (hostile input).
         #[test]
         fn o_15_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..2048)) {
             let _ = decode_archive(&bytes, ArchiveCaps::default());

@@ -1,4 +1,4 @@
-//! Network-fault kinds of a reqwest error (10 §7; 05 R-25), from what reqwest and the I/O
+//! Network-fault kinds of a reqwest error, from what reqwest and the I/O
 //! error chain say. `detail` is the innermost cause's text, never the URL (which may carry
 //! `QUERY` values), a header or a payload (CT-CHAT-08 via CT-OCR-06).
 

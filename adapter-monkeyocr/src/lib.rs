@@ -1,23 +1,23 @@
 //! `adapter-monkeyocr`: the `OcrTransport` of PolyGateway over reqwest, for MonkeyOCR servers
-//! (90 O-12..O-18; 10 §8.3 CT-OCR-01..06).
+//! (10 §8.3 CT-OCR-01..06).
 //!
 //! It performs requests and reports wire facts; the core judges them (README principle):
-//! - text: one multipart `POST {base_url}/ocr/text` (one `file` part, filename sniffed, O-12);
+//! - text: one multipart `POST {base_url}/ocr/text` (one `file` part, filename sniffed);
 //!   status ≠ 200 → `OcrWireFailure { stage: OcrText, Http }`; 200 → the body, unjudged;
 //! - layout: `POST {base_url}/parse?return_type=zip_all` (stage `Parse`); the adapter reads only
-//!   the result location (`download_url`) from the envelope, never `success` (CT-OCR-03). A
+//!   the result location (`download_url`) from the envelope, never `success`. A
 //!   location that is server-relative is joined to `base_url`; an absolute one is fetched only
 //!   when its scheme, host and port are those of `base_url`, else the archive is
-//!   `Err(ArchiveFault::ForeignLocation)` and nothing is fetched (O-13). The download (stage
+//!   `Err(ArchiveFault::ForeignLocation)` and nothing is fetched. The download (stage
 //!   `DownloadResult`) is read up to 64 MiB and decoded in memory by [`archive::decode_archive`]
-//!   (needed members ≤ 32 MiB, zip bombs and path-traversal names refused as typed faults, O-15);
-//! - health: `GET {base_url}/health`, unjudged (O-17, CT-OCR-05).
+//!   (needed members ≤ 32 MiB, zip bombs and path-traversal names refused as typed faults);
+//! - health: `GET {base_url}/health`, unjudged.
 //!
 //! Every request carries the source's `HEADERS`, the key per `AUTH_STYLE` (optional for OCR),
-//! `QUERY` and `X-Request-Id: <call_id>` (05 R-33), uses the source's `CA_FILE`, follows no
-//! redirect, and sends only the form — never `extra_body` (CT-OCR-04). The adapter sets a
-//! connect timeout only; the core bounds one invocation by `timeout_s` (O-18) and a health probe
-//! by `min(timeout_s, 10 s)` (O-17). Errors and `Debug` never carry a key, a header value or a
+//! `QUERY` and `X-Request-Id: <call_id>`, uses the source's `CA_FILE`, follows no
+//! redirect, and sends only the form — never `extra_body`. The adapter sets a
+//! connect timeout only; the core bounds one invocation by `timeout_s` and a health probe
+//! by `min(timeout_s, 10 s)`. Errors and `Debug` never carry a key, a header value or a
 //! URL (which may hold `QUERY` values).
 
 pub mod archive;
@@ -44,7 +44,7 @@ use reqwest::{Client, Response, Url};
 
 pub use archive::{ArchiveCaps, MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, decode_archive};
 
-/// The request header carrying the attempt's `call_id` (05 R-33).
+/// The request header carrying the attempt's `call_id`.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// Largest JSON answer (text envelope, parse envelope, health) read: 16 MiB = 16 777 216 bytes,
@@ -52,7 +52,7 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Above it: `WireFailure::FrameTooLarge`.
 pub const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
 
-/// How many bytes of a non-200 body are retained: 1 MiB (10 §7, 40 S-7).
+/// How many bytes of a non-200 body are retained: 1 MiB.
 pub const MAX_ERROR_BODY_BYTES: usize = 1024 * 1024;
 
 /// Largest `CA_FILE` read: 16 MiB.
@@ -110,7 +110,7 @@ pub enum TransportBuildError {
 }
 
 impl TransportBuildError {
-    /// The stable `ConfigError` code (20 §10).
+    /// The stable `ConfigError` code.
     pub fn code(&self) -> &'static str {
         match self {
             Self::BaseUrl { .. } | Self::ApiKey { .. } => "source.identity",
@@ -226,7 +226,7 @@ impl SourceClient {
         url
     }
 
-    /// The download URL of a result location (90 O-13): a server-relative path is joined to
+    /// The download URL of a result location: a server-relative path is joined to
     /// `base_url`; an absolute URL (or a scheme-relative `//host/...`) must have the scheme,
     /// host and port of `base_url`. `Err(ForeignLocation)` otherwise.
     fn result_url(&self, location: &str) -> Result<Url, ArchiveFault> {
@@ -425,8 +425,8 @@ async fn read_body(response: Response, cap: usize) -> Result<WireBody, WireFailu
     }
 }
 
-/// The result location named by a parse envelope: a non-empty string `download_url` (O-13).
-/// Nothing else of the envelope is read (CT-OCR-03).
+/// The result location named by a parse envelope: a non-empty string `download_url`.
+/// Nothing else of the envelope is read.
 pub fn result_location(envelope: &[u8]) -> Option<String> {
     let value: serde_json::Value = serde_json::from_slice(envelope).ok()?;
     value
@@ -438,7 +438,7 @@ pub fn result_location(envelope: &[u8]) -> Option<String> {
 }
 
 impl MonkeyOcrTransport {
-    /// Builds one client per source (05 ). Errors name the source and the field.
+    /// Builds one client per source. Errors name the source and the field.
     pub fn new(sources: &[SourceConfig]) -> Result<Self, TransportBuildError> {
         let mut clients = HashMap::with_capacity(sources.len());
         for source in sources {
@@ -666,7 +666,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// O-13: whatever location a server names, the download URL stays on the source's own
+        /// whatever location a server names, the download URL stays on the source's own
         /// scheme, host and port (or the location is refused as foreign).
         #[test]
         fn o_13_download_never_leaves_the_origin(location in "\\PC{0,60}", host in "[a-z]{1,8}", port in 1u16..65535) {
@@ -680,7 +680,7 @@ mod tests {
             }
         }
 
-        /// O-15: a member name with a `..` component is never accepted.
+        /// a member name with a `..` component is never accepted.
         #[test]
         fn o_15_dot_dot_component_is_never_safe(a in "[a-z/]{0,10}", b in "[a-z/]{0,10}") {
             let name = format!("{a}/../{b}");

@@ -1,10 +1,10 @@
-//! The multipart form MonkeyOCR takes (90 O-12): one part named `file` whose filename extension
+//! The multipart form MonkeyOCR takes: one part named `file` whose filename extension
 //! matches the content, sniffed from the first bytes. Built by hand (one part, no streaming) so
 //! the adapter needs no multipart feature and the bytes are exactly what the tests assert.
 
 use bytes::{BufMut as _, Bytes, BytesMut};
 
-/// The filename and media type of an upload, sniffed from its first bytes (90 O-12, chosen):
+/// The filename and media type of an upload, sniffed from its first bytes (chosen):
 /// PNG → `image.png`, JPEG (`FF D8 FF`) → `image.jpg`, PDF (`%PDF-`) → `document.pdf`,
 /// otherwise `image.png`.
 pub fn sniff_filename(image: &[u8]) -> (&'static str, &'static str) {

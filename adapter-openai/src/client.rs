@@ -3,7 +3,7 @@
 //!
 //! Owns 05 R-25 (client settings), R-33 (`HEADERS`, `QUERY`, `AUTH_STYLE`, `CA_FILE`), 40 S-11
 //! (a connect timeout and no other timer; content decoding) and 10 §8.1 CT-CHAT-01 (redirects not
-//! followed), plus the adapter's size options (20 §8.6). Everything that can fail from
+//! followed), plus the adapter's size options. Everything that can fail from
 //! configuration fails here, at construction, as a typed [`TransportBuildError`] that names the
 //! source and the field — never at request time.
 
@@ -19,26 +19,26 @@ use gateway_ports::vocab::AuthStyle;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Url};
 
-/// Default `max_error_body_bytes`: 1 MiB = 1 048 576 bytes (10 §7, 40 S-7, 20 §8.6).
+/// Default `max_error_body_bytes`: 1 MiB = 1 048 576 bytes.
 pub const DEFAULT_MAX_ERROR_BODY_BYTES: usize = 1024 * 1024;
 
-/// Default `max_frame_bytes`: 16 MiB = 16 777 216 bytes (40 S-12, S-17, 20 §8.6).
+/// Default `max_frame_bytes`: 16 MiB = 16 777 216 bytes.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = crate::sse::DEFAULT_MAX_FRAME_BYTES;
 
-/// The request header carrying the attempt's `call_id` (05 R-33).
+/// The request header carrying the attempt's `call_id`.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
-/// The `api-key` header of `AUTH_STYLE=api_key_header` (Azure, 05 R-33).
+/// The `api-key` header of `AUTH_STYLE=api_key_header` (Azure).
 pub const API_KEY_HEADER: &str = "api-key";
 
-/// Builder options of `adapter-openai` (20 §8.6; 10 §8.1): not environment keys; the facade uses
+/// Builder options of `adapter-openai`: not environment keys; the facade uses
 /// the defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransportOptions {
     /// Cap in bytes on one SSE line, one event's data and one 200 non-stream body (40 S-12,
     /// S-17); default 16 MiB. Above it: `FrameTooLarge { limit }`.
     pub max_frame_bytes: usize,
-    /// How many bytes of a non-200 body are retained (40 S-7); default 1 MiB. A longer body is
+    /// How many bytes of a non-200 body are retained; default 1 MiB. A longer body is
     /// truncated there (never an error) and its connection is closed, not pooled.
     pub max_error_body_bytes: usize,
 }
@@ -52,14 +52,14 @@ impl Default for TransportOptions {
     }
 }
 
-/// Why a transport could not be built from its sources (20 §11 stage F9; 05 ).
+/// Why a transport could not be built from its sources (20 §11 stage F9; 05 R-25).
 ///
 /// Every variant names the source and the configuration field; none carries a secret (header
 /// values and keys are never included). Convert with [`TransportBuildError::to_config_error`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportBuildError {
-    /// `CA_FILE` is unreadable, not PEM, or holds no usable certificate (20 §4, code
+    /// `CA_FILE` is unreadable, not PEM, or holds no usable certificate (code
     /// `source.ca_file`).
     #[error("source {source_name}: CA_FILE {path:?} {reason}")]
     CaFile {
@@ -119,7 +119,7 @@ pub enum TransportBuildError {
 }
 
 impl TransportBuildError {
-    /// The stable `ConfigError` code of this error (20 §10).
+    /// The stable `ConfigError` code of this error.
     pub fn code(&self) -> &'static str {
         match self {
             Self::CaFile { .. } => "source.ca_file",
@@ -159,7 +159,7 @@ impl TransportBuildError {
     }
 
     /// This error as a `ConfigError` with [`code`](Self::code) and the given origin (the
-    /// environment key, settings field or builder method, 20 §2.4).
+    /// environment key, settings field or builder method).
     pub fn to_config_error(&self, origin: impl Into<String>) -> ConfigError {
         ConfigError::new(self.code(), origin, self.to_string())
     }
@@ -169,7 +169,7 @@ impl TransportBuildError {
 #[derive(Clone)]
 pub(crate) struct SourceClient {
     pub(crate) client: Client,
-    /// The same client without connection reuse (README D29): the one immediate re-send after
+    /// The same client without connection reuse: the one immediate re-send after
     /// a pooled connection turned out closed goes out on a fresh connection.
     pub(crate) fresh: Client,
     chat_url: Url,
@@ -177,9 +177,9 @@ pub(crate) struct SourceClient {
     pub(crate) models_url: Url,
     /// `HEADERS`, then the auth header (values marked sensitive), then `Content-Type`.
     pub(crate) headers: HeaderMap,
-    /// `timeout_s` in seconds (the doctor probe bound, 05 R-53).
+    /// `timeout_s` in seconds (the doctor probe bound).
     pub(crate) timeout_s: f64,
-    /// `max_response_bytes` (05 R-29).
+    /// `max_response_bytes`.
     pub(crate) max_response_bytes: u64,
 }
 
@@ -195,7 +195,7 @@ impl fmt::Debug for SourceClient {
 }
 
 impl SourceClient {
-    /// Builds the client of one source (05 ).
+    /// Builds the client of one source.
     pub(crate) fn build(source: &SourceConfig) -> Result<Self, TransportBuildError> {
         let name = || source.name.clone();
         let (connect_s, field) = match source.ttft_timeout_s {
@@ -293,7 +293,7 @@ fn endpoint_url(base_url: &str, path: &str, query: &BTreeMap<String, String>) ->
 /// error instead of an unbounded read.
 pub(crate) const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Reads `CA_FILE` once (05 R-33): a PEM bundle with at least one certificate, at most
+/// Reads `CA_FILE` once: a PEM bundle with at least one certificate, at most
 /// [`MAX_CA_FILE_BYTES`].
 fn read_ca_file(
     source_name: &str,
@@ -315,7 +315,7 @@ fn read_ca_file(
 }
 
 /// The headers every request of this source carries, in this order: the source's `HEADERS`
-/// (values literal: `${NAME}` references are resolved by the configuration layer, 20 §4), the
+/// (values literal: `${NAME}` references are resolved by the configuration layer), the
 /// authentication header per `AUTH_STYLE`, and `Content-Type: application/json`. The adapter's
 /// own headers replace a configured header of the same name (configuration refuses those names
 /// anyway). Secret values are marked sensitive so `Debug` never shows them.

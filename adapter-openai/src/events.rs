@@ -8,7 +8,7 @@
 //! Invariants: events are yielded as soon as each read is framed (never buffered to the end of
 //! the body); exactly one terminal event ends the stream and nothing follows it; the body is
 //! dropped right after the terminal event (so a half-read connection is closed, never pooled);
-//! dropping the stream drops the body, which closes the connection (S-10).
+//! dropping the stream drops the body, which closes the connection.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -25,7 +25,7 @@ use crate::sse::{SseEvent, SseFramer, SseKeepAlive, SseNotice};
 /// A response body as a stream of reads.
 pub(crate) type BodyStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
-/// Maps one framer event onto the port's event (the 1:1 mapping of `sse.rs`, 40 S-8).
+/// Maps one framer event onto the port's event (the 1:1 mapping of `sse.rs`).
 pub(crate) fn to_wire(event: SseEvent) -> WireEvent {
     match event {
         SseEvent::Chunk(value) => WireEvent::Chunk(value),
@@ -54,12 +54,12 @@ pub(crate) struct SseEventStream {
     queue: VecDeque<WireEvent>,
     /// Scratch for the framer's output.
     scratch: Vec<SseEvent>,
-    /// Body bytes read so far, against `max_response_bytes`.
+    /// Body bytes read so far, against `max_response_bytes`.
     read_bytes: u64,
     max_response_bytes: u64,
     /// A terminal event was queued; after the queue drains the stream ends.
     terminated: bool,
-    /// the one scheduler yield after `Done` was taken.
+    /// the one scheduler yield after `Done` was taken.
     yielded_after_done: bool,
 }
 
@@ -76,8 +76,8 @@ impl fmt::Debug for SseEventStream {
 }
 
 impl SseEventStream {
-    /// A stream over `body`, framing with `max_frame_bytes` (S-17) and stopping at
-    /// `max_response_bytes` body bytes in total.
+    /// A stream over `body`, framing with `max_frame_bytes` and stopping at
+    /// `max_response_bytes` body bytes in total.
     pub(crate) fn new(body: BodyStream, max_frame_bytes: usize, max_response_bytes: u64) -> Self {
         Self {
             body: Some(body),
@@ -110,9 +110,9 @@ impl SseEventStream {
         self.queue.push_back(event);
     }
 
-    /// after `Done`, poll the body without waiting: `Some(true)` it has ended (hyper
+    /// after `Done`, poll the body without waiting: `Some(true)` it has ended (hyper
     /// returns the connection to the pool), `Some(false)` more bytes came (dropping the body
-    /// closes the connection; nothing read here is parsed, S-9), `None` nothing is known yet.
+    /// closes the connection; nothing read here is parsed), `None` nothing is known yet.
     fn poll_end_after_done(&mut self, cx: &mut Context<'_>) -> Option<bool> {
         let body = self.body.as_mut()?;
         match body.as_mut().poll_next(cx) {
@@ -229,13 +229,13 @@ pub(crate) async fn read_capped(
     Ok(first.unwrap_or_else(|| Bytes::from(buf)))
 }
 
-/// The events of a streamed request answered by a 200 JSON body (05 R-27; 40 S-111 step 2): the
+/// The events of a streamed request answered by a 200 JSON body: the
 /// body is not SSE-framed; it is read whole (capped) and delivered as the data of ONE event,
 /// interpreted as S-23/S-25/S-26 would: one leading UTF-8 BOM removed, UTF-8 decoded with
 /// replacement; empty or whitespace only → `KeepAlive(EmptyData)`; JSON → `Chunk(value)`;
 /// anything else → `MalformedFrame { len }`; then `End`. A body over the cap →
 /// `FrameTooLarge { limit }`; a broken body → `ReadError`. The core, seeing the JSON content
-/// type, judges the `Chunk` as a non-stream body (S-111) and maps the other two to
+/// type, judges the `Chunk` as a non-stream body and maps the other two to
 /// `empty_response` / `invalid_json`.
 pub(crate) fn json_body_events(result: Result<Bytes, BodyReadError>) -> Vec<WireEvent> {
     match result {

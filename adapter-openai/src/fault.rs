@@ -1,4 +1,4 @@
-//! Network-fault kinds: which `NetworkFaultKind` a reqwest error is (10 §7; 05 R-25).
+//! Network-fault kinds: which `NetworkFaultKind` a reqwest error is.
 //!
 //! reqwest answers questions (`is_connect`, `is_timeout`) but does not say whether a failure
 //! was TLS, a protocol violation or a plain read error; the source chain does. This module walks
@@ -9,10 +9,10 @@
 //! Kinds this adapter can emit (the list in `docs/transport.md`): before a status line
 //! `ConnectTimeout`, `Connect`, `Tls`, `Write`, `ReadTimeout` (doctor probe only), `Read`,
 //! `Protocol`, `Other`; on a 200 body `Read`, `Protocol`, `ReadTimeout` (doctor probe only).
-//! Never `WriteTimeout` or `PoolTimeout`: the adapter sets no write or pool timer (40 S-11).
+//! Never `WriteTimeout` or `PoolTimeout`: the adapter sets no write or pool timer.
 //!
 //! `detail` is the innermost cause's text (an OS error, a hyper or rustls message), never the
-//! URL (which may carry `QUERY` values), a header or a payload (CT-CHAT-08).
+//! URL (which may carry `QUERY` values), a header or a payload.
 
 use std::error::Error as StdError;
 use std::io;
@@ -151,7 +151,7 @@ pub(crate) fn network_fault(err: &reqwest::Error, phase: Phase) -> NetworkFault 
 }
 
 /// `true` when `err` says the connection closed before any response byte arrived, on a request
-/// that was sent (README D29; case 041): hyper's "connection closed before message completed",
+/// that was sent (case 041): hyper's "connection closed before message completed",
 /// or a reset / broken pipe / unexpected EOF while the request was in flight — never a connect
 /// failure, a timeout or TLS. Such a request was never answered, so re-sending it is safe.
 pub(crate) fn is_stale_connection(err: &reqwest::Error) -> bool {

@@ -64,7 +64,7 @@ pub fn stream_events(
 }
 
 /// The events of a streamed request answered by a JSON 200 body delivered as `reads`, read whole
-/// with the cap `limit`. `None`: the read stalled.
+/// with the cap `limit`. `None`: the read stalled.
 pub fn json_body_read(reads: Vec<Vec<u8>>, limit: usize) -> Option<Vec<WireEvent>> {
     drive(async move { json_body_events(read_capped(body(reads), limit).await) })
 }

@@ -1,22 +1,22 @@
 //! Incremental SSE framing: the bytes of a 200 `text/event-stream` body become [`SseEvent`]s.
 //!
-//! Owns 40 §3 (S-14…S-31) together with 05 R-26 and README D18: BOM stripping, line splitting on
+//! Owns 40 §3 together with 05 R-26 and README D18: BOM stripping, line splitting on
 //! CR / LF / CRLF (also across reads), per-line UTF-8 decoding, the WHATWG field rules with the
 //! spec's tolerances, event dispatch and interpretation (`[DONE]`, JSON, split recovery,
 //! keep-alives, error events), the end-of-body flush, the `max_frame_bytes` cap and the
 //! `Unrecognized` excerpt budget.
 //!
 //! Why a hand-written framer: the spec's tolerances (D18 `error` fields, R-26 raw JSON lines, the
-//! S-26 split recovery, the S-28 flush, the S-17 cap) are not what any general SSE crate does, and
-//! the framer must never panic and never buffer more than the cap for any byte sequence (S-31).
+//! split recovery, the S-28 flush, the S-17 cap) are not what any general SSE crate does, and
+//! the framer must never panic and never buffer more than the cap for any byte sequence.
 //!
 //! The framer is sans-IO: the transport pushes each read into [`SseFramer::push`] and calls
-//! [`SseFramer::finish`] at a clean end of body (S-29); it maps [`SseEvent`] 1:1 onto the port's
+//! [`SseFramer::finish`] at a clean end of body; it maps [`SseEvent`] 1:1 onto the port's
 //! `WireEvent` and adds `ReadError` itself when the body breaks (the framer never sees that).
 //!
 //! Memory: a complete line that lies inside one read is processed in place; only a line cut by a
 //! read boundary is copied, into a line buffer capped at `max_frame_bytes`, and an event's data
-//! buffer is capped at `max_frame_bytes` too (S-17). Nothing else grows with the stream.
+//! buffer is capped at `max_frame_bytes` too. Nothing else grows with the stream.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -32,53 +32,53 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 /// silently. Implements 40 S-30.
 pub const UNRECOGNIZED_EXCERPT_BUDGET_BYTES: usize = 4096;
 
-/// The UTF-8 byte-order mark, stripped once at the start of the body (S-14).
+/// The UTF-8 byte-order mark, stripped once at the start of the body.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
 /// A line / data buffer whose capacity grew beyond this is released after use, so one large event
 /// does not pin its allocation for the rest of the stream.
 const RETAINED_BUFFER_BYTES: usize = 64 * 1024;
 
-/// One framing fact, in wire order. Maps 1:1 onto the port's `WireEvent` (40 S-8; 10 §8.1), except
+/// One framing fact, in wire order. Maps 1:1 onto the port's `WireEvent`, except
 /// `ReadError`, which only the transport can observe.
 ///
 /// Terminal events ([`SseEvent::is_terminal`]): `Done`, `FrameTooLarge`, `End`; after one of them
-/// the framer yields nothing more (S-9, CT-CHAT-06).
+/// the framer yields nothing more.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum SseEvent {
-    /// The data of one dispatched event, parsed as one JSON text of any type (S-25). The framer
-    /// never looks inside it (S-1, CT-CHAT-07).
+    /// The data of one dispatched event, parsed as one JSON text of any type. The framer
+    /// never looks inside it.
     Chunk(ChunkJson),
-    /// The `[DONE]` sentinel (S-24). Terminal: bytes after it are never parsed (S-9, R-28).
+    /// The `[DONE]` sentinel. Terminal: bytes after it are never parsed.
     Done,
-    /// A comment line (S-19) or an event whose data is empty / whitespace only (S-23). Never
-    /// progress (S-32).
+    /// A comment line or an event whose data is empty / whitespace only. Never
+    /// progress.
     KeepAlive(SseKeepAlive),
-    /// An event of type `error` (S-22), an SSE field line named `error` (D18, S-20), or a non-SSE
-    /// line that is a JSON object with a top-level `error` key, carried whole (R-26). `data` is
+    /// An event of type `error`, an SSE field line named `error`, or a non-SSE
+    /// line that is a JSON object with a top-level `error` key, carried whole. `data` is
     /// the event data (or the line), decoded as UTF-8 with replacement.
     ErrorEvent {
-        /// The event data, or the whole non-SSE line.
+        /// The event data, or the whole non-SSE line.
         data: String,
     },
     /// Dispatched data that is not JSON and was not recovered by S-26. Carries the data length in
-    /// bytes only; the payload is never echoed (S-26).
+    /// bytes only; the payload is never echoed.
     MalformedFrame {
         /// Length of the event data in bytes (as received, trailing LF removed).
         len: usize,
     },
-    /// A framing notice; the recovered events follow it (S-26).
+    /// A framing notice; the recovered events follow it.
     Notice(SseNotice),
-    /// A line with an unknown field name or no SSE syntax (S-20, S-30). `excerpt` is the line
+    /// A line with an unknown field name or no SSE syntax. `excerpt` is the line
     /// text (UTF-8 with replacement), cut so that all excerpts of a stream total at most
     /// [`UNRECOGNIZED_EXCERPT_BUDGET_BYTES`]; once the budget is spent no more are yielded.
     Unrecognized {
         /// The line text, possibly cut to the remaining budget; never empty.
         excerpt: String,
     },
-    /// A line, or one event's data, exceeded `max_frame_bytes` (S-17). Terminal; the core turns
-    /// it into `ResultInvalid(response_too_large)` (S-33).
+    /// A line, or one event's data, exceeded `max_frame_bytes`. Terminal; the core turns
+    /// it into `ResultInvalid(response_too_large)`.
     FrameTooLarge {
         /// The configured `max_frame_bytes`, in bytes.
         limit: usize,
@@ -88,7 +88,7 @@ pub enum SseEvent {
 }
 
 impl SseEvent {
-    /// True for `Done`, `FrameTooLarge` and `End`: nothing follows them (S-8, S-9, CT-CHAT-06).
+    /// True for `Done`, `FrameTooLarge` and `End`: nothing follows them.
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
@@ -97,26 +97,25 @@ impl SseEvent {
     }
 }
 
-/// Which keep-alive a [`SseEvent::KeepAlive`] was (40 S-8; the port's `KeepAliveKind`).
+/// Which keep-alive a [`SseEvent::KeepAlive`] was (the port's `KeepAliveKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SseKeepAlive {
-    /// A comment line, `:` with or without a following space (S-19).
+    /// A comment line, `:` with or without a following space.
     Comment,
-    /// A dispatched event whose data is empty or ASCII whitespace only, e.g. `data:` (S-23).
+    /// A dispatched event whose data is empty or ASCII whitespace only, e.g. `data:`.
     EmptyData,
 }
 
-/// A framing notice (40 S-8; the port's `WireNotice`).
+/// A framing notice (the port's `WireNotice`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SseNotice {
-    /// One event held several JSON chunks on separate `data` lines; they follow one by one
-    /// (S-26).
+    /// One event held several JSON chunks on separate `data` lines; they follow one by one.
     SplitDataLines,
 }
 
-/// BOM detection at the very start of the body (S-14).
+/// BOM detection at the very start of the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BomState {
     /// Still at the start; this many bytes of the BOM have been seen (0..=2) and held back.
@@ -125,34 +124,34 @@ enum BomState {
     Resolved,
 }
 
-/// Incremental SSE framer for one stream (one attempt; state is never shared, S-3).
+/// Incremental SSE framer for one stream (one attempt; state is never shared).
 ///
 /// Feed every read to [`push`](Self::push) in order and call [`finish`](Self::finish) at a clean
-/// end of body. Events are appended to `out` as soon as each is complete (CT-CHAT-05): a dispatched
-/// event at its blank line (S-18) or at the end-of-body flush (S-28); a comment, an `Unrecognized`
+/// end of body. Events are appended to `out` as soon as each is complete: a dispatched
+/// event at its blank line or at the end-of-body flush; a comment, an `Unrecognized`
 /// line or a non-SSE error line at its own line end. Splitting the same bytes into different reads
-/// never changes the events. No input panics (S-31).
+/// never changes the events. No input panics.
 ///
 /// Implements 40 S-14…S-31, 05 R-26, README D18.
 pub struct SseFramer {
-    /// `max_frame_bytes` (S-17).
+    /// `max_frame_bytes`.
     max_frame_bytes: usize,
     bom: BomState,
-    /// The previous read ended with a CR that ended a line; an LF next is part of it (S-15).
+    /// The previous read ended with a CR that ended a line; an LF next is part of it.
     after_cr: bool,
     /// The unterminated line cut by a read boundary (never longer than `max_frame_bytes`).
     line: Vec<u8>,
-    /// The event's data buffer: data values joined with LF, without the trailing LF (S-20, S-21).
+    /// The event's data buffer: data values joined with LF, without the trailing LF.
     data: Vec<u8>,
     /// Number of `data` (and D18 `error`) lines in the pending event; 0 = nothing to dispatch.
     data_lines: usize,
-    /// The event-type buffer is exactly `error` (S-20 `event`, S-22).
+    /// The event-type buffer is exactly `error` (`event`).
     event_is_error: bool,
-    /// An SSE field line named `error` occurred in this block (D18).
+    /// An SSE field line named `error` occurred in this block.
     error_field: bool,
-    /// Remaining `Unrecognized` excerpt budget in bytes (S-30).
+    /// Remaining `Unrecognized` excerpt budget in bytes.
     excerpt_left: usize,
-    /// A terminal event was yielded; everything afterwards is ignored (S-9).
+    /// A terminal event was yielded; everything afterwards is ignored.
     finished: bool,
 }
 
@@ -183,7 +182,7 @@ impl Default for SseFramer {
 
 impl SseFramer {
     /// A framer for one stream whose lines and event data are capped at `max_frame_bytes` bytes
-    /// (S-17; the default is [`DEFAULT_MAX_FRAME_BYTES`]). Any value is accepted; `0` makes every
+    /// (the default is [`DEFAULT_MAX_FRAME_BYTES`]). Any value is accepted; `0` makes every
     /// non-empty line too large.
     pub fn new(max_frame_bytes: usize) -> Self {
         Self {
@@ -200,25 +199,25 @@ impl SseFramer {
         }
     }
 
-    /// The configured cap, in bytes (S-17).
+    /// The configured cap, in bytes.
     pub fn max_frame_bytes(&self) -> usize {
         self.max_frame_bytes
     }
 
     /// True once a terminal event (`Done`, `FrameTooLarge`, `End`) was yielded. The transport then
-    /// stops reading (S-9; R-28 for what it does with the connection after `Done`).
+    /// stops reading (R-28 for what it does with the connection after `Done`).
     pub fn is_finished(&self) -> bool {
         self.finished
     }
 
     /// Bytes currently held: the unterminated line plus the pending event's data. Each part is at
-    /// most `max_frame_bytes` (S-17). Diagnostic only.
+    /// most `max_frame_bytes`. Diagnostic only.
     pub fn buffered_bytes(&self) -> usize {
         self.line.len() + self.data.len()
     }
 
     /// Frames one read of the body, appending the completed events to `out` in wire order.
-    /// Bytes pushed after a terminal event are ignored (S-9). Never fails, never panics (S-31).
+    /// Bytes pushed after a terminal event are ignored. Never fails, never panics.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
         if self.finished {
             return;
@@ -248,7 +247,7 @@ impl SseFramer {
         self.feed(input, out);
     }
 
-    /// Clean end of body (S-28, S-29): a held-back partial BOM and a pending unterminated line are
+    /// Clean end of body: a held-back partial BOM and a pending unterminated line are
     /// processed as if terminated, a pending event with data is dispatched as if a blank line
     /// followed, then `End` is yielded — unless the flush itself yielded a terminal event (for
     /// example `Done` from an unterminated `data: [DONE]`, case 001 B). Does nothing after a
@@ -274,7 +273,7 @@ impl SseFramer {
         }
     }
 
-    /// Splits bytes into lines (S-15, S-16) and processes each complete line.
+    /// Splits bytes into lines and processes each complete line.
     fn feed(&mut self, mut input: &[u8], out: &mut Vec<SseEvent>) {
         while !self.finished {
             if self.after_cr {
@@ -332,7 +331,7 @@ impl SseFramer {
         }
     }
 
-    /// Lines to events (S-18…S-20; R-26; D18). `line` has no terminator.
+    /// Lines to events. `line` has no terminator.
     fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
         // S-18: an empty line dispatches the pending event.
         if line.is_empty() {
@@ -370,7 +369,7 @@ impl SseFramer {
         }
     }
 
-    /// S-20 `data`: append the value (and the LF separator) to the data buffer, capped (S-17).
+    /// S-20 `data`: append the value (and the LF separator) to the data buffer, capped.
     fn append_data(&mut self, value: &[u8], out: &mut Vec<SseEvent>) {
         let separator = usize::from(self.data_lines > 0);
         let needed = self
@@ -389,7 +388,7 @@ impl SseFramer {
         self.data_lines += 1;
     }
 
-    /// An unknown field name or a line without SSE syntax (S-20, S-30, R-26, D18).
+    /// An unknown field name or a line without SSE syntax.
     fn other_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
         // a non-SSE line whose first non-whitespace byte is `{` is parsed whole; an object
         // with a top-level `error` key is an in-band error frame (D18).
@@ -415,7 +414,7 @@ impl SseFramer {
         out.push(SseEvent::Unrecognized { excerpt });
     }
 
-    /// S-21: dispatch the pending event, or just reset when the data buffer is empty.
+    /// dispatch the pending event, or just reset when the data buffer is empty.
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
         let lines = self.data_lines;
         let is_error = self.event_is_error || self.error_field;
@@ -476,7 +475,7 @@ impl SseFramer {
         }
     }
 
-    /// S-26: the notice, then one `Chunk` / `Done` per data line in order; `Done` is terminal.
+    /// the notice, then one `Chunk` / `Done` per data line in order; `Done` is terminal.
     fn emit_recovered(&mut self, pieces: Vec<Piece>, out: &mut Vec<SseEvent>) {
         out.push(SseEvent::Notice(SseNotice::SplitDataLines));
         for piece in pieces {
@@ -491,7 +490,7 @@ impl SseFramer {
         }
     }
 
-    /// S-17: terminal `FrameTooLarge`; the buffers are released at once.
+    /// terminal `FrameTooLarge`; the buffers are released at once.
     fn frame_too_large(&mut self, out: &mut Vec<SseEvent>) {
         out.push(SseEvent::FrameTooLarge {
             limit: self.max_frame_bytes,
@@ -499,7 +498,7 @@ impl SseFramer {
         self.finish_stream();
     }
 
-    /// After a terminal event nothing more is parsed or held (S-9).
+    /// After a terminal event nothing more is parsed or held.
     fn finish_stream(&mut self) {
         self.finished = true;
         self.line = Vec::new();
@@ -509,13 +508,13 @@ impl SseFramer {
     }
 }
 
-/// One line of a split-recovered event (S-26).
+/// One line of a split-recovered event.
 enum Piece {
     Chunk(ChunkJson),
     Done,
 }
 
-/// S-26: every data line, trimmed, is exactly `[DONE]` or a complete JSON text; else `None`.
+/// every data line, trimmed, is exactly `[DONE]` or a complete JSON text; else `None`.
 fn split_recovery(text: &str) -> Option<Vec<Piece>> {
     text.split('\n')
         .map(|line| {
@@ -530,7 +529,7 @@ fn split_recovery(text: &str) -> Option<Vec<Piece>> {
 }
 
 /// The line text for an `Unrecognized` excerpt, at most `budget` bytes, cut on a character
-/// boundary (S-30). Decoding is lossy (S-16); only the bytes needed are decoded.
+/// boundary. Decoding is lossy; only the bytes needed are decoded.
 fn excerpt(line: &[u8], budget: usize) -> String {
     let mut end = line.len().min(budget);
     if end < line.len() {

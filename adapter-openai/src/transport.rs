@@ -1,13 +1,13 @@
 //! `OpenAiTransport`: the OpenAI-compatible `ChatTransport` and `EmbeddingTransport` over
 //! reqwest, plus the `pgw doctor` probe.
 //!
-//! Owns one HTTP exchange per `send` and the wire facts it reports (40 S-1, S-7, S-12; 10 §8.1,
-//! §8.2; 05 … ): the request (URL, headers, the body serialised
+//! Owns one HTTP exchange per `send` and the wire facts it reports (10 §8.1,
+//! §8.2; 05 R-14): the request (URL, headers, the body serialised
 //! verbatim), the status split (200 → events or body; anything else → `WireFailure::Http`), the
 //! error body retained up to `max_error_body_bytes`, and network faults before a status line.
 //! It judges nothing: no classification, no retry, no timer besides the connect timeout.
 //!
-//! Cancellation (10 §8.0 rule 2, CT-CHAT-09, S-10): every future and stream here owns its
+//! Cancellation (10 §8.0 rule 2): every future and stream here owns its
 //! response; dropping it drops the response, and hyper closes a connection whose body was not
 //! read to its end, so the upstream sees the disconnect and nothing half-read is pooled.
 
@@ -30,16 +30,16 @@ use crate::events::{BodyReadError, BodyStream, SseEventStream, json_body_events,
 use crate::fault::{Phase, is_stale_connection, network_fault};
 
 /// Stable `code` of the debug event logged when a stale pooled connection was re-sent on a
-/// fresh one (README D29).
+/// fresh one.
 pub const STALE_CONNECTION_RESENT: &str = "transport.stale_connection_resent";
 
-/// Upper bound of the doctor probe, in seconds (05 R-53: `min(timeout_s, 10 s)`).
+/// Upper bound of the doctor probe, in seconds (`min(timeout_s, 10 s)`).
 pub const PROBE_MAX_S: f64 = 10.0;
 
-/// The OpenAI-compatible transport of every configured source (10 §8.1, §8.2: one type
+/// The OpenAI-compatible transport of every configured source (one type
 /// implements both ports).
 ///
-/// Holds one reqwest client (one connection pool) per source, built at construction (05 R-25).
+/// Holds one reqwest client (one connection pool) per source, built at construction.
 /// A request is served by the client registered under `WireRequest.source.name`, with the URLs
 /// and headers of the configuration given at construction. Cheap to clone (the clients are
 /// reference-counted).
@@ -47,7 +47,7 @@ pub const PROBE_MAX_S: f64 = 10.0;
 pub struct OpenAiTransport {
     clients: HashMap<String, SourceClient>,
     options: TransportOptions,
-    /// `(source, warning code)` pairs already logged (README D20: one warning per source);
+    /// `(source, warning code)` pairs already logged (one warning per source);
     /// bounded by the number of sources times the few codes.
     warned: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<(String, &'static str)>>>,
 }
@@ -64,10 +64,10 @@ impl fmt::Debug for OpenAiTransport {
 }
 
 impl OpenAiTransport {
-    /// Builds the clients of `sources` (05 ): `trust_env = false` → no proxy;
-    /// `connect_timeout = ttft_timeout_s.unwrap_or(timeout_s)` and no other timer (40 S-11);
+    /// Builds the clients of `sources`: `trust_env = false` → no proxy;
+    /// `connect_timeout = ttft_timeout_s.unwrap_or(timeout_s)` and no other timer;
     /// rustls with the webpki roots plus the source's `CA_FILE`, read now; redirects not
-    /// followed (CT-CHAT-01); gzip, brotli and deflate decoded (CT-CHAT-04).
+    /// followed; gzip, brotli and deflate decoded.
     ///
     /// Errors: [`TransportBuildError`] naming the source and field — an unreadable or non-PEM
     /// `CA_FILE` (`source.ca_file`), an invalid `HEADERS` name or value (`source.headers`), a
@@ -94,7 +94,7 @@ impl OpenAiTransport {
         })
     }
 
-    /// Logs `code` for `source` once per transport (README D20). Names the declared media type
+    /// Logs `code` for `source` once per transport. Names the declared media type
     /// (a header value the server chose, never a secret), never body bytes.
     fn warn_once(&self, source: &str, code: &'static str, declared: Option<&str>) {
         let first = self
@@ -130,7 +130,7 @@ impl OpenAiTransport {
         })
     }
 
-    /// `GET {base_url}/models` for `pgw doctor` (05 R-53): no admission, no breaker, no
+    /// `GET {base_url}/models` for `pgw doctor`: no admission, no breaker, no
     /// telemetry; bounded by `min(timeout_s, 10 s)`. Sends the source's `HEADERS`, `QUERY` and
     /// authentication.
     ///
@@ -159,7 +159,7 @@ impl OpenAiTransport {
         Ok(response.status().as_u16())
     }
 
-    /// `GET {base_url}/models` with the answer's body (README D36): like
+    /// `GET {base_url}/models` with the answer's body: like
     /// [`OpenAiTransport::probe_models`], and the body read up to [`PROBE_BODY_MAX_BYTES`] so the
     /// doctor can check that the list names the model, or show the server's reason.
     pub async fn probe_models_answer(
@@ -176,7 +176,7 @@ impl OpenAiTransport {
         probe_send(request, probe_bound(client)).await
     }
 
-    /// One minimal chat completion for `pgw doctor` (README D36): `max_tokens: 1`, one user
+    /// One minimal chat completion for `pgw doctor`: `max_tokens: 1`, one user
     /// message, `"stream": false`, the source's model, `HEADERS`, `QUERY` and authentication
     /// (no `EXTRA_BODY`: a probe must not pay for sampling options). Bounded like
     /// [`OpenAiTransport::probe_models`]; no admission, breaker or telemetry.
@@ -196,7 +196,7 @@ impl OpenAiTransport {
         probe_send(request, probe_bound(client)).await
     }
 
-    /// One one-word embedding for `pgw doctor` (README D36), bounded like the other probes.
+    /// One one-word embedding for `pgw doctor`, bounded like the other probes.
     pub async fn probe_embedding(&self, source: &SourceConfig) -> Result<ProbeAnswer, WireFailure> {
         let client = self.client(&source.name)?;
         let body = serde_json::json!({"model": source.model, "input": ["ping"]});
@@ -269,7 +269,7 @@ impl OpenAiTransport {
         Ok((client, response))
     }
 
-    /// The whole 200 body, capped at `min(max_frame_bytes, max_response_bytes)` (S-12, R-29).
+    /// The whole 200 body, capped at `min(max_frame_bytes, max_response_bytes)`.
     async fn whole_body(
         &self,
         client: &SourceClient,
@@ -286,9 +286,9 @@ impl OpenAiTransport {
         }
     }
 
-    /// The `Events` response of a streamed 200 (S-8; R-27; README D20).
+    /// The `Events` response of a streamed 200.
     ///
-    /// README D20: the declared media type is a first guess; the first non-whitespace byte of
+    /// the declared media type is a first guess; the first non-whitespace byte of
     /// the body decides. A JSON-typed body that does not start with `{` or `[` is framed as SSE;
     /// a `text/event-stream` (or untyped) body that starts with `{` is read whole as one JSON
     /// body. The reported `content_type` is then the effective one (`text/event-stream` or
@@ -342,7 +342,7 @@ impl OpenAiTransport {
 
 #[async_trait]
 impl ChatTransport for OpenAiTransport {
-    /// One HTTP exchange (10 §8.1, CT-CHAT-01…10). `stream = true` and 200 → `Events` (an SSE
+    /// One HTTP exchange. `stream = true` and 200 → `Events` (an SSE
     /// stream, or for a JSON content type the un-framed body of R-27); `stream = false` and 200
     /// → `Body`. Errors: `Http` (status ≠ 200, 201/204 included), `Network` (before a status),
     /// `FrameTooLarge`/`ReadError` (non-stream body), `Unsupported` (unknown source, a `call_id`
@@ -361,7 +361,7 @@ impl ChatTransport for OpenAiTransport {
 
 #[async_trait]
 impl EmbeddingTransport for OpenAiTransport {
-    /// One `POST {base_url}/embeddings` (10 §8.2, CT-EMB-01/02; the endpoint is taken from
+    /// One `POST {base_url}/embeddings` (CT-EMB-01/02; the endpoint is taken from
     /// `request.endpoint`, which the core sets to `Embeddings`). Always non-stream: the 200
     /// body, unjudged. Errors as the non-stream chat path.
     async fn send(&self, request: WireRequest) -> Result<WireBody, WireFailure> {
@@ -370,10 +370,10 @@ impl EmbeddingTransport for OpenAiTransport {
     }
 }
 
-/// Most bytes of a probe answer's body that are kept (README D36).
+/// Most bytes of a probe answer's body that are kept.
 pub const PROBE_BODY_MAX_BYTES: usize = 64 * 1024;
 
-/// What a doctor probe received (README D36): the status and the body, cut at
+/// What a doctor probe received: the status and the body, cut at
 /// [`PROBE_BODY_MAX_BYTES`] (UTF-8 with replacement). Judged by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeAnswer {
@@ -383,7 +383,7 @@ pub struct ProbeAnswer {
     pub body: String,
 }
 
-/// The probe bound: `min(timeout_s, 10 s)` (05 R-53).
+/// The probe bound: `min(timeout_s, 10 s)`.
 fn probe_bound(client: &SourceClient) -> Duration {
     let bound_s = if client.timeout_s.is_finite() && client.timeout_s > 0.0 {
         client.timeout_s.min(PROBE_MAX_S)
@@ -429,12 +429,12 @@ async fn probe_send(
 /// Stable code of the README D20 warning: the body's first byte contradicted its media type.
 pub const CONTENT_TYPE_MISMATCH: &str = "dialect:content_type_mismatch";
 
-/// The media type reported for a body sniffed as one JSON value (README D20).
+/// The media type reported for a body sniffed as one JSON value.
 const SNIFFED_JSON: &str = "application/json";
-/// The media type reported for a body sniffed as an event stream (README D20).
+/// The media type reported for a body sniffed as an event stream.
 const SNIFFED_SSE: &str = "text/event-stream";
 
-/// Reads the body until its first non-whitespace byte (README D20) and gives it back with a
+/// Reads the body until its first non-whitespace byte and gives it back with a
 /// stream that replays the reads taken. `None` when the body ended (or broke) first; the error
 /// is replayed too, so the framer reports it as usual. Whitespace here is the JSON and SSE
 /// blank set (space, tab, CR, LF) plus a leading UTF-8 BOM. At most `cap` bytes of whitespace
@@ -502,7 +502,7 @@ fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `WireFailure::Http` of a non-200 response (10 §7, S-7): the body read until its end or until
+/// `WireFailure::Http` of a non-200 response: the body read until its end or until
 /// `limit` bytes are retained; a longer body is truncated there (the response is then dropped
 /// unread, so its connection is closed, never pooled); a body that breaks keeps what was read.
 async fn http_failure(mut response: reqwest::Response, limit: usize) -> WireFailure {

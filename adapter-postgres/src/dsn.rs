@@ -1,4 +1,4 @@
-//! Turning `PGW_TELEMETRY_PG_DSN` into a driver configuration (20 §8.3, 80 T-42): the
+//! Turning `PGW_TELEMETRY_PG_DSN` into a driver configuration: the
 //! SQLAlchemy `+driver` suffix stripped, `sslmode` honoured over rustls, and nothing of the DSN
 //! (its password above all) ever in an error, a log line or `Debug`.
 
@@ -27,8 +27,8 @@ impl fmt::Display for DsnError {
     }
 }
 
-/// Removes a SQLAlchemy-style driver suffix: `postgresql+asyncpg://…` → `postgresql://…`
-/// (80 T-42). Any other text is returned unchanged.
+/// Removes a SQLAlchemy-style driver suffix: `postgresql+asyncpg://…` → `postgresql://…`.
+/// Any other text is returned unchanged.
 pub fn strip_driver_suffix(dsn: &str) -> String {
     for base in ["postgresql", "postgres"] {
         if let Some(rest) = dsn.strip_prefix(base)
@@ -94,7 +94,7 @@ impl ParsedDsn {
     }
 
     /// The driver configuration with the recorder's additions: a connect timeout and a server
-    /// `statement_timeout` of `budget` (80 T-54) and the application name.
+    /// `statement_timeout` of `budget` and the application name.
     pub(crate) fn driver_config(&self, budget: Duration) -> tokio_postgres::Config {
         let mut config = self.config.clone();
         config.connect_timeout(budget);
@@ -246,7 +246,7 @@ impl ServerCertVerifier for EncryptOnly {
 mod tests {
     use super::*;
 
-    /// 80 T-42: `+driver` suffixes are stripped; other DSNs untouched.
+    /// `+driver` suffixes are stripped; other DSNs untouched.
     #[test]
     fn t_42_driver_suffix_is_stripped() {
         assert_eq!(

@@ -1,25 +1,25 @@
-//! PolyGateway `TelemetryRecorder` over PostgreSQL (80 §10.3–§10.4; 10 §8.7; README D6, D31).
+//! PolyGateway `TelemetryRecorder` over PostgreSQL (80 §10.3–§10.4; 10 §8.7; README D6).
 //!
 //! Many processes writing one `llm_calls` table is how a fleet answers "what did we spend,
 //! which source failed, how slow was it". This crate owns the Postgres side:
 //!
 //! - **Hand-off.** [`PostgresRecorder::enqueue`] puts the row on a bounded queue and returns at
 //!   once (never awaits I/O; a full queue drops and counts the row). The port's `record` is this
-//!   hand-off (README D31).
+//!   hand-off.
 //! - **Writer.** The recorder's own worker thread (one current-thread tokio runtime, so the
 //!   caller's runtime and its paused test clock never matter) takes rows in batches and writes
 //!   each batch with one `INSERT … SELECT * FROM unnest($1::text[], …) ON CONFLICT DO NOTHING`
 //!   on up to `pool_max` pooled connections at once (`deadpool-postgres`). Every write has a
-//!   hard budget covering pool acquisition and execution (80 T-54); past it the batch is
+//!   hard budget covering pool acquisition and execution; past it the batch is
 //!   dropped and counted and the state is unchanged.
-//! - **Schema** (80 T-47, README D6): `auto` creates the table and backfills missing columns;
+//! - **Schema**: `auto` creates the table and backfills missing columns;
 //!   `manual` (the default on Postgres) sends no DDL, trims the INSERT to the existing columns
 //!   and logs one notice with a paste-ready `ALTER TABLE` line per missing column.
-//! - **States** (80 T-56, T-57): healthy; degraded (cannot connect, authentication or
+//! - **States**: healthy; degraded (cannot connect, authentication or
 //!   permission refused, database or table missing: rows dropped and counted, no traffic until
 //!   the 60 s cooldown — read through the injected [`Clock`] — ends, then preparation is re-run);
 //!   fatal (the DSN cannot be parsed). A row the server rejects drops that row only.
-//! - **Connections** (80 T-53): none at construction, none while idle: the worker closes
+//! - **Connections**: none at construction, none while idle: the worker closes
 //!   connections idle for more than 10 s; `close()` ends the worker.
 //! - **Secrets**: the DSN never appears in a log line, an error, a status reason or `Debug`.
 
@@ -42,31 +42,31 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use dsn::{APPLICATION_NAME, DsnError, ParsedDsn, strip_driver_suffix};
 
-/// Default `PGW_TELEMETRY_PG_POOL_MAX` (80 T-53): 4 connections.
+/// Default `PGW_TELEMETRY_PG_POOL_MAX`: 4 connections.
 pub const DEFAULT_POOL_MAX: usize = 4;
 
-/// Default `PGW_TELEMETRY_PG_WRITE_TIMEOUT_S` (80 T-54): 5 s per write.
+/// Default `PGW_TELEMETRY_PG_WRITE_TIMEOUT_S`: 5 s per write.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Largest write budget honoured (a day); longer values are clamped to it.
 pub const MAX_WRITE_TIMEOUT: Duration = Duration::from_secs(86_400);
 
-/// Recovery cooldown of a degraded recorder (80 T-57): 60 s.
+/// Recovery cooldown of a degraded recorder: 60 s.
 pub const RECOVERY_COOLDOWN: Duration = Duration::from_secs(60);
 
-/// Connections idle longer than this are closed (80 T-53, chosen): 10 s.
+/// Connections idle longer than this are closed (chosen): 10 s.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Default queue capacity in rows (as the SQLite recorder, 80 T-50).
+/// Default queue capacity in rows (as the SQLite recorder).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
 
 /// Default most rows per INSERT (chosen; docs/benchmarks.md).
 pub const DEFAULT_BATCH_ROWS: usize = 1_000;
 
-/// Default bound of `close()` (80 T-51, chosen): 5 s.
+/// Default bound of `close()` (chosen): 5 s.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Schema mode (README D6, 80 T-46). Unset → [`SchemaMode::Manual`] on Postgres.
+/// Schema mode. Unset → [`SchemaMode::Manual`] on Postgres.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum SchemaMode {
@@ -101,7 +101,7 @@ impl Clock for SystemClock {
     }
 }
 
-/// Settings of one Postgres recorder (20 §8.3). `Debug` never shows the DSN.
+/// Settings of one Postgres recorder. `Debug` never shows the DSN.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct PostgresRecorderConfig {
@@ -119,9 +119,9 @@ pub struct PostgresRecorderConfig {
     pub queue_capacity: usize,
     /// Most rows per INSERT (≥ 1).
     pub batch_rows: usize,
-    /// Degraded cooldown before preparation is retried (80 T-57: 60 s).
+    /// Degraded cooldown before preparation is retried (60 s).
     pub cooldown: Duration,
-    /// Idle connections older than this are closed (80 T-53: 10 s).
+    /// Idle connections older than this are closed (10 s).
     pub idle_timeout: Duration,
     /// Bound of `close()` (5 s).
     pub close_timeout: Duration,
@@ -266,7 +266,7 @@ impl Shared {
     }
 }
 
-/// The Postgres telemetry recorder (80 §10.3). `record` is a push onto a bounded queue; the
+/// The Postgres telemetry recorder. `record` is a push onto a bounded queue; the
 /// recorder's worker thread writes; nothing here fails or slows the caller.
 pub struct PostgresRecorder {
     rows: Option<mpsc::Sender<TelemetryRow>>,
@@ -356,7 +356,7 @@ impl PostgresRecorder {
         }
     }
 
-    /// The one hand-off (README D31): queues the row and returns at once, never awaiting I/O.
+    /// The one hand-off: queues the row and returns at once, never awaiting I/O.
     /// `Err` means the row was not accepted (recorder closed or fatal, queue full, worker
     /// stopped); it is already counted in `dropped_rows`.
     pub fn enqueue(&self, row: TelemetryRow) -> Result<(), RecordError> {
@@ -402,7 +402,7 @@ impl PostgresRecorder {
         self.shared.open_connections.load(Ordering::Relaxed)
     }
 
-    /// Resolves when every row queued before it has been written or dropped (05 R-24). Also
+    /// Resolves when every row queued before it has been written or dropped. Also
     /// runs the lazy preparation on a fresh recorder; it never ends a cooldown.
     pub async fn flush_rows(&self) {
         let Some(ctl) = &self.control else { return };
@@ -413,7 +413,7 @@ impl PostgresRecorder {
     }
 
     /// Flushes within `close_timeout` and stops the worker (closing every connection); rows
-    /// left over, and rows recorded later, are dropped and counted. Idempotent (CT-TEL-07).
+    /// left over, and rows recorded later, are dropped and counted. Idempotent.
     pub async fn close_recorder(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
@@ -445,7 +445,7 @@ impl PostgresRecorder {
 
 #[async_trait]
 impl TelemetryRecorder for PostgresRecorder {
-    /// [`PostgresRecorder::enqueue`]: returns at once, never awaits (README D31). A refused
+    /// [`PostgresRecorder::enqueue`]: returns at once, never awaits. A refused
     /// row (queue full, recorder closed) is already counted in `dropped_rows` by the recorder.
     fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
         self.enqueue(row)
@@ -461,7 +461,7 @@ impl TelemetryRecorder for PostgresRecorder {
 }
 
 impl TelemetryStatusProvider for PostgresRecorder {
-    /// Snapshot (CT-TEL-06, 80 T-58): never blocks on the worker, never fails.
+    /// Snapshot: never blocks on the worker, never fails.
     fn status(&self) -> TelemetryStatus {
         let health = self.shared.health().clone();
         let mut status = TelemetryStatus::for_backend("postgres");

@@ -1,8 +1,8 @@
 //! The Postgres `llm_calls` table: DDL, backfill statements, the INSERT and the manual-mode
-//! notice (80 T-43..T-49), generated from the ports' column list ([`TelemetryRow::COLUMNS`]).
+//! notice, generated from the ports' column list ([`TelemetryRow::COLUMNS`]).
 //!
 //! The column *names* and their INSERT order come from `gateway-ports`; this module adds only
-//! the Postgres declaration of each (T-43: `DOUBLE PRECISION`, `BOOLEAN`, `TIMESTAMPTZ`,
+//! the Postgres declaration of each (`DOUBLE PRECISION`, `BOOLEAN`, `TIMESTAMPTZ`,
 //! `JSONB`). Pure functions, no I/O. A unit test pins the order against the ports so the two
 //! cannot drift.
 
@@ -56,8 +56,8 @@ const fn col(name: &'static str, decl: &'static str, kind: PgKind) -> PgColumn {
     PgColumn { name, decl, kind }
 }
 
-/// The physical table in order (80 T-8, T-43): INSERT columns 1–18, `created_at`, then the
-/// backfill columns 19–39 (T-44).
+/// The physical table in order: INSERT columns 1–18, `created_at`, then the
+/// backfill columns 19–39.
 pub const PHYSICAL: [PgColumn; 40] = [
     col("call_id", "TEXT PRIMARY KEY", PgKind::Text),
     col("parent_call_id", "TEXT", PgKind::Text),
@@ -105,7 +105,7 @@ pub const PHYSICAL: [PgColumn; 40] = [
     col("stream_end", "TEXT", PgKind::Text),
 ];
 
-/// Number of INSERT columns a table must have to be writable at all (80 T-47 step 3).
+/// Number of INSERT columns a table must have to be writable at all.
 pub const REQUIRED_COLUMNS: usize = 18;
 
 /// The physical definition of `name`.
@@ -129,7 +129,7 @@ pub fn insert_column(index: usize) -> &'static PgColumn {
     &PHYSICAL[physical.min(PHYSICAL.len() - 1)]
 }
 
-/// `CREATE TABLE IF NOT EXISTS llm_calls (…)` with the 40 columns in physical order (80 T-43).
+/// `CREATE TABLE IF NOT EXISTS llm_calls (…)` with the 40 columns in physical order.
 pub fn create_table_sql() -> String {
     let mut sql = format!("CREATE TABLE IF NOT EXISTS {TABLE} (\n");
     for (i, c) in PHYSICAL.iter().enumerate() {
@@ -140,14 +140,14 @@ pub fn create_table_sql() -> String {
     sql
 }
 
-/// The executed backfill statement (80 T-44): `ALTER TABLE llm_calls ADD COLUMN <decl>`, never
+/// The executed backfill statement: `ALTER TABLE llm_calls ADD COLUMN <decl>`, never
 /// `IF NOT EXISTS` (that form takes an ACCESS EXCLUSIVE lock even when the column exists; the
 /// recorder probes first).
 pub fn backfill_statement(c: &PgColumn) -> String {
     format!("ALTER TABLE {TABLE} ADD COLUMN {} {}", c.name, c.decl)
 }
 
-/// The paste-ready, re-runnable script (80 T-49): the CREATE TABLE plus one
+/// The paste-ready, re-runnable script: the CREATE TABLE plus one
 /// `ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS <decl>;` per backfill column.
 pub fn telemetry_schema_sql() -> String {
     let mut sql = format!(
@@ -169,7 +169,7 @@ pub fn telemetry_schema_sql() -> String {
 
 /// The batch INSERT for the INSERT columns `indexes` (0-based in [`TelemetryRow::COLUMNS`], in
 /// that order): one array parameter per column, unnested into rows, so one prepared statement
-/// serves every batch size. `ON CONFLICT DO NOTHING` without a target (80 T-45): idempotent on
+/// serves every batch size. `ON CONFLICT DO NOTHING` without a target: idempotent on
 /// `call_id`, and valid on a table partitioned with primary key `(call_id, created_at)`.
 pub fn batch_insert_sql(indexes: &[usize]) -> String {
     let names: Vec<&str> = indexes.iter().map(|&i| insert_column(i).name).collect();
@@ -185,7 +185,7 @@ pub fn batch_insert_sql(indexes: &[usize]) -> String {
     )
 }
 
-/// The one preparation warning of `manual` mode (80 T-47 step 5): `schema_mode=manual`, the
+/// The one preparation warning of `manual` mode: `schema_mode=manual`, the
 /// exact sentence `the following dimensions will not be recorded: <missing, ", "-joined>.` and
 /// one paste-ready `ALTER TABLE llm_calls ADD COLUMN <decl>;` line per missing column.
 pub fn manual_mode_warning(missing: &[&str]) -> String {
@@ -217,7 +217,7 @@ mod tests {
         assert_eq!(backfill_columns()[0].name, "cached_prompt_tokens");
     }
 
-    /// 80 T-45: every placeholder numbered without gaps; no conflict target.
+    /// every placeholder numbered without gaps; no conflict target.
     #[test]
     fn t_45_batch_insert_numbers_placeholders_without_gaps() {
         let sql = batch_insert_sql(&[0, 3, 23]);
@@ -230,7 +230,7 @@ mod tests {
         assert!(batch_insert_sql(&all).contains("$39::text[])"));
     }
 
-    /// 80 T-47 step 5: the exact sentence and one ALTER line per missing column.
+    /// step 5: the exact sentence and one ALTER line per missing column.
     #[test]
     fn t_47_manual_warning_names_columns_and_alter_lines() {
         let w = manual_mode_warning(&["scope", "meta"]);
@@ -242,7 +242,7 @@ mod tests {
         ));
     }
 
-    /// 80 T-48: the bind kind agrees with the value variant the ports produce.
+    /// the bind kind agrees with the value variant the ports produce.
     #[test]
     fn t_48_bind_kinds_agree_with_row_values() {
         let row = contract_row();

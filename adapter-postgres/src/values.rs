@@ -1,4 +1,4 @@
-//! Binding a batch of rows as one array parameter per column (80 T-48; 05 R-22): values are
+//! Binding a batch of rows as one array parameter per column: values are
 //! taken by column name from [`TelemetryRow::columns`], `cache_hit` as `bool`, `meta` as
 //! `jsonb` (the row's canonical JSON text sent as is).
 

@@ -1,4 +1,4 @@
-//! The recorder's worker (80 T-47, T-53..T-57): one thread, one current-thread tokio runtime,
+//! The recorder's worker: one thread, one current-thread tokio runtime,
 //! the pool, the preparation, the batch writes and the state machine. Nothing here is visible
 //! to the caller except through `Shared` (counters and health).
 
@@ -23,10 +23,10 @@ use crate::schema::{
 use crate::values::bind;
 use crate::{Control, PostgresRecorderConfig, SchemaMode, Shared};
 
-/// The exact reason of a missing table in `manual` mode (80 T-47 step 1).
+/// The exact reason of a missing table in `manual` mode.
 pub(crate) const TABLE_MISSING: &str = "table llm_calls missing; see telemetry_schema_sql";
 
-/// What a failed statement means for the recorder (80 T-56).
+/// What a failed statement means for the recorder.
 #[derive(Debug)]
 enum Failure {
     /// Cannot connect, authentication or permission refused, database or table missing:
@@ -241,7 +241,7 @@ impl Worker {
     }
 
     /// Writes (or drops) every row queued now and waits for every write in flight (the
-    /// `flush()` barrier, 05 R-24).
+    /// `flush()` barrier).
     async fn write_queued(&mut self, rows: &mut mpsc::Receiver<TelemetryRow>) {
         let mut left = rows.len();
         loop {
@@ -275,7 +275,7 @@ impl Worker {
         self.shared.open_connections.store(0, Ordering::Relaxed);
     }
 
-    /// Closes connections idle for longer than the idle limit (80 T-53).
+    /// Closes connections idle for longer than the idle limit.
     fn reap(&self) {
         let idle = self.idle_timeout;
         let _ = self.pool.retain(|_, metrics| metrics.last_used() < idle);
@@ -328,7 +328,7 @@ impl Worker {
         self.inflight.spawn(task);
     }
 
-    /// Enters `degraded` (80 T-56): no traffic until the cooldown ends; connections closed.
+    /// Enters `degraded`: no traffic until the cooldown ends; connections closed.
     fn degrade(&mut self, reason: String) {
         let until = self.clock.monotonic() + self.cooldown;
         let now = self.clock.wall();
@@ -348,7 +348,7 @@ impl Worker {
         let _ = self.pool.retain(|_, _| false);
     }
 
-    /// Preparation (80 T-47), bounded by the write budget. `None` = degraded now.
+    /// Preparation, bounded by the write budget. `None` = degraded now.
     async fn prepare(&mut self) -> Option<Arc<Plan>> {
         let was_degraded = matches!(self.state, State::Degraded { .. });
         let outcome = tokio::time::timeout(self.budget, prepare(&self.pool, self.mode)).await;
@@ -391,7 +391,7 @@ struct Prepared {
     missing_columns: Vec<String>,
 }
 
-/// 80 T-47 steps 1–5. `Err` = a secret-free degradation reason.
+/// steps 1–5. `Err` = a secret-free degradation reason.
 async fn prepare(pool: &Pool, mode: SchemaMode) -> Result<Prepared, String> {
     let client = pool.get().await.map_err(|e| match pool_failure(&e) {
         Failure::Availability(r) | Failure::Timeout(r) | Failure::Row(r) => r,
@@ -494,7 +494,7 @@ async fn insert(
     client.execute(&statement, &params).await.map(drop)
 }
 
-/// One batch under one budget (80 T-54): pool acquisition and execution. Returns the
+/// One batch under one budget: pool acquisition and execution. Returns the
 /// availability reason that should degrade the recorder, if any. Counts every row as
 /// written or dropped.
 async fn write_batch(
@@ -558,8 +558,8 @@ async fn write_batch(
     }
 }
 
-/// After a batch was rejected for a value: each row alone, so only the rejected rows drop
-/// (80 T-56), all within the batch's remaining budget.
+/// After a batch was rejected for a value: each row alone, so only the rejected rows drop,
+/// all within the batch's remaining budget.
 async fn rows_one_by_one(
     client: Object,
     plan: &Plan,

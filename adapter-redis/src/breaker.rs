@@ -1,7 +1,7 @@
-//! `RedisCircuitBreaker`: the `CircuitBreaker` port over Redis (10 §8.5; 30 G-65..G-71, G-75,
-//! G-76; D7; 05 ). The state machine mirrors `gateway_core::memory::MemoryCircuitBreaker`
+//! `RedisCircuitBreaker`: the `CircuitBreaker` port over Redis (G-75,
+//! G-76; D7; 05 R-45). The state machine mirrors `gateway_core::memory::MemoryCircuitBreaker`
 //! exactly (see its module doc for the choices where the port leaves room); the state of each
-//! source lives in two Redis hashes under the scope's tag, shared by every process (CT-BRK-11).
+//! source lives in two Redis hashes under the scope's tag, shared by every process.
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use crate::keys::{breaker_keys, scope_tag};
 use crate::scripts::BREAKER;
 
 /// Probe lease in seconds used when `BreakerConfig::probe_ttl_s` is `None`: the default source
-/// `timeout_s` (120) + 5 (D7), as in the memory breaker.
+/// `timeout_s` (120) + 5, as in the memory breaker.
 pub const DEFAULT_PROBE_TTL_S: f64 = 125.0;
 
 /// Config as script arguments (ARGV[2..8]), normalised like the memory breaker.
@@ -45,7 +45,7 @@ fn config_args(c: &BreakerConfig) -> Vec<String> {
     ]
 }
 
-/// Does `reason` count as a failure in the breaker's channels (G-76)?
+/// Does `reason` count as a failure in the breaker's channels?
 fn counts(reason: FailureReason) -> bool {
     matches!(
         reason,
@@ -63,7 +63,7 @@ struct Inner {
     owns_conn: bool,
 }
 
-/// The circuit breaker shared through Redis (10 §8.5; 30 G-65..G-71; D7).
+/// The circuit breaker shared through Redis.
 ///
 /// Built from `(scope, BreakerConfig, RedisConnection)`; any source name is accepted. Every
 /// process of a scope must use the same `BreakerConfig`. Each operation is at most one

@@ -1,4 +1,4 @@
-//! `RedisCache`: the response cache port over Redis (10 §8.6; 70 C-62): `SET key value PX ttl`
+//! `RedisCache`: the response cache port over Redis: `SET key value PX ttl`
 //! and `GET key`, the key used verbatim under the scope's hash-tagged prefix. Every error is a
 //! `CacheError`; the core degrades it to a warning and a miss (the cache never fails a call).
 

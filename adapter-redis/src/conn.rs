@@ -348,7 +348,7 @@ impl RedisConnection {
         .await
     }
 
-    /// Moves the time every script of `scope` reads by `d` (test builds only, 05 R-31). Buffered
+    /// Moves the time every script of `scope` reads by `d` (test builds only). Buffered
     /// writes are sent first: they happened before the time moved.
     #[cfg(feature = "test-time")]
     pub async fn advance_time(&self, scope: &str, d: Duration) -> Result<(), BackendError> {

@@ -1,8 +1,8 @@
 //! `adapter-redis`: the governance ports shared by every process of a deployment through Redis
-//! (10 §8.4–§8.6; 30 §6.4, §6.6 G-74; README D2, D7, D11; 05 ).
+//! (10 §8.4–§8.6; 30 §6.4, §6.6 G-74; README D2).
 //!
 //! - [`RedisRateLimiter`] + [`RedisPermit`]: the six gates, sliding 60 s RPM/TPM windows of
-//!   per-permit entries, reserve-then-settle, concurrency slots held by leases (D11).
+//!   per-permit entries, reserve-then-settle, concurrency slots held by leases.
 //! - [`RedisCircuitBreaker`]: both channels, doubling cooldown, one half-open probe under a
 //!   lease, epoch fencing.
 //! - [`RedisCache`]: the response cache port over `SET … PX` / `GET`.
@@ -21,7 +21,7 @@
 //!
 //! With the cargo feature `test-time` (test builds only) every script adds a per-scope offset
 //! (microseconds, key `{pgw:<scope>}:test_time_offset_us`) to `TIME`; [`RedisConnection::advance_time`]
-//! moves it, so the contract suites never sleep (05 R-31); `RedisCache::advance_ttls` likewise
+//! moves it, so the contract suites never sleep; `RedisCache::advance_ttls` likewise
 //! shortens the remaining `PX` lifetime of a cache's entries for the cache contract suite.
 
 mod breaker;

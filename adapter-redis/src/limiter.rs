@@ -1,6 +1,6 @@
-//! `RedisRateLimiter`: the `RateLimiter` port over Redis (10 §8.4; 30 G-73, G-74; D2, D11;
+//! `RedisRateLimiter`: the `RateLimiter` port over Redis (D11;
 //! 05 R-46). The arithmetic mirrors `gateway_core::memory::MemoryRateLimiter` exactly; the state
-//! lives in Redis under the scope's tag, so every process of the scope shares it (CT-LIM-13).
+//! lives in Redis under the scope's tag, so every process of the scope shares it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -129,7 +129,7 @@ impl Inner {
     }
 }
 
-/// The rate limiter shared through Redis (10 §8.4; 30 G-73, G-74; D11).
+/// The rate limiter shared through Redis.
 ///
 /// Built from `(scope, &[SourceConfig], GlobalLimits, lease_ttl_s, RedisConnection)`; only the
 /// sources it was built with are known (others → `SourceNotConfigured`, checked without I/O).
@@ -167,8 +167,8 @@ fn lease_us(lease_ttl_s: f64) -> u64 {
 impl RedisRateLimiter {
     /// Builds a limiter for `sources` (`max_concurrency`, `rpm`, `tpm`; `0` = unlimited) and the
     /// scope-wide `global` limits over `conn`. `lease_ttl_s` (seconds; default at assembly
-    /// `max timeout_s + 30`, D7) bounds how long a permit holds its concurrency slots without
-    /// `release` — also when its process died (D11). A duplicate source name keeps the first
+    /// `max timeout_s + 30`) bounds how long a permit holds its concurrency slots without
+    /// `release` — also when its process died. A duplicate source name keeps the first
     /// configuration. No I/O.
     pub fn new(
         scope: &str,
@@ -345,8 +345,8 @@ impl RateLimiter for RedisRateLimiter {
     }
 }
 
-/// A permit of [`RedisRateLimiter`] (10 §8.4). Dropping it without `release` is a cancellation:
-/// its slots stay held until its lease expires (D11), in every process. `Debug` prints ids only.
+/// A permit of [`RedisRateLimiter`]. Dropping it without `release` is a cancellation:
+/// its slots stay held until its lease expires, in every process. `Debug` prints ids only.
 pub struct RedisPermit {
     id_text: String,
     member: String,

@@ -1,4 +1,4 @@
-//! The dropped-row log (80 T-50, T-51; issue 21): every dropped row is counted at once in
+//! The dropped-row log (issue 21): every dropped row is counted at once in
 //! `dropped_rows`, and the log shows them at most once per interval (default 10 s) as one line
 //! with the count, instead of one line per row or per power of two.
 //!
@@ -119,7 +119,7 @@ mod tests {
 
     const TEN: Duration = Duration::from_secs(10);
 
-    /// Issue 21 (80 T-50): drops inside one interval make one line; the first drop is logged at
+    /// Issue 21: drops inside one interval make one line; the first drop is logged at
     /// once; the sum of the lines is every dropped row. Made-up instants, no sleep.
     #[test]
     fn t_50_drops_logged_once_per_interval_with_the_count() {

@@ -1,18 +1,18 @@
-//! PolyGateway `TelemetryRecorder` over SQLite (80 §10.2; 05 ).
+//! PolyGateway `TelemetryRecorder` over SQLite.
 //!
 //! Owns the SQLite side of telemetry: one writer thread per recorder, fed by a bounded queue,
-//! so [`TelemetryRecorder::record`] (synchronous, README D31) never waits for disk (80 T-50). The writer opens the file
+//! so [`TelemetryRecorder::record`] (synchronous) never waits for disk. The writer opens the file
 //! (created with mode 0600, WAL, `busy_timeout` 5000 ms), prepares `llm_calls` lazily before
-//! its first write (80 T-47: `auto` backfills missing columns, `manual` trims the INSERT and
+//! its first write (`auto` backfills missing columns, `manual` trims the INSERT and
 //! names the missing ones), and writes rows in enqueue order in transactions of up to 256 rows
 //! or one linger window (default 2 ms: after its first row the writer waits that long for more
 //! rows unless the batch fills or a `flush`/`close` arrives, so a trickle of rows shares one
 //! transaction and one wake; issue 9 follow-up).
 //!
-//! Failures never propagate (80 T-51, T-56): an open, preparation or availability failure makes
+//! Failures never propagate: an open, preparation or availability failure makes
 //! the recorder *degraded* — rows are dropped and counted with no disk traffic until the cooldown
-//! (60 s) ends; the first row after it re-runs preparation, and success heals the recorder
-//! (80 T-57). A full queue drops the row and counts it; `record` never waits. Dropped rows are
+//! (60 s) ends; the first row after it re-runs preparation, and success heals the recorder.
+//! A full queue drops the row and counts it; `record` never waits. Dropped rows are
 //! logged at most once per interval (default 10 s), one line with the count. The writer binds
 //! `created_at` itself (UTC, `YYYY-MM-DD HH:MM:SS.SSS`, the text the column default writes)
 //! through one cached INSERT statement. Everything shows in
@@ -20,7 +20,7 @@
 //! `degraded_since`, `retry_at`, `missing_columns`).
 //!
 //! The DDL and INSERT texts come from `gateway_ports::schema`, the single source shared
-//! with Postgres and the CLI (80 T-43, T-49).
+//! with Postgres and the CLI.
 
 mod droplog;
 mod prepare;
@@ -47,13 +47,13 @@ pub use prepare::{Preparation, existing_columns, prepare_schema};
 use crate::droplog::DropLog;
 use crate::queue::{Queue, Refused};
 
-/// Default queue capacity in rows (80 T-50, chosen).
+/// Default queue capacity in rows (chosen).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
 
-/// Default rows per transaction (80 T-50, chosen).
+/// Default rows per transaction (chosen).
 pub const DEFAULT_BATCH_ROWS: usize = 256;
 
-/// Default bound of [`TelemetryRecorder::close`] (80 T-51, chosen): 5 s.
+/// Default bound of [`TelemetryRecorder::close`] (chosen): 5 s.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Default linger of the writer (80 T-50 "256 rows or 50 ms"; chosen 2 ms, issue 9
@@ -71,14 +71,14 @@ pub const DEFAULT_WAL_AUTOCHECKPOINT_PAGES: u32 = 1000;
 /// counted in `dropped_rows` at once; the log shows them at most once per interval.
 pub const DEFAULT_DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
-/// Settings of one SQLite recorder (20 §8.3).
+/// Settings of one SQLite recorder.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SqliteRecorderConfig {
     /// The database file (`PGW_TELEMETRY_SQLITE_PATH`, default `telemetry.db`). Created with
     /// mode 0600 if missing; an unusable path degrades the recorder, never fails assembly.
     pub path: PathBuf,
-    /// `PGW_TELEMETRY_SCHEMA_MODE` (unset → `auto` on SQLite, 80 T-46).
+    /// `PGW_TELEMETRY_SCHEMA_MODE` (unset → `auto` on SQLite).
     pub schema_mode: SchemaMode,
     /// Rows the queue holds before `record` drops (≥ 1). Rows waiting out the
     /// linger are still queued and count.
@@ -89,7 +89,7 @@ pub struct SqliteRecorderConfig {
     /// (default [`DEFAULT_LINGER`], 2 ms; at most 50 ms per 80 T-50; zero = write at once).
     /// A full batch, `flush()` or `close()` ends the wait at once.
     pub linger: Duration,
-    /// Degraded cooldown before preparation is retried (80 T-57: 60 s).
+    /// Degraded cooldown before preparation is retried (60 s).
     pub cooldown: Duration,
     /// Bound of `close()`.
     pub close_timeout: Duration,
@@ -244,7 +244,7 @@ impl Shared {
     }
 }
 
-/// The SQLite telemetry recorder (80 §10.2). Cheap `record` (a push onto the
+/// The SQLite telemetry recorder. Cheap `record` (a push onto the
 /// writer's queue), background writer thread, never fails the caller.
 pub struct SqliteRecorder {
     queue: Arc<Queue>,
@@ -334,7 +334,7 @@ impl SqliteRecorder {
 
 #[async_trait]
 impl TelemetryRecorder for SqliteRecorder {
-    /// Enqueues the row and returns at once (80 T-50; README D31). A full queue, a closed
+    /// Enqueues the row and returns at once. A full queue, a closed
     /// recorder or a stopped writer drops the row, counts it in `dropped_rows` and returns
     /// `Err(RecordError dropped)`.
     fn record(&self, row: TelemetryRow) -> Result<(), RecordError> {
@@ -352,7 +352,7 @@ impl TelemetryRecorder for SqliteRecorder {
     }
 
     /// Flushes within `close_timeout` (default 5 s) and stops the writer; rows left over are
-    /// counted as dropped; later rows are dropped and counted. Idempotent (CT-TEL-07).
+    /// counted as dropped; later rows are dropped and counted. Idempotent.
     async fn close(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
@@ -378,7 +378,7 @@ impl TelemetryRecorder for SqliteRecorder {
 }
 
 impl TelemetryStatusProvider for SqliteRecorder {
-    /// Snapshot (CT-TEL-06): never blocks on the writer, never fails.
+    /// Snapshot: never blocks on the writer, never fails.
     fn status(&self) -> TelemetryStatus {
         let health = self.shared.health().clone();
         let mut status = TelemetryStatus::for_backend("sqlite");

@@ -1,4 +1,4 @@
-//! Table preparation (80 T-47): `CREATE TABLE IF NOT EXISTS` in both modes, probe the columns,
+//! Table preparation: `CREATE TABLE IF NOT EXISTS` in both modes, probe the columns,
 //! refuse an incompatible table, then `auto` backfills and `manual` trims.
 
 use std::collections::HashSet;
@@ -31,7 +31,7 @@ pub fn existing_columns(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     names.collect()
 }
 
-/// Prepares `llm_calls` on `conn` (80 T-47).
+/// Prepares `llm_calls` on `conn`.
 ///
 /// 1. `CREATE TABLE IF NOT EXISTS` (both modes); 2. probe with `PRAGMA table_info`;
 /// 3. a table lacking any of columns 1–18 is incompatible → `Err(reason)`;

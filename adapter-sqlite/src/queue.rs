@@ -1,4 +1,4 @@
-//! The hand-off queue between `record` and the writer thread (80 T-50, T-51;
+//! The hand-off queue between `record` and the writer thread (T-51;
 //! issue 9 follow-up).
 //!
 //! A `Mutex<VecDeque>` with one `Condvar`, instead of a tokio channel, for two reasons:
@@ -8,7 +8,7 @@
 //!   (`Flush`, `Close`) arrives. Rows that arrive while the writer lingers or writes cost a lock
 //!   and a push, no system call.
 //! - **Linger with an early end.** After its first row the writer waits up to the linger window
-//!   for more rows (80 T-50: transactions of up to 256 rows or 50 ms), so a trickle of rows
+//!   for more rows (transactions of up to 256 rows or 50 ms), so a trickle of rows
 //!   shares one transaction; a `Flush` or `Close` ends the wait at once, so `flush()` adds no
 //!   latency.
 //!

@@ -1,4 +1,4 @@
-//! The writer thread (80 T-50, T-51, T-56, T-57; 05 R-47): owns the connection, prepares the
+//! The writer thread: owns the connection, prepares the
 //! table lazily, writes rows in enqueue order in batched transactions (up to `batch_rows` rows
 //! or one linger window, see `queue`), and runs the healthy → degraded → (cooldown) → healthy
 //! state machine.
@@ -18,7 +18,7 @@ use crate::prepare::{existing_columns, prepare_schema};
 use crate::queue::Queue;
 use crate::{Msg, Shared, SqliteRecorderConfig};
 
-/// SQLite `busy_timeout` in ms (80 T-50).
+/// SQLite `busy_timeout` in ms.
 const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 struct Ready {
@@ -221,7 +221,7 @@ impl Writer {
     }
 
     /// `true` when a prepared connection exists; otherwise, unless fatal or cooling down,
-    /// opens and prepares (80 T-47, T-57).
+    /// opens and prepares.
     fn ensure_ready(&mut self) -> bool {
         if self.ready.is_some() {
             return true;
@@ -324,8 +324,8 @@ fn open_and_prepare(
     ))
 }
 
-/// Opens the database: creates the file with mode 0600 first (05 R-47), WAL,
-/// `busy_timeout = 5000` ms, `synchronous = NORMAL` (80 T-50).
+/// Opens the database: creates the file with mode 0600 first, WAL,
+/// `busy_timeout = 5000` ms, `synchronous = NORMAL`.
 fn open(path: &Path, wal_autocheckpoint_pages: u32) -> Result<Connection, String> {
     create_private(path).map_err(|e| e.to_string())?;
     let conn = Connection::open(path).map_err(|e| e.to_string())?;
@@ -378,8 +378,8 @@ fn to_sql(value: SqlValue<'_>) -> ToSqlOutput<'_> {
     })
 }
 
-/// One transaction: rows in enqueue order (05 R-47), bound by column name from
-/// `TelemetryRow::columns()` (05 R-22) into the one cached INSERT, `created_at` last. A
+/// One transaction: rows in enqueue order, bound by column name from
+/// `TelemetryRow::columns()` into the one cached INSERT, `created_at` last. A
 /// row-level failure drops that row with a warning; an availability failure aborts the batch
 /// (the caller degrades).
 fn insert_batch(ready: &mut Ready, rows: &[Box<TelemetryRow>]) -> rusqlite::Result<Batch> {
@@ -417,7 +417,7 @@ fn insert_batch(ready: &mut Ready, rows: &[Box<TelemetryRow>]) -> rusqlite::Resu
     Ok(batch)
 }
 
-/// Availability failures degrade the recorder (80 T-56): the file cannot be opened, written or
+/// Availability failures degrade the recorder: the file cannot be opened, written or
 /// read as a database, permission refused, the disk is full, or the table is gone.
 fn is_availability(e: &rusqlite::Error) -> bool {
     match e {

@@ -1,6 +1,6 @@
-//! Circuit breaker contract rows CT-BRK-01..10, 12 and the G-76 feed rule (10 §8.5; 30 G-65..G-76;
-//! D7; 05 ). Each row is a generic async function over a [`Backend`]; none sleeps.
-//! Rate-window rows probe at whole-second instants.
+//! Circuit breaker contract rows CT-BRK-01..10, 12 and the G-76 feed rule (30 G-65..G-76;
+//! D7; 05 R-45). Each row is a generic async function over a [`Backend`]; none sleeps.
+//! Rate-window rows probe at whole-second instants.
 
 use std::sync::Arc;
 
@@ -88,7 +88,7 @@ pub async fn ct_brk_02_consecutive_failures_open<B: Backend>(b: &B) {
     assert!(enter(&*br, "b", "x").await.allowed, "per source");
 }
 
-/// CT-BRK-02 (G-66): health evidence (≥ `min_calls` samples, rate < `fail_rate`) suppresses the
+/// CT-BRK-02: health evidence (≥ `min_calls` samples, rate < `fail_rate`) suppresses the
 /// consecutive channel.
 // covers: G-66
 pub async fn ct_brk_02_health_evidence_suppresses_consecutive<B: Backend>(b: &B) {
@@ -130,7 +130,7 @@ pub async fn ct_brk_02_rate_channel_opens<B: Backend>(b: &B) {
     assert_eq!(state(&*br, "a").await, BreakerState::Open, "10/20 = 0.5");
 }
 
-/// CT-BRK-02: samples older than `window_s` leave the rate window.
+/// CT-BRK-02: samples older than `window_s` leave the rate window.
 pub async fn ct_brk_02_rate_window_slides<B: Backend>(b: &B) {
     let br = b
         .breaker(BreakerConfig {
@@ -193,7 +193,7 @@ pub async fn ct_brk_03_cooldown_remaining_and_doubling<B: Backend>(b: &B) {
     }
 }
 
-/// CT-BRK-04: after the cooldown exactly one concurrent caller probes; the others are
+/// CT-BRK-04: after the cooldown exactly one concurrent caller probes; the others are
 /// denied with `retry_after_s = Some(0.0)`.
 // covers: G-67
 pub async fn ct_brk_04_single_half_open_probe<B: Backend>(b: &B) {
@@ -304,7 +304,7 @@ pub async fn ct_brk_07_release_probe<B: Backend>(b: &B) {
     );
 }
 
-/// CT-BRK-08 (G-70): write-backs carrying an older epoch change nothing.
+/// CT-BRK-08: write-backs carrying an older epoch change nothing.
 // covers: G-70
 pub async fn ct_brk_08_epoch_fencing<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;
@@ -383,7 +383,7 @@ pub async fn ct_brk_10_unavailable_fails_closed<B: Backend>(b: &B) {
     }
 }
 
-/// CT-BRK-12 (05 R-9): a `release_probe_now` that returns `true` has freed the probe before it
+/// CT-BRK-12: a `release_probe_now` that returns `true` has freed the probe before it
 /// returns (with CT-BRK-07/08 semantics); `false` changed nothing.
 pub async fn ct_brk_12_fast_path<B: Backend>(b: &B) {
     let br = b.breaker(harness_config()).await;

@@ -1,5 +1,5 @@
-//! Response cache contract rows CT-CACHE-01..07 (10 §8.6; 70 C-60..C-62), generic over a
-//! [`CacheBackend`] and its [`TimeControl`](crate::TimeControl) (05 R-31). None sleeps.
+//! Response cache contract rows CT-CACHE-01..07, generic over a
+//! [`CacheBackend`] and its [`TimeControl`](crate::TimeControl). None sleeps.
 //!
 //! Running the suite against a backend:
 //!
@@ -23,14 +23,14 @@ use serde_json::json;
 
 use crate::TimeControl;
 
-/// A response-cache backend under test (05 R-31).
+/// A response-cache backend under test.
 #[async_trait]
 pub trait CacheBackend: Send + Sync + 'static {
     /// A fresh cache, isolated from every other cache this backend built (own key space).
     async fn cache(&self) -> Arc<dyn ResponseCache>;
-    /// A cache whose backend is unavailable (CT-CACHE-05): every operation must be `Err`.
+    /// A cache whose backend is unavailable: every operation must be `Err`.
     async fn unavailable_cache(&self) -> Arc<dyn ResponseCache>;
-    /// A cache bounded to `max_entries` values (CT-CACHE-06), or `None` when the backend is
+    /// A cache bounded to `max_entries` values, or `None` when the backend is
     /// not bounded by entry count.
     async fn bounded_cache(&self, max_entries: usize) -> Option<Arc<dyn ResponseCache>>;
     /// The time the caches' TTLs run on.
@@ -66,7 +66,7 @@ pub async fn ct_cache_02_ttl_elapses<B: CacheBackend>(b: &B) {
     assert_eq!(c.get(&k("t")).await.expect("get"), None, "expired");
 }
 
-/// CT-CACHE-03: keys built for two namespaces (two tenants, C-42) on one shared backend never
+/// CT-CACHE-03: keys built for two namespaces (two tenants) on one shared backend never
 /// read each other's value.
 pub async fn ct_cache_03_namespaces_never_alias<B: CacheBackend>(b: &B) {
     let c = b.cache().await;

@@ -1,4 +1,4 @@
-//! Clock contract rows CT-CLK-01..02 (10 §8.8), generic over any `Clock`.
+//! Clock contract rows CT-CLK-01..02, generic over any `Clock`.
 
 use std::sync::Arc;
 use std::time::Duration;

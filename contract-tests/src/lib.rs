@@ -1,5 +1,5 @@
 //! Contract suites for the governance ports, generic over the backend and its time (05 R-31;
-//! 10 §8.4, §8.5, §8.8).
+//! 10 §8.4).
 //!
 //! Owns one async function per contract row (`limiter::ct_lim_03_settle_arithmetic`,
 //! `breaker::ct_brk_08_epoch_fencing`, …), generic over a [`Backend`] that builds the port under
@@ -16,7 +16,7 @@
 //! contract_tests::cache_contract!(my_crate::RedisBackend::new().await);
 //! ```
 //!
-//! Rows that only a networked backend can show (CT-LIM-13, CT-BRK-11: two instances share
+//! Rows that only a networked backend can show (two instances share
 //! state) live with that backend. Panics in this crate are test assertions.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -39,14 +39,14 @@ pub mod telemetry;
 
 pub use memory::MemoryBackend;
 
-/// Moves the time the backend's ports read (05 R-31). Never sleeps.
+/// Moves the time the backend's ports read. Never sleeps.
 #[async_trait]
 pub trait TimeControl: Send + Sync {
     /// Advances the backend's clock by exactly `d`.
     async fn advance(&self, d: Duration);
 }
 
-/// A governance backend under test (05 R-31): builds fresh, isolated ports (each call a new
+/// A governance backend under test: builds fresh, isolated ports (each call a new
 /// scope) that all read the time moved by [`Backend::time`].
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
@@ -57,11 +57,11 @@ pub trait Backend: Send + Sync + 'static {
         global: GlobalLimits,
         lease_ttl_s: f64,
     ) -> Arc<dyn RateLimiter>;
-    /// A rate limiter whose backend is unavailable (CT-LIM-09): every entry point must fail.
+    /// A rate limiter whose backend is unavailable: every entry point must fail.
     async fn unavailable_limiter(&self, sources: &[SourceConfig]) -> Arc<dyn RateLimiter>;
     /// A circuit breaker with `config`.
     async fn breaker(&self, config: BreakerConfig) -> Arc<dyn CircuitBreaker>;
-    /// A circuit breaker whose backend is unavailable (CT-BRK-10).
+    /// A circuit breaker whose backend is unavailable.
     async fn unavailable_breaker(&self, config: BreakerConfig) -> Arc<dyn CircuitBreaker>;
     /// The time control shared by every port this backend built.
     fn time(&self) -> &dyn TimeControl;

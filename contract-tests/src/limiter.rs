@@ -1,4 +1,4 @@
-//! Rate limiter contract rows CT-LIM-01..12, 14, 15 (10 §8.4; 30 G-73, G-74; D11). Each row is a
+//! Rate limiter contract rows CT-LIM-01..12, 14, 15. Each row is a
 //! generic async function over a [`Backend`]; none sleeps.
 
 use std::sync::Arc;
@@ -168,7 +168,7 @@ pub async fn ct_lim_05_release_idempotent_inflight_zero<B: Backend>(b: &B) {
     assert_eq!(usage(&*l, "a").await.2, 0);
 }
 
-/// CT-LIM-06 (D11): granted-then-abandoned: the lease frees the slots, TPM stays at `est`.
+/// CT-LIM-06: granted-then-abandoned: the lease frees the slots, TPM stays at `est`.
 pub async fn ct_lim_06_lease_reclaims_abandoned_permit<B: Backend>(b: &B) {
     let l = b
         .limiter(&[source("a", 1, 0, 0)], global(1, 0, 0), 30.0)
@@ -188,7 +188,7 @@ pub async fn ct_lim_06_lease_reclaims_abandoned_permit<B: Backend>(b: &B) {
     p.release().await.expect("release");
 }
 
-/// CT-LIM-06 (D11): granted-settled-then-abandoned: the lease frees the slots, TPM stays at the
+/// CT-LIM-06: granted-settled-then-abandoned: the lease frees the slots, TPM stays at the
 /// settled value.
 pub async fn ct_lim_06_lease_reclaims_settled_permit<B: Backend>(b: &B) {
     let l = b
@@ -367,7 +367,7 @@ pub async fn ct_lim_12_progress_age<B: Backend>(b: &B) {
     assert!((age - 2.0).abs() < 0.5, "age {age}");
 }
 
-/// CT-LIM-14 (30 G-74): RPM and TPM are sliding 60 s windows of per-permit entries; an entry
+/// CT-LIM-14: RPM and TPM are sliding 60 s windows of per-permit entries; an entry
 /// ages out exactly 60 s after its grant, in-flight reservations included.
 pub async fn ct_lim_14_sliding_window<B: Backend>(b: &B) {
     let l = b
@@ -402,7 +402,7 @@ pub async fn ct_lim_14_sliding_window<B: Backend>(b: &B) {
     assert_eq!(usage(&*l, "a").await, (0, 0, 0));
 }
 
-/// CT-LIM-15 (05 R-9): a fast path that returns `true` has settled and released before it
+/// CT-LIM-15: a fast path that returns `true` has settled and released before it
 /// returns, with the at-most-once / idempotence rules; `false` changed nothing.
 pub async fn ct_lim_15_fast_path<B: Backend>(b: &B) {
     let l = b

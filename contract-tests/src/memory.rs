@@ -1,5 +1,5 @@
 //! The memory backend of the contract suites: `MemoryRateLimiter`, `MemoryCircuitBreaker` and
-//! `MemoryCache` reading one shared `FakeClock` (05 R-31).
+//! `MemoryCache` reading one shared `FakeClock`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use gateway_ports::{
 use crate::cache::CacheBackend;
 use crate::{Backend, TimeControl};
 
-/// `TimeControl` over a [`FakeClock`]: `advance` moves only the readings (CT-CLK-02).
+/// `TimeControl` over a [`FakeClock`]: `advance` moves only the readings.
 #[derive(Debug, Default)]
 pub struct FakeTime {
     clock: Arc<FakeClock>,

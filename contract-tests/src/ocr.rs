@@ -1,4 +1,4 @@
-//! The OCR transport contract suite CT-OCR-01..06 (10 §8.3), generic over the transport and run
+//! The OCR transport contract suite CT-OCR-01..06, generic over the transport and run
 //! against `upstream-sim` serving MonkeyOCR (tier 2: real sockets, content and bounds asserted,
 //! no sleeps). One function per row; [`ocr_contract!`] makes each its own `#[tokio::test]`.
 //!
@@ -100,7 +100,7 @@ fn one_file_part(body: &Option<Value>, filename: &str) {
     assert_eq!(parts[0]["filename"], json!(filename));
 }
 
-/// CT-OCR-01: one multipart `POST {base_url}/ocr/text` (O-12: one `file` part, filename
+/// CT-OCR-01: one multipart `POST {base_url}/ocr/text` (one `file` part, filename
 /// sniffed, `X-Request-Id`); 200 → the body unjudged; status ≠ 200 → stage `OcrText`.
 pub async fn ct_ocr_01_text_post(factory: &dyn OcrFactory) {
     let sim = sim(vec![
@@ -329,7 +329,7 @@ pub async fn ct_ocr_05_health_unjudged(factory: &dyn OcrFactory) {
     assert_eq!(v, json!({"status": "healthy", "model_loaded": true}));
 }
 
-/// CT-OCR-06 (CT-CHAT-02): a status ≠ 200 (2xx included) is `Http` with every header
+/// CT-OCR-06: a status ≠ 200 (2xx included) is `Http` with every header
 /// lower-cased and the body; for every request of the adapter.
 pub async fn ct_ocr_06_chat_02_status_headers_body(factory: &dyn OcrFactory) {
     let sim = sim(vec![status(201)]);
@@ -371,7 +371,7 @@ pub async fn ct_ocr_06_chat_02_status_headers_body(factory: &dyn OcrFactory) {
     }
 }
 
-/// CT-OCR-06 (CT-CHAT-03): a failure before a status line is `Network` — connection refused,
+/// CT-OCR-06: a failure before a status line is `Network` — connection refused,
 /// and a reset before the head.
 pub async fn ct_ocr_06_chat_03_network_faults(factory: &dyn OcrFactory) {
     // A port nothing listens on: bind, read the port, close.
@@ -414,7 +414,7 @@ pub async fn ct_ocr_06_chat_03_network_faults(factory: &dyn OcrFactory) {
     );
 }
 
-/// CT-OCR-06 (CT-CHAT-09): dropping a call closes its connection promptly; the transport keeps
+/// CT-OCR-06: dropping a call closes its connection promptly; the transport keeps
 /// working afterwards (nothing half-read returns to the pool).
 pub async fn ct_ocr_06_chat_09_drop_closes(factory: &dyn OcrFactory) {
     let sim = sim(vec![

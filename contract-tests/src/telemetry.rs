@@ -1,4 +1,4 @@
-//! Telemetry recorder contract rows CT-TEL-01..04, 06..08 (10 §8.7; 80 T-45, T-51, T-56), plus
+//! Telemetry recorder contract rows CT-TEL-01..04, 06..08, plus
 //! the README D31 hand-off row (`record` is synchronous, never blocks, and `flush` covers it),
 //! generic over a [`RecorderHarness`]. CT-TEL-05 (Postgres write budget and pool) lives with the
 //! Postgres adapter. None sleeps: every read-back follows `flush()`.
@@ -53,7 +53,7 @@ pub trait RecorderHarness: Send + Sync + 'static {
     type Recorder: TelemetryRecorder;
     /// A fresh recorder over an empty, isolated store (same store on every call).
     async fn recorder(&self) -> Arc<Self::Recorder>;
-    /// A recorder whose backend is unavailable (CT-TEL-04).
+    /// A recorder whose backend is unavailable.
     async fn unavailable_recorder(&self) -> Arc<Self::Recorder>;
     /// Every row of the store, in write order.
     async fn rows(&self) -> Vec<StoredRow>;
@@ -292,7 +292,7 @@ pub async fn ct_tel_08_concurrent_records_never_corrupt(h: &impl RecorderHarness
 }
 
 // covers: R-24, T-51, D31
-/// README D31: `record` is a synchronous hand-off — it has taken the row when it returns, the
+/// `record` is a synchronous hand-off — it has taken the row when it returns, the
 /// rows keep the order they were recorded in and the next `flush()` covers them; after
 /// `close()` a row is refused with `Err` and counted in `dropped_rows`.
 pub async fn ct_tel_d31_record_is_a_handoff_and_flush_covers_it(h: &impl RecorderHarness) {

@@ -1,4 +1,4 @@
-//! `pgw chat` (05 ): one governed call from the environment or flags.
+//! `pgw chat`: one governed call from the environment or flags.
 //!
 //! Assembles the scope through `GatewayClient::from_env_map` over the CLI's environment map
 //! (so errors name real keys), sends one call in fidelity mode (the response carries the
@@ -90,7 +90,7 @@ pub struct ChatArgs {
     pub config: ConfigArgs,
 }
 
-/// The success JSON: `{"schema_version":1,"ok":true,"response":<LlmResponse>}`.
+/// The success JSON: `{"schema_version":1,"ok":true,"response":<LlmResponse>}`.
 pub fn success_json(response: &LlmResponse) -> Value {
     json!({
         "schema_version": SCHEMA_VERSION,

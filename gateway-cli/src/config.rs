@@ -1,5 +1,5 @@
 //! Flags shared by the configured commands (`chat`, `embed`, `doctor`) and the rendering of
-//! configuration errors and warnings (05; 20 §10).
+//! configuration errors and warnings.
 //!
 //! Owns the path from flags to an [`EnvMap`]: `.env` and the process environment
 //! ([`crate::envmap::base_map`]), `--set`, the flag source `{SCOPE}__CLI__1__*` and the
@@ -17,10 +17,10 @@ use crate::envmap::{self, EnvFileChoice, TelemetryFlag};
 use crate::exit;
 use crate::out;
 
-/// The `schema_version` of every `--json` output (05 R-57).
+/// The `schema_version` of every `--json` output.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Configuration flags of `chat`, `embed` and `doctor` (05 R-52).
+/// Configuration flags of `chat`, `embed` and `doctor`.
 #[derive(Debug, Clone, Args)]
 pub struct ConfigArgs {
     /// Scope to assemble (default `LLM` for chat and doctor, `EMBED` for embed).
@@ -90,7 +90,7 @@ impl ConfigArgs {
     }
 }
 
-/// The R-50 JSON of a configuration error, with `schema_version`.
+/// The R-50 JSON of a configuration error, with `schema_version`.
 pub fn config_error_json(error: &ConfigError) -> Value {
     json!({
         "schema_version": SCHEMA_VERSION,
@@ -114,7 +114,7 @@ pub fn report_config_error(error: &ConfigError, as_json: bool) -> u8 {
 
 /// `pgw`'s strictness (issue 9; docs/decisions.md): the first `config.unknown_key` warning
 /// becomes a `ConfigError` naming the key, unless `--allow-unknown-keys` was given. The library
-/// keeps the specification's warning (20 §2.5, A7).
+/// keeps the specification's warning (A7).
 pub fn refuse_unknown_keys(
     args: &ConfigArgs,
     warnings: &[ConfigWarning],
@@ -137,7 +137,7 @@ pub fn warning_json(warning: &ConfigWarning) -> Value {
     json!({ "code": warning.code, "message": warning.message, "source": warning.source })
 }
 
-/// Prints every warning on stderr, one line each (05 R-50: warnings never go to stdout).
+/// Prints every warning on stderr, one line each (warnings never go to stdout).
 pub fn print_warnings(warnings: &[ConfigWarning]) {
     for w in warnings {
         match &w.source {

@@ -1,4 +1,4 @@
-//! `pgw demo` (05 R-54, R-55): what governance buys, on embedded defaults.
+//! `pgw demo`: what governance buys, on embedded defaults.
 //!
 //! Starts four in-process upstreams on ephemeral ports — `healthy_1` (TTFT 30 ms, 20 chunks ×
 //! 5 ms, usage), `hang_1` (sends its head, then hangs before the first body byte), `storm_1`
@@ -41,17 +41,17 @@ use crate::signals;
 
 /// The model every demo source is configured with.
 pub const DEMO_MODEL: &str = "sim-model";
-/// The embedded price table (20 §8.5) for [`DEMO_MODEL`], in demo-currency per 1 M tokens.
+/// The embedded price table for [`DEMO_MODEL`], in demo-currency per 1 M tokens.
 pub const DEMO_PRICES: &str = r#"{"sim-model":{"input_per_1m":0.5,"output_per_1m":1.5}}"#;
 /// The healthy answer: 40 characters, so 20 frames of 2 characters.
 const DEMO_TEXT: &str = "Governed calls keep going when one fails.";
 /// The demo's (fake) API key; the simulators accept any key.
 const DEMO_KEY: &str = "sk-demo-not-a-secret";
 /// Every `DEMO_REPEAT_EVERY`-th call repeats an earlier call's prompt, so the in-memory
-/// response cache (`PGW_CACHE_BACKEND=memory`) serves a share of the calls (70 Part C).
+/// response cache (`PGW_CACHE_BACKEND=memory`) serves a share of the calls.
 pub const DEMO_REPEAT_EVERY: usize = 4;
 
-/// Scope keys of the governed run (05 R-54), besides the per-source ones.
+/// Scope keys of the governed run, besides the per-source ones.
 pub const DEMO_SCOPE_KEYS: &[(&str, &str)] = &[
     ("LLM__HEDGE__AFTER_S", "0.3"),
     ("LLM__HEDGE__STALL_AFTER_S", "0.5"),
@@ -75,7 +75,7 @@ pub const NAIVE_SCOPE_KEYS: &[(&str, &str)] = &[
 pub const DEMO_PROVIDERS: [&str; 4] = ["HEALTHY", "HANG", "STORM", "DOWN"];
 /// The demo's output folder (created when missing) and its default telemetry file names.
 pub const DEMO_DIR: &str = "pgw-demo";
-/// Per-source keys of the demo (05 R-54), the same for the three sources.
+/// Per-source keys of the demo, the same for the three sources.
 pub const DEMO_SOURCE_KEYS: &[(&str, &str)] = &[
     ("TIMEOUT_S", "5"),
     ("TTFT_TIMEOUT_S", "2"),
@@ -263,7 +263,7 @@ fn demo_scripts(seed: u64) -> Result<[Script; 3], String> {
     Ok([script(&healthy)?, script(&hang)?, script(&storm)?])
 }
 
-/// The governed run's environment map (05 R-54): four sources, the scope keys, the memory
+/// The governed run's environment map: four sources, the scope keys, the memory
 /// cache, SQLite telemetry at `telemetry` and the price table at `pricing`.
 pub fn demo_env_map(
     base_urls: [&str; 4],

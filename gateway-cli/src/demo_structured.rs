@@ -1,4 +1,4 @@
-//! The structured-output part of `pgw demo` (70 Part A): one call whose first answer is not
+//! The structured-output part of `pgw demo`: one call whose first answer is not
 //! valid JSON for the schema, repaired by one re-ask. It runs on its own simulator and client
 //! (telemetry off), so the main workload's rows check is unaffected; the result goes to stderr.
 

@@ -1,4 +1,4 @@
-//! `pgw doctor` (05 R-53; README D36): validates a scope (stages A–F), prints every warning, then
+//! `pgw doctor`: validates a scope (stages A–F), prints every warning, then
 //! probes each source, bounded by `min(timeout_s, 10 s)` — no admission, no breaker, no
 //! telemetry:
 //!
@@ -57,7 +57,7 @@ pub struct DoctorArgs {
     pub config: ConfigArgs,
 }
 
-/// What one source's probe concluded (README D36).
+/// What one source's probe concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
     /// The source serves the model.
@@ -81,7 +81,7 @@ impl Verdict {
     }
 }
 
-/// Which probe decided (README D36).
+/// Which probe decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ProbeKind {
     /// `GET /models`.
@@ -150,7 +150,7 @@ fn openai_model_list(body: &str) -> Option<Vec<String>> {
         .collect()
 }
 
-/// The server's reason, scrubbed of secrets (05 R-34) and capped like a body summary.
+/// The server's reason, scrubbed of secrets and capped like a body summary.
 fn reason_of(body: &str, source: &SourceConfig) -> Option<String> {
     let key = source.api_key.as_ref().map(|k| k.expose_secret().as_str());
     let summary = gateway_core::redact::scrubbed_summary(
@@ -177,7 +177,7 @@ fn scrub_error(text: &str, source: &SourceConfig) -> String {
     )
 }
 
-/// Probes one source (README D36); see the module docs for the steps.
+/// Probes one source; see the module docs for the steps.
 async fn probe_one(transport: &OpenAiTransport, source: &SourceConfig, kind: KindArg) -> Probe {
     let started = Instant::now();
     let mut probe = Probe {

@@ -2,7 +2,7 @@
 //!
 //! Assembles the embedding scope (default `EMBED`) through `EmbeddingClient::from_env_map`;
 //! `--json` prints `{"schema_version":1,"ok":true,"response":<EmbeddingResponse>}` or the error
-//! report; exit codes as `pgw chat`.
+//! report; exit codes as `pgw chat`.
 
 use clap::Args;
 use polygateway::{EmbedRequest, EmbeddingClient, EmbeddingResponse, ErrorReport};

@@ -1,17 +1,17 @@
-//! The environment map every configured command assembles from (05 ).
+//! The environment map every configured command assembles from.
 //!
 //! `pgw` never mutates its process environment: it reads the `.env` file (dotenvy) and the
 //! process environment into one [`EnvMap`], overlays `--set KEY=VALUE` and then the command's
 //! flags, and hands the map to the facade's `from_env_map` path, so a flag error names a real key
 //! (`LLM__CLI__1__API_KEY`). Precedence, lowest first: `.env` < process environment < `--set` <
-//! flags (20 §2.1: the process environment wins over `.env`; R-52: flags win over the
-//! environment). The CLI alone defaults `PGW_TELEMETRY_BACKEND` to `none`.
+//! flags (the process environment wins over `.env`; R-52: flags win over the
+//! environment). The CLI alone defaults `PGW_TELEMETRY_BACKEND` to `none`.
 
 use std::path::{Path, PathBuf};
 
 use polygateway::{ConfigError, EnvMap};
 
-/// The provider segment of the source built from flags (`{SCOPE}__CLI__1__*`, R-52).
+/// The provider segment of the source built from flags (`{SCOPE}__CLI__1__*`).
 pub const CLI_PROVIDER: &str = "CLI";
 
 /// Where the `.env` file comes from.
@@ -147,7 +147,7 @@ pub fn apply_source_flags(map: &mut EnvMap, scope: &str, fields: &[(&str, Option
     }
 }
 
-/// `--telemetry` values: `none`, `sqlite` (default path) or `sqlite:PATH`.
+/// `--telemetry` values: `none`, `sqlite` (default path) or `sqlite:PATH`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TelemetryFlag {
     /// No telemetry.
@@ -168,7 +168,7 @@ pub fn parse_telemetry(value: &str) -> Result<TelemetryFlag, String> {
     }
 }
 
-/// Applies `--telemetry` and the CLI's default `PGW_TELEMETRY_BACKEND=none`.
+/// Applies `--telemetry` and the CLI's default `PGW_TELEMETRY_BACKEND=none`.
 pub fn apply_telemetry(map: &mut EnvMap, flag: Option<&TelemetryFlag>) {
     match flag {
         Some(TelemetryFlag::None) => {

@@ -1,4 +1,4 @@
-//! Exit codes of `pgw` (05 R-51), in one place, documented in `docs/errors.md`.
+//! Exit codes of `pgw`, in one place, documented in `docs/errors.md`.
 //!
 //! Owns the mapping from an outcome to the process status: a call error maps through its stable
 //! [`GatewayError::type_name`], a configuration error is 3, a usage error (clap) 2, anything the
@@ -13,9 +13,9 @@ pub const OK: u8 = 0;
 pub const INTERNAL: u8 = 1;
 /// A usage error (clap's own status).
 pub const USAGE: u8 = 2;
-/// A `ConfigError` (20 §10).
+/// A `ConfigError`.
 pub const CONFIG: u8 = 3;
-/// `pgw doctor`: a source unreachable or refused (05 R-53).
+/// `pgw doctor`: a source unreachable or refused.
 pub const DOCTOR_SOURCE: u8 = 13;
 /// `pgw doctor`: every source answered, but at least one does not serve its model (its
 /// `/models` lists other models, or the probe said the model is missing; README D36).
@@ -24,8 +24,8 @@ pub const DOCTOR_MODEL_MISSING: u8 = 14;
 /// SIGHUP do the same and exit 143 and 129 (`signals::Interrupt::exit_code`).
 pub const INTERRUPTED: u8 = 130;
 
-/// The exit code of a call error by its stable type name (05 R-51). `TransientError` and
-/// `SourceDeadError` never reach a caller (30 G-3); seen here they are an internal error (1).
+/// The exit code of a call error by its stable type name. `TransientError` and
+/// `SourceDeadError` never reach a caller; seen here they are an internal error (1).
 pub fn for_type_name(type_name: &str) -> u8 {
     match type_name {
         "ConfigError" => CONFIG,
@@ -42,7 +42,7 @@ pub fn for_type_name(type_name: &str) -> u8 {
     }
 }
 
-/// The exit code of a call error (05 R-51).
+/// The exit code of a call error.
 pub fn for_error(error: &GatewayError) -> u8 {
     for_type_name(error.type_name())
 }

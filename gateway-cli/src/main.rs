@@ -1,11 +1,11 @@
-//! `pgw` — the PolyGateway command line (05 §7, R-49–R-58).
+//! `pgw` — the PolyGateway command line.
 //!
-//! Subcommands: `demo` (the main job, R-54/R-55), `chat` and `embed` (one governed call,
-//! ), `sim` (the scripted upstream, R-49), `doctor` (configuration and reachability,
-//! R-53), `status` (the sources of a scope) and `schema-sql` (the telemetry DDL, 80 T-49).
+//! Subcommands: `demo` (the main job), `chat` and `embed` (one governed call,
+//! ), `sim` (the scripted upstream), `doctor` (configuration and reachability,
+//! R-53), `status` (the sources of a scope) and `schema-sql` (the telemetry DDL).
 //! Logging goes to stderr through `tracing-subscriber`: `RUST_LOG` when set, else `-v` (info),
 //! `-vv` (debug), `-vvv` (trace), `-q` (errors only), default warnings only; ANSI colours only
-//! when stderr is a terminal. Exit codes live in [`exit`]; every stdout write goes through
+//! when stderr is a terminal. Exit codes live in [`exit`]; every stdout write goes through
 //! [`out`] so a closed pipe never panics.
 
 mod chat;

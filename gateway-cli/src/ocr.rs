@@ -1,4 +1,4 @@
-//! `pgw ocr FILE [--layout] [--json]`: one governed OCR call (90 Part O) on an image or PDF.
+//! `pgw ocr FILE [--layout] [--json]`: one governed OCR call on an image or PDF.
 //!
 //! Assembles the OCR scope (default `OCR`, sources `OCR__{PROVIDER}__{N}__BASE_URL`, or the
 //! flag source `--base-url`) through `OcrClient::from_env_map`. Without `--layout` it prints the
@@ -179,7 +179,7 @@ pub fn doctor_plan(
     polygateway::ocr_plan_from_validated(&settings)
 }
 
-/// `pgw doctor --kind ocr` (README D36): validates the OCR scope, then probes every source with
+/// `pgw doctor --kind ocr`: validates the OCR scope, then probes every source with
 /// `GET {base_url}/health` (concurrent, each bounded by `min(timeout_s, 10 s)`; no admission,
 /// no breaker, no telemetry). Exit 0 when every source is healthy, 13 otherwise.
 pub async fn doctor(args: &crate::doctor::DoctorArgs) -> u8 {

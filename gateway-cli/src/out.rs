@@ -1,4 +1,4 @@
-//! Output that survives a closed pipe (05 R-51): `pgw chat --json | head -c1` must not panic.
+//! Output that survives a closed pipe: `pgw chat --json | head -c1` must not panic.
 //!
 //! Rust ignores SIGPIPE, so a write to a closed stdout returns `EPIPE`; `println!` would panic on
 //! it. Every line `pgw` prints goes through [`stdout_line`] / [`stderr_line`], which write with
@@ -68,7 +68,7 @@ pub fn stderr_line(text: &str) {
         .and_then(|()| err.write_all(b"\n"));
 }
 
-/// Prints one JSON value on one line of stdout (the `--json` outputs, 05 ).
+/// Prints one JSON value on one line of stdout (the `--json` outputs).
 pub fn stdout_json(value: &serde_json::Value) -> bool {
     stdout_line(&value.to_string())
 }

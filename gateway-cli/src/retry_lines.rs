@@ -1,4 +1,4 @@
-//! `pgw chat` in human mode prints one stderr line per retry or wait (README D26): the core
+//! `pgw chat` in human mode prints one stderr line per retry or wait: the core
 //! logs each failed attempt's hold and each wait of the call as one event on the target
 //! [`RETRY_EVENT_TARGET`]; this layer writes the event's message as `pgw: <message>`, whatever
 //! the log level (the lines are part of the command's output, not logging).

@@ -1,4 +1,4 @@
-//! `pgw sim --listen ADDR --script FILE` (05 R-49; spec 15): serves a simulator script until
+//! `pgw sim --listen ADDR --script FILE` (spec 15): serves a simulator script until
 //! Ctrl-C, printing the bound address (`127.0.0.1:PORT`) as its first stdout line.
 //!
 //! Reuses `upstream_sim::Sim` on the CLI's runtime; requests are not recorded (nobody could

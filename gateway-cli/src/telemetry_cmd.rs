@@ -1,4 +1,4 @@
-//! `pgw telemetry stats|retention` (80 T-60, T-61): what an operator asks first of the
+//! `pgw telemetry stats|retention`: what an operator asks first of the
 //! `llm_calls` table, and keeping it small, on either backend.
 //!
 //! The database is `--db PATH|DSN` (a `postgres://` or `postgresql://` DSN, a `+driver` variant

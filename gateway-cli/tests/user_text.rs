@@ -349,6 +349,36 @@ fn string_literals_of_shipped_crates_are_free_of_spec_ids() {
     assert!(offenders.is_empty(), "{offenders:#?}");
 }
 
+/// The rustdoc a user of `polygateway` reads — the facade's and the ports' doc comments (`///`,
+/// `//!`; the ports are re-exported as `polygateway::ports`) — says what happens in words and
+/// names no rules (issue 23). Lines inside `#[cfg(test)]` modules are tests' docs and may cite.
+#[test]
+fn rustdoc_of_polygateway_and_its_ports_is_free_of_spec_ids() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("gateway-facade/src"), &mut files);
+    rust_files(&root.join("gateway-ports/src"), &mut files);
+    assert!(files.len() > 20, "found only {files:?}");
+    let mut offenders = Vec::new();
+    for file in &files {
+        let src = std::fs::read_to_string(file).unwrap_or_default();
+        for (n, line) in src.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            let doc = line.trim_start();
+            if !(doc.starts_with("///") || doc.starts_with("//!")) {
+                continue;
+            }
+            let refs = spec_refs(doc);
+            if !refs.is_empty() {
+                offenders.push(format!("{}:{}: {refs:?}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
 /// The pages users read: the README and `docs/*.md` except the maintainers' pages.
 #[test]
 fn readme_and_docs_pages_are_free_of_spec_ids() {

@@ -1,14 +1,14 @@
-//! Admission: `pick` a runnable source (30 §6, G-58..G-64, G-79..G-84; README D2; 05 R-11,
-//!
+//! Admission: `pick` a runnable source (05 R-11,
+//!
 //!
 //! Owns the per-candidate pipeline — exclusion → cooldown memo → **breaker gate** → pacer →
 //! **quota gate** — and its bookkeeping (`reasons`, rejection counts, hints), the cooldown memo
 //! ([`CooldownMemo`]), the dispatch of "nothing runnable" to the `QUOTA_FULL` / `CIRCUIT_OPEN`
-//! policies with the G-12 hints, the bounded set of waiting callers (`MAX_WAITERS`, R-37) and
-//! the nap that ends early on a release/leave `Notify` (R-11; `poll_interval_s` is only its
+//! policies with the G-12 hints, the bounded set of waiting callers (`MAX_WAITERS`) and
+//! the nap that ends early on a release/leave `Notify` (`poll_interval_s` is only its
 //! upper bound).
 //!
-//! No leak on any path (D2, G-59): every acquisition lives in an [`AttemptGuard`] from the
+//! No leak on any path: every acquisition lives in an [`AttemptGuard`] from the
 //! moment it is granted; a later rejection releases it in G-59 order (probe → pacer → settle 0)
 //! and a drop (cancellation, panic) does the same through the guard.
 
@@ -33,12 +33,12 @@ use crate::pacer::Pacer;
 use crate::select::{Selector, SourceId, SourceLoad, StatsView};
 use crate::stats::new_uuid_v4;
 
-/// Default bound on callers waiting under a `wait` policy (05 R-37).
+/// Default bound on callers waiting under a `wait` policy.
 pub const DEFAULT_MAX_WAITERS: usize = 10_000;
-/// `GovernanceBackend.retry_after_s` (30 G-12).
+/// `GovernanceBackend.retry_after_s`.
 pub const GOVERNANCE_BACKEND_RETRY_AFTER_S: f64 = 5.0;
 
-/// The nothing-runnable policies and their knobs (30 G-79, G-80; 05 R-37).
+/// The nothing-runnable policies and their knobs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct AdmissionPolicy {
@@ -46,10 +46,10 @@ pub struct AdmissionPolicy {
     pub quota_full: WaitPolicy,
     /// `{SCOPE}__CIRCUIT_OPEN` (default `fail_fast`).
     pub circuit_open: WaitPolicy,
-    /// Upper bound of one nap in seconds (default 0.25, D7).
+    /// Upper bound of one nap in seconds (default 0.25).
     pub poll_interval_s: f64,
     /// The breaker's first-open cooldown in seconds: `CircuitOpen.retry_after_s` when no
-    /// rejected source reported a remaining cooldown (30 G-12).
+    /// rejected source reported a remaining cooldown.
     pub breaker_cooldown_s: f64,
     /// `{SCOPE}__MAX_WAITERS` (default 10 000).
     pub max_waiters: usize,
@@ -71,7 +71,7 @@ impl Default for AdmissionPolicy {
     }
 }
 
-/// `SourceCooldownMemo` (30 G-64; 05 R-45): a process-local map `source → cooling_until` on the
+/// `SourceCooldownMemo`: a process-local map `source → cooling_until` on the
 /// injected clock, written when the breaker denies with a remaining cooldown > 0, expiring by
 /// itself; it never extends the cooldown the breaker reported.
 pub struct CooldownMemo {
@@ -112,7 +112,7 @@ impl CooldownMemo {
     }
 
     /// Notes a breaker denial's remaining cooldown; values ≤ 0 or non-finite are ignored
-    /// (05 R-45: a half-open denial reports 0.0).
+    /// (a half-open denial reports 0.0).
     pub fn note(&self, source: &str, retry_after_s: Option<f64>) {
         let Some(s) = retry_after_s.filter(|s| s.is_finite() && *s > 0.0) else {
             return;
@@ -128,7 +128,7 @@ impl CooldownMemo {
     }
 }
 
-/// An admitted candidate (30 G-60 `Picked`): the source, the attempt id the breaker saw as the
+/// An admitted candidate (`Picked`): the source, the attempt id the breaker saw as the
 /// probe owner, and the guard holding the acquisitions.
 #[derive(Debug)]
 pub struct Admitted {
@@ -140,11 +140,11 @@ pub struct Admitted {
     pub guard: AttemptGuard,
 }
 
-/// Why a pick found nothing runnable (30 G-60, G-80).
+/// Why a pick found nothing runnable.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Rejections {
-    /// Candidates considered (excluded sources are not candidates, G-63).
+    /// Candidates considered (excluded sources are not candidates).
     pub candidates: u32,
     /// Breaker-class rejections (memo and breaker).
     pub gate_rejections: u32,
@@ -163,7 +163,7 @@ pub struct Rejections {
     pub never_detail: Option<String>,
 }
 
-/// The result of one pick (30 G-60).
+/// The result of one pick.
 #[derive(Debug)]
 pub enum Pick {
     /// A candidate passed every gate (boxed: the guard is large).
@@ -172,7 +172,7 @@ pub enum Pick {
     NothingRunnable(Rejections),
 }
 
-/// What to do after a `NothingRunnable` pick (30 G-80).
+/// What to do after a `NothingRunnable` pick.
 #[derive(Debug)]
 pub enum NoRunnable {
     /// Fail the call with this error (`CircuitOpen` or `AllSourcesExhausted{quota_full}`).
@@ -181,7 +181,7 @@ pub enum NoRunnable {
     Nap,
 }
 
-/// Maps a limiter/breaker backend error to the caller-facing error (30 G-83).
+/// Maps a limiter/breaker backend error to the caller-facing error.
 pub fn backend_error(scope: &str, err: &BackendError) -> GatewayError {
     match err.kind {
         BackendErrorKind::SourceNotConfigured => {
@@ -199,7 +199,7 @@ pub fn backend_error(scope: &str, err: &BackendError) -> GatewayError {
     }
 }
 
-/// A held place among the waiting callers (05 R-37); released on drop.
+/// A held place among the waiting callers; released on drop.
 #[derive(Debug)]
 pub struct WaiterSlot {
     waiters: Arc<AtomicUsize>,
@@ -212,7 +212,7 @@ impl Drop for WaiterSlot {
 }
 
 /// Armed wakeup futures created before a pick, so a release between the pick and the nap is
-/// not missed (05 R-11).
+/// not missed.
 pub struct Wakeups {
     futs: Vec<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
@@ -274,7 +274,7 @@ pub struct AdmissionParts {
     pub queue: Arc<CleanupQueue>,
     /// Policies.
     pub policy: AdmissionPolicy,
-    /// Extra wakeup handles, e.g. the memory limiter's release `Notify`.
+    /// Extra wakeup handles, e.g. the memory limiter's release `Notify`.
     pub wakeups: Vec<Arc<Notify>>,
 }
 
@@ -372,12 +372,12 @@ impl Admission {
         self.waiters.load(Ordering::SeqCst)
     }
 
-    /// `pick` (30 G-60): one pass over the ordered candidates.
+    /// `pick`: one pass over the ordered candidates.
     ///
     /// `reasons` receives the admission reasons of rejected candidates; `attempt_fails` demotes
-    /// sources that already failed in this loop (G-62); `exclude` skips sources silently (hedge
-    /// admission only, G-63). Backend errors propagate as `GovernanceBackend` /
-    /// `SourceNotConfigured` after releasing what this pick acquired (G-83).
+    /// sources that already failed in this loop; `exclude` skips sources silently (hedge
+    /// admission only). Backend errors propagate as `GovernanceBackend` /
+    /// `SourceNotConfigured` after releasing what this pick acquired.
     pub async fn pick(
         &self,
         logical_call_id: &str,
@@ -516,7 +516,7 @@ impl Admission {
     }
 
     /// Dispatches a `NothingRunnable` pick (30 G-80 steps 1–3): all candidates breaker-class
-    /// rejected → the `CIRCUIT_OPEN` policy; any pacer rejection → nap (G-81); else the
+    /// rejected → the `CIRCUIT_OPEN` policy; any pacer rejection → nap; else the
     /// `QUOTA_FULL` policy. The errors carry the G-12 hints and `reasons`.
     pub fn on_no_runnable(
         &self,
@@ -569,7 +569,7 @@ impl Admission {
         GatewayError::all_sources_exhausted(u)
     }
 
-    /// Takes a waiter slot (05 R-37); `None` when `max_waiters` callers already wait.
+    /// Takes a waiter slot; `None` when `max_waiters` callers already wait.
     pub fn try_wait_slot(&self) -> Option<WaiterSlot> {
         let max = self.policy.max_waiters;
         self.waiters
@@ -582,7 +582,7 @@ impl Admission {
             })
     }
 
-    /// Arms the wakeup futures (call before a pick, 05 R-11).
+    /// Arms the wakeup futures (call before a pick).
     pub fn arm_wakeups(&self) -> Wakeups {
         let futs = self
             .wakeups
@@ -599,7 +599,7 @@ impl Admission {
     }
 
     /// The nap of 30 G-80 step 4: at most `poll_interval_s` on the runtime timer, ended early by
-    /// any armed wakeup (05 R-11).
+    /// any armed wakeup.
     pub async fn nap(&self, wakeups: Wakeups) {
         let poll = seconds_to_duration_saturating(self.policy.poll_interval_s);
         if wakeups.futs.is_empty() {

@@ -1,12 +1,12 @@
-//! The attempt seam (05 ): what the retry loop and the hedge orchestrator
+//! The attempt seam: what the retry loop and the hedge orchestrator
 //! hand to whoever performs one transport invocation, and what comes back.
 //!
 //! Owns [`AttemptRunner`] (production: the executor that drives a `ChatTransport`; tests:
 //! `testing::ScriptedRunner`), its inputs [`AttemptCtx`], [`LegSignals`] and [`LegControl`], its
 //! output [`AttemptOutcome`], and [`TransportResult`], the judged outcome of one successful
-//! attempt (10 §5). The runner only *performs* the attempt; admission, settlement, write-backs
+//! attempt. The runner only *performs* the attempt; admission, settlement, write-backs
 //! and rows stay in the core's attempt step (`retry_loop`), so every runner gets the same
-//! governance (30 G-85).
+//! governance.
 
 use std::fmt;
 use std::future::Future;
@@ -21,12 +21,12 @@ use gateway_ports::{
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// The judged outcome of one successful attempt (10 §5; 05 R-15: lives in the core).
+/// The judged outcome of one successful attempt (lives in the core).
 ///
 /// Produced by the core's attempt executor from the transport's wire events (never by a
-/// transport); input of response building, settlement (30 G-87) and the attempt row.
+/// transport); input of response building, settlement and the attempt row.
 /// `#[non_exhaustive]` with `Default`: build it with `TransportResult::default()` plus field
-/// assignment, or with the testing builder `TransportResult::ok(prompt, completion)` (05 R-21).
+/// assignment, or with the testing builder `TransportResult::ok(prompt, completion)`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct TransportResult {
@@ -36,7 +36,7 @@ pub struct TransportResult {
     pub thinking: String,
     /// Resolved usage.
     pub usage: Usage,
-    /// Trust level of `usage`; `Unavailable` settles `est` (30 G-87).
+    /// Trust level of `usage`; `Unavailable` settles `est`.
     pub usage_source: UsageSource,
     /// Time to first progress chunk in ms; `None` for non-stream.
     pub ttft_ms: Option<f64>,
@@ -46,7 +46,7 @@ pub struct TransportResult {
     pub raw_usage: Option<serde_json::Value>,
     /// First valid model name the upstream reported.
     pub model_reported: Option<String>,
-    /// Whether the model reasoned (70 C-35).
+    /// Whether the model reasoned.
     pub thinking_observation: ThinkingObservation,
     /// Effort level actually sent.
     pub applied_effort: Option<Effort>,
@@ -63,7 +63,7 @@ pub struct TransportResult {
 }
 
 impl TransportResult {
-    /// Tokens this success settles (30 G-87): `prompt + completion` for chat when usage is
+    /// Tokens this success settles: `prompt + completion` for chat when usage is
     /// measured or estimated (a real 0 stays 0), `est` when usage is unavailable; embedding
     /// settles `prompt` only; OCR always 0.
     pub fn settle_tokens(&self, mode: SettleMode, est_tokens: u64) -> u64 {
@@ -81,7 +81,7 @@ impl TransportResult {
 
 #[cfg(feature = "testing")]
 impl TransportResult {
-    /// Testing builder (05 R-21): a measured success with this usage and content `"ok"`
+    /// Testing builder: a measured success with this usage and content `"ok"`
     /// (the original's positional `TransportResult(...)`).
     pub fn ok(prompt_tokens: u64, completion_tokens: u64) -> Self {
         Self {
@@ -107,20 +107,20 @@ impl TransportResult {
     }
 }
 
-/// Which tokens a success settles (30 G-57, G-87): chat `prompt + completion`, embedding
+/// Which tokens a success settles: chat `prompt + completion`, embedding
 /// `prompt`, OCR nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SettleMode {
     /// Chat: `prompt_tokens + completion_tokens`.
     PromptAndCompletion,
-    /// Embedding: `prompt_tokens` (90 E-12).
+    /// Embedding: `prompt_tokens`.
     PromptOnly,
     /// OCR: always 0 — OCR has no tokens, a fact (S6).
     Zero,
 }
 
-/// Everything one attempt needs to know about itself (05 R-2; 30 G-85).
+/// Everything one attempt needs to know about itself.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct AttemptCtx {
@@ -164,7 +164,7 @@ impl AttemptCtx {
     }
 }
 
-/// The primary leg's liveness signal (05 R-12): one progress counter. The runner calls
+/// The primary leg's liveness signal: one progress counter. The runner calls
 /// [`LegSignals::progress`] on every progress chunk; first token ⇔ `seq > 0`.
 #[derive(Debug, Clone)]
 pub struct LegSignals {
@@ -189,7 +189,7 @@ impl LegSignals {
     }
 }
 
-/// Why a leg is asked to stop (05 R-8).
+/// Why a leg is asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CancelReason {
@@ -197,7 +197,7 @@ pub enum CancelReason {
     HedgeLoser,
 }
 
-/// Cooperative cancellation of one leg (05 R-8): a token plus a reason, and the `loser` flag
+/// Cooperative cancellation of one leg: a token plus a reason, and the `loser` flag
 /// its `AttemptGuard` labels a dropped attempt's row from (`hedge_cancelled` vs `cancelled`).
 ///
 /// Cloning shares the same token and flag.
@@ -213,7 +213,7 @@ impl LegControl {
         Self::default()
     }
 
-    /// Marks the leg the loser of its hedged round **before** cancelling it (30 G-115), then
+    /// Marks the leg the loser of its hedged round **before** cancelling it, then
     /// cancels it.
     pub fn cancel_as_loser(&self) {
         self.loser.store(true, Ordering::SeqCst);
@@ -240,36 +240,36 @@ impl LegControl {
         self.token.cancelled()
     }
 
-    /// The shared loser flag (read by the attempt guard on drop, 05 R-8).
+    /// The shared loser flag (read by the attempt guard on drop).
     pub(crate) fn loser_flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.loser)
     }
 }
 
-/// What a runner reports for one attempt (05 R-2).
+/// What a runner reports for one attempt.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AttemptOutcome {
     /// The attempt produced a deliverable result.
     Success(Box<TransportResult>),
-    /// The attempt failed; the error is already classified (one of the four categories, 30 G-1).
+    /// The attempt failed; the error is already classified (one of the four categories).
     Failed(GatewayError),
-    /// The runner honoured a loser cancel while its transport was pending (05 R-8).
+    /// The runner honoured a loser cancel while its transport was pending.
     CancelledAsLoser,
 }
 
-/// The outcome of one leg after the core's attempt step (05 ): the runner's outcome
+/// The outcome of one leg after the core's attempt step: the runner's outcome
 /// with the governance done (settled, written back, row emitted).
 pub type LegOutcome = AttemptOutcome;
 
-/// Performs one attempt (05 R-2). The core has already admitted the attempt; the runner must
+/// Performs one attempt. The core has already admitted the attempt; the runner must
 /// not retry, sleep for capacity or touch governance. Dropping the returned future is
 /// cancellation: the runner must leave nothing behind (no spawned task).
 ///
-/// The future must be `Send` so calls stay `Send` (05 R-40).
+/// The future must be `Send` so calls stay `Send`.
 pub trait AttemptRunner: Send + Sync {
     /// Runs one attempt. `signals` is `Some` only for the leg whose liveness the orchestrator
-    /// watches; `control` tells a hedge leg to stop — honouring it is optional, the
+    /// watches; `control` tells a hedge leg to stop — honouring it is optional, the
     /// core also races the runner against it.
     fn run(
         &self,

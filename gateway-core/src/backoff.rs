@@ -1,4 +1,4 @@
-//! Backoff between failed rounds of the retry loop (spec README D3; 30 §4, G-38..G-41).
+//! Backoff between failed rounds of the retry loop (spec README D3; 30 §4).
 //!
 //! Owns the one formula
 //!
@@ -8,29 +8,29 @@
 //!
 //! where `n ≥ 1` counts the failed rounds of the loop so far (budget-exempt 429 rounds
 //! included) and `hint` is the server's Retry-After in seconds (`crate::retry_after`). The
-//! server hint is never clamped by `max` (G-35): only the call deadline, or the optional hint
+//! server hint is never clamped by `max`: only the call deadline, or the optional hint
 //! cap of 05 R-35 (`crate::retry_after::hint_exceeds_cap`), bounds it. The jitter source is
 //! injected so that tests are exact; `0.5 + rng()` is applied literally, even for test values
-//! outside `[0, 1)` (G-38).
+//! outside `[0, 1)`.
 //!
 //! The loop decides *whether* to sleep (never after a `SourceDead` round or after the round that
-//! exhausts the budget, G-41); this module only says *how long*. It never panics: the exponent is
+//! exhausts the budget); this module only says *how long*. It never panics: the exponent is
 //! capped and the seconds become a [`Duration`] through `Duration::try_from_secs_f64`, saturating
-//! at [`Duration::MAX`] (G-36; 05 R-18).
+//! at [`Duration::MAX`].
 
 use std::time::Duration;
 
 /// The retry policy of a scope (spec 10 §2.2; README D3; 30 G-39), defined in `gateway-ports`
 /// and re-exported here: `max_attempts = 3`, `backoff_base_s = 1.0`, `backoff_max_s = 10.0` by
-/// default; `max_hint_s` (05 R-35) is consulted through
+/// default; `max_hint_s` is consulted through
 /// [`hint_exceeds_cap`](crate::retry_after::hint_exceeds_cap).
 pub use gateway_ports::RetryPolicy;
 
-/// Largest exponent used for `2^(n−1)` (G-38): beyond it `2^e` would overflow `f64`; any base
+/// Largest exponent used for `2^(n−1)`: beyond it `2^e` would overflow `f64`; any base
 /// `> 0` has long saturated at `backoff_max_s` by then.
 const MAX_EXPONENT: u32 = 1023;
 
-/// The exponential part before jitter, seconds: `min(base · 2^(n−1), max)` (G-38).
+/// The exponential part before jitter, seconds: `min(base · 2^(n−1), max)`.
 ///
 /// `failed_rounds` is `n`; `0` is treated as `1`. The exponent is capped at 1023 so a huge `n`
 /// saturates at `backoff_max_s` instead of overflowing.
@@ -47,7 +47,7 @@ pub fn exponential_s(policy: &RetryPolicy, failed_rounds: u32) -> f64 {
 /// `failed_rounds` (`n ≥ 1`) counts the failed rounds of this loop so far, budget-exempt 429
 /// rounds included. `retry_after_s` is the server hint from
 /// [`parse_retry_after`](crate::retry_after::parse_retry_after): never clamped by
-/// `backoff_max_s` (G-35). `rng` is called exactly once; nominally it returns a value in
+/// `backoff_max_s`. `rng` is called exactly once; nominally it returns a value in
 /// `[0, 1)` (so the jitter factor is `U(0.5, 1.5)`), but any value is applied literally (tests
 /// inject `2.0` → factor `2.5`).
 ///
@@ -63,7 +63,7 @@ pub fn backoff_delay_s(
     jittered.max(retry_after_s.unwrap_or(0.0))
 }
 
-/// The backoff sleep as a [`Duration`] (README D3; 30 G-38, G-36; 05 R-18).
+/// The backoff sleep as a [`Duration`].
 ///
 /// Same inputs as [`backoff_delay_s`]; the seconds are converted with
 /// [`seconds_to_duration_saturating`], so a huge finite hint (`Retry-After: 1e300`) or an
@@ -78,7 +78,7 @@ pub fn backoff_delay(
     seconds_to_duration_saturating(backoff_delay_s(policy, failed_rounds, retry_after_s, rng))
 }
 
-/// Converts seconds to a [`Duration`] without panicking (05 R-18; 30 G-36): NaN, zero and
+/// Converts seconds to a [`Duration`] without panicking: NaN, zero and
 /// negative values → [`Duration::ZERO`]; values too large for a `Duration` (including `+inf`)
 /// → [`Duration::MAX`]; everything else through `Duration::try_from_secs_f64`.
 ///

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use gateway_ports::Clock;
 
-/// Length of the budget window (05 R-35: 10 s).
+/// Length of the budget window (10 s).
 pub const RETRY_BUDGET_WINDOW: Duration = Duration::from_secs(10);
 
 const SLOTS: usize = 10;
@@ -43,7 +43,7 @@ pub struct RetryBudgetStats {
     pub withdrawals: u64,
 }
 
-/// The scope-wide retry budget (05 R-35). Shared by every call of a governor (`Arc`); all
+/// The scope-wide retry budget. Shared by every call of a governor (`Arc`); all
 /// methods are synchronous and take one short mutex (never held across an await).
 pub struct RetryBudget {
     ratio: f64,

@@ -1,24 +1,24 @@
 //! The one classifier: wire failure facts → category, reason code, failure reason, hint
-//! (spec 30 §2, G-18..G-30; README D14, D15, D18; 05 R-34).
+//! (spec 30 §2).
 //!
 //! Adapters report facts ([`WireFailure`], [`NetworkFault`], SSE `error` events, 200 bodies with
-//! an `error` key); this module alone turns them into one of the four categories (30 G-1, G-18),
+//! an `error` key); this module alone turns them into one of the four categories,
 //! so that every transport, the retry loop, the breaker feed and telemetry agree. It owns:
 //!
-//! - the HTTP status table (G-19), with the two body facts that change a category: the closed
-//!   list of context-overflow markers (G-20a, D14; any status, checked first) and
-//!   `insufficient_quota` on a 429 (G-20);
-//! - in-band error objects of a 200 stream or body (G-20b, D15, D18);
-//! - transport faults (G-21) and their `cause_type` (G-15);
-//! - the failure reason that feeds breaker, health and pacer (G-30);
-//! - when a retry hint is parsed (G-31: `Transient` 429 and 503; README D23: 522/524, the
+//! - the HTTP status table, with the two body facts that change a category: the closed
+//!   list of context-overflow markers (any status, checked first) and
+//!   `insufficient_quota` on a 429;
+//! - in-band error objects of a 200 stream or body;
+//! - transport faults and their `cause_type`;
+//! - the failure reason that feeds breaker, health and pacer;
+//! - when a retry hint is parsed (`Transient` 429 and 503; README D23: 522/524, the
 //!   capacity markers, and every status but 400/401/403/404 as a deferral; D19 hint sources);
-//! - the model-missing and capacity markers (D23) and the relayed quota codes (D24);
-//! - the message templates (G-16).
+//! - the model-missing and capacity markers and the relayed quota codes;
+//! - the message templates.
 //!
 //! Typing decisions read the **raw** body as retained by the adapter; messages and `body_text`
-//! carry the scrubbed summary (`crate::redact`, 05 R-34; G-26, G-27). Classification never
-//! depends on configuration or history, except that hints depend on the wall clock (G-29).
+//! carry the scrubbed summary (`crate::redact`). Classification never
+//! depends on configuration or history, except that hints depend on the wall clock.
 //!
 //! The result is a small [`Classification`] (category + failure reason + the
 //! [`AttemptFailure`] payload) that the retry loop consumes; [`Classification::into_error`]
@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 use crate::redact::{ScrubOptions, scrub, scrubbed_summary};
 use crate::retry_after::parse_retry_hint;
 
-/// The closed list of context-overflow markers (README D14; 30 G-20a), lower-case. A non-200
+/// The closed list of context-overflow markers, lower-case. A non-200
 /// response or an in-band error frame whose raw text contains one (ASCII case-insensitive) is
 /// `RequestRejected` with reason code `context_length_exceeded`. Adding one is a spec change.
 ///
@@ -60,19 +60,19 @@ pub const CONTEXT_OVERFLOW_MARKERS: [&str; 10] = [
     "input is too long",
 ];
 
-/// The body fact that makes a 429 `SourceDead` (30 G-20).
+/// The body fact that makes a 429 `SourceDead`.
 pub const INSUFFICIENT_QUOTA: &str = "insufficient_quota";
 
-/// The quota-exhausted error codes of G-20 with README D24's addition: OpenAI's
+/// The quota-exhausted error codes of G-20 with addition: OpenAI's
 /// `billing_hard_limit_reached` (seen behind LiteLLM, which rewrites the type to
 /// `throttling_error` but keeps the code or the message).
 pub const QUOTA_CODES: [&str; 2] = [INSUFFICIENT_QUOTA, "billing_hard_limit_reached"];
 
-/// OpenAI's quota sentence (README D24), matched ASCII case-insensitively anywhere in the raw
+/// OpenAI's quota sentence, matched ASCII case-insensitively anywhere in the raw
 /// body: LiteLLM keeps it when it rewrites `insufficient_quota` to `throttling_error`.
 pub const QUOTA_SENTENCE: &str = "you exceeded your current quota";
 
-/// Model-missing markers (README D23), lower-case, matched ASCII case-insensitively in the raw
+/// Model-missing markers, lower-case, matched ASCII case-insensitively in the raw
 /// body of a 400, 404 or 422: the model is missing on this source, so the source is
 /// `SourceDead` and the call fails over. Sources: OpenAI `model_not_found`; LiteLLM "Invalid
 /// model name"; Ollama "model not found"; vLLM / TGI "unknown model", "no such model".
@@ -84,7 +84,7 @@ pub const MODEL_MISSING_MARKERS: [&str; 5] = [
     "no such model",
 ];
 
-/// Capacity markers (README D23), lower-case, matched ASCII case-insensitively in the raw body
+/// Capacity markers, lower-case, matched ASCII case-insensitively in the raw body
 /// of a 400 or 409: the server is busy, not the request wrong → `Transient` (like 529).
 /// Sources: OpenAI "model is at capacity" (409), Anthropic `overloaded_error` relayed as 400,
 /// "server is overloaded" (vLLM / relays).
@@ -94,23 +94,23 @@ pub const CAPACITY_MARKERS: [&str; 3] = [
     "server is overloaded",
 ];
 
-/// Statuses that mean an upstream timeout (README D23): 408, 504 and Cloudflare's 522
+/// Statuses that mean an upstream timeout: 408, 504 and Cloudflare's 522
 /// (connection timed out) and 524 (a timeout occurred).
 pub const TIMEOUT_STATUSES: [u16; 4] = [408, 504, 522, 524];
 
-/// What the classifier needs besides the fact itself (30 G-18).
+/// What the classifier needs besides the fact itself.
 ///
 /// `Debug` never prints the source key (see [`ScrubOptions`]).
 #[derive(Debug, Clone, Copy)]
 pub struct ClassifyContext<'a> {
     /// The source that produced the fact; named in every message.
     pub source_name: &'a str,
-    /// The HTTP sub-operation (30 G-11), carried into the failure.
+    /// The HTTP sub-operation, carried into the failure.
     pub operation: ErrorOperation,
-    /// Local wall clock for HTTP-date Retry-After hints (30 G-32; 05 R-60: not the `Date`
+    /// Local wall clock for HTTP-date Retry-After hints (not the `Date`
     /// header).
     pub wall_now: SystemTime,
-    /// What to scrub from summaries and messages (05 R-34): the source's key, and whether IP
+    /// What to scrub from summaries and messages: the source's key, and whether IP
     /// addresses are redacted (`PGW_REDACT_IPS`).
     pub scrub: ScrubOptions<'a>,
 }
@@ -126,14 +126,14 @@ impl<'a> ClassifyContext<'a> {
         }
     }
 
-    /// The same context with these scrub options (05 R-34).
+    /// The same context with these scrub options.
     pub fn with_scrub(mut self, scrub: ScrubOptions<'a>) -> Self {
         self.scrub = scrub;
         self
     }
 }
 
-/// Which core watchdog expired (40 S-90, S-93; 30 G-21): named in the message.
+/// Which core watchdog expired: named in the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LivenessKind {
@@ -146,7 +146,7 @@ pub enum LivenessKind {
 }
 
 impl LivenessKind {
-    /// The token used in messages: `ttft`, `inter_token`, `total` (30 G-16).
+    /// The token used in messages: `ttft`, `inter_token`, `total`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Ttft => "ttft",
@@ -162,23 +162,23 @@ impl fmt::Display for LivenessKind {
     }
 }
 
-/// The verdict on one failure fact (30 G-18): what the retry loop, the breaker feed, telemetry
+/// The verdict on one failure fact: what the retry loop, the breaker feed, telemetry
 /// and the caller's error need.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Classification {
-    /// One of the four categories (30 G-2).
+    /// One of the four categories.
     pub category: Category,
-    /// The breaker/health/pacer reason (30 G-30): `Some` for `Transient` and `SourceDead`,
+    /// The breaker/health/pacer reason: `Some` for `Transient` and `SourceDead`,
     /// `None` for `RequestRejected` and `ResultInvalid` (they feed a neutral success).
     pub failure_reason: Option<FailureReason>,
-    /// The payload: message (G-16), source, operation, `http_status`, `retry_after_s` (only on a
-    /// `Transient` failure with a usable hint, G-31, README D23), `body_text` (scrubbed summary, G-26),
-    /// `reason_code` (G-28), `cause` (G-15).
+    /// The payload: message, source, operation, `http_status`, `retry_after_s` (only on a
+    /// `Transient` failure with a usable hint), `body_text` (scrubbed summary),
+    /// `reason_code`, `cause`.
     pub failure: AttemptFailure,
 }
 
 impl Classification {
-    /// Builds a classification, deriving the failure reason from the payload (30 G-30).
+    /// Builds a classification, deriving the failure reason from the payload.
     pub fn new(category: Category, failure: AttemptFailure) -> Self {
         Self {
             category,
@@ -187,7 +187,7 @@ impl Classification {
         }
     }
 
-    /// The reason code (30 G-28), if any.
+    /// The reason code, if any.
     pub fn reason_code(&self) -> Option<ReasonCode> {
         self.failure.reason_code
     }
@@ -197,19 +197,19 @@ impl Classification {
         self.failure.http_status
     }
 
-    /// The server hint in seconds (30 §3), if one was parsed.
+    /// The server hint in seconds, if one was parsed.
     pub fn retry_after_s(&self) -> Option<f64> {
         self.failure.retry_after_s
     }
 
     /// `true` when the failure reason is `rate_limited` (an HTTP 429 or an in-band 429): the
-    /// round is rate-limited (30 G-30) — budget-exempt in chat, a pacer cut, counted in neither
+    /// round is rate-limited — budget-exempt in chat, a pacer cut, counted in neither
     /// breaker channel.
     pub fn is_rate_limited(&self) -> bool {
         self.failure_reason == Some(FailureReason::RateLimited)
     }
 
-    /// The `GatewayError` of this verdict (30 §1.2): `Transient`, `SourceDead`,
+    /// The `GatewayError` of this verdict: `Transient`, `SourceDead`,
     /// `RequestRejected`, or `ResultInvalid` wrapping the failure with no validation data.
     pub fn into_error(self) -> GatewayError {
         match self.category {
@@ -229,13 +229,13 @@ impl From<Classification> for GatewayError {
     }
 }
 
-/// Classifies any failure a transport returns from `send` (10 §7; 30 G-19..G-21, S-111 step 1).
+/// Classifies any failure a transport returns from `send`.
 ///
 /// - `Http` → [`classify_http`];
 /// - `Network` (before a status line) → [`classify_network_fault`];
 /// - `ReadError` (a 200 body that broke) → [`classify_read_error`];
-/// - `FrameTooLarge` → `ResultInvalid(response_too_large)` (40 S-17);
-/// - `Unsupported` → `RequestRejected` with no reason code (30 G-21, G-24).
+/// - `FrameTooLarge` → `ResultInvalid(response_too_large)`;
+/// - `Unsupported` → `RequestRejected` with no reason code.
 pub fn classify_wire_failure(failure: &WireFailure, ctx: &ClassifyContext<'_>) -> Classification {
     match failure {
         WireFailure::Http {
@@ -259,7 +259,7 @@ pub fn classify_wire_failure(failure: &WireFailure, ctx: &ClassifyContext<'_>) -
     }
 }
 
-/// Classifies an HTTP response whose status is not 200 (30 G-19, G-20, G-20a, G-31; D14).
+/// Classifies an HTTP response whose status is not 200.
 ///
 /// `headers` are the response headers (names lower-cased); `raw_body` is the body as retained
 /// by the adapter (up to `max_error_body_bytes`), never a summary — typing decisions read it.
@@ -268,14 +268,14 @@ pub fn classify_wire_failure(failure: &WireFailure, ctx: &ClassifyContext<'_>) -
 /// `context_length_exceeded`; then the status table: 400 → `RequestRejected`; 401/403 →
 /// `SourceDead`; 429 with `insufficient_quota` → `SourceDead` (no hint parsed, no warning);
 /// other 429 → `Transient` `rate_limited` with the retry hint; 400/404/422 with a model-missing
-/// marker → `SourceDead` (README D23); 400/409 with a capacity marker → `Transient` with the hint
-/// (D23); then any status but 400/401/403/404 that carries a usable hint (D4, D19) is a
-/// `Transient` deferral with that hint (D23); 5xx → `Transient` (503, 522, 524 with
+/// marker → `SourceDead`; 400/409 with a capacity marker → `Transient` with the hint;
+/// then any status but 400/401/403/404 that carries a usable hint is a
+/// `Transient` deferral with that hint; 5xx → `Transient` (503, 522, 524 with
 /// the hint; 504 `timeout`); 408/425 → `Transient`; 402/404/405/501/505/3xx → `SourceDead`;
 /// other 4xx → `RequestRejected`; other values → `Transient`.
 ///
-/// The failure carries `http_status`, `body_text` = the scrubbed summary (G-26, R-34) and the
-/// G-16 message `"{source}: HTTP {status} | {summary}"` (or its 429 / context-overflow form).
+/// The failure carries `http_status`, `body_text` = the scrubbed summary and the
+/// message `"{source}: HTTP {status} | {summary}"` (or its 429 / context-overflow form).
 pub fn classify_http(
     status: u16,
     headers: &[(String, String)],
@@ -351,7 +351,7 @@ pub fn classify_http(
     Classification::new(category, failure)
 }
 
-/// `true` when a usable hint on `status` makes it a deferral (README D23): every non-2xx
+/// `true` when a usable hint on `status` makes it a deferral: every non-2xx
 /// status except 400, 401, 403 and 404.
 fn may_defer(status: u16) -> bool {
     !(200..=299).contains(&status) && !matches!(status, 400 | 401 | 403 | 404)
@@ -382,8 +382,8 @@ fn status_row(status: u16) -> (Category, bool) {
 
 /// Classifies a failure before a status line (DNS, connect, TLS, request write, pool): always
 /// `Transient`, cause per 30 G-15, failure reason `timeout` for the timeout kinds else
-/// `network_error` (G-21, G-30), no reason code. Message (G-16):
-/// `"{source}: network error ({cause}): {detail}"`, the detail scrubbed (R-34) and replaced by
+/// `network_error`, no reason code. Message:
+/// `"{source}: network error ({cause}): {detail}"`, the detail scrubbed and replaced by
 /// the cause name when empty.
 pub fn classify_network_fault(fault: &NetworkFault, ctx: &ClassifyContext<'_>) -> Classification {
     let cause = fault.kind.cause_kind();
@@ -395,7 +395,7 @@ pub fn classify_network_fault(fault: &NetworkFault, ctx: &ClassifyContext<'_>) -
 /// Classifies a body that broke after a 200 status (mid-stream `WireEvent::ReadError`, or
 /// `WireFailure::ReadError` of a non-stream body): `Transient` with reason code `read_error`
 /// and the fault's cause (`ReadError`, `RemoteProtocolError`, …) — never a clean end, even after
-/// a finish_reason and usage (30 G-21; 40 S-29, S-33).
+/// a finish_reason and usage.
 pub fn classify_read_error(fault: &NetworkFault, ctx: &ClassifyContext<'_>) -> Classification {
     let cause = fault.kind.cause_kind();
     let mut failure = base_failure(ctx, network_message(ctx, cause, &fault.detail));
@@ -404,8 +404,8 @@ pub fn classify_read_error(fault: &NetworkFault, ctx: &ClassifyContext<'_>) -> C
     Classification::new(Category::Transient, failure)
 }
 
-/// Classifies a frame or 200 body over the framing cap: `ResultInvalid(response_too_large)`
-/// (30 G-22; 40 S-17, S-33). `limit_bytes` is the cap that was exceeded.
+/// Classifies a frame or 200 body over the framing cap: `ResultInvalid(response_too_large)`.
+/// `limit_bytes` is the cap that was exceeded.
 pub fn classify_frame_too_large(limit_bytes: usize, ctx: &ClassifyContext<'_>) -> Classification {
     let mut failure = base_failure(
         ctx,
@@ -419,8 +419,8 @@ pub fn classify_frame_too_large(limit_bytes: usize, ctx: &ClassifyContext<'_>) -
 }
 
 /// Classifies a core watchdog expiry: `Transient(liveness_timeout)`, cause
-/// `StreamLivenessTimeout`, failure reason `timeout` (30 G-15, G-21, G-30; 40 S-90, S-93).
-/// Message: `"{source}: stream liveness timeout ({kind})"` (G-16).
+/// `StreamLivenessTimeout`, failure reason `timeout`.
+/// Message: `"{source}: stream liveness timeout ({kind})"`.
 pub fn classify_liveness_timeout(kind: LivenessKind, ctx: &ClassifyContext<'_>) -> Classification {
     let mut failure = base_failure(
         ctx,
@@ -432,7 +432,7 @@ pub fn classify_liveness_timeout(kind: LivenessKind, ctx: &ClassifyContext<'_>) 
 }
 
 /// Classifies a chunk or 200 non-stream body with a top-level `error` key, whatever its value
-/// (`null` and `{}` included): an in-band error frame (30 G-20b, G-22; 40 S-35; README D15).
+/// (`null` and `{}` included): an in-band error frame.
 ///
 /// `error_value` is the value of the `error` key. The frame text is the compact JSON text of
 /// `{"error": value}`; the error object is the value when it is a JSON object. See
@@ -444,7 +444,7 @@ pub fn classify_error_value(error_value: &Value, ctx: &ClassifyContext<'_>) -> C
 
 /// Classifies an SSE event of type `error`, an SSE field line named `error`, or a non-SSE line
 /// of a 200 event-stream that is a JSON object with an `error` key — all reported as
-/// `WireEvent::ErrorEvent { data }` (30 G-20b; 40 S-22, S-33; README D15, D18; 05 R-26).
+/// `WireEvent::ErrorEvent { data }`.
 ///
 /// The frame text is `data`; the error object is the `error` member of `data` when `data`
 /// parses as a JSON object and that member is an object. Rows, first match wins:
@@ -458,7 +458,7 @@ pub fn classify_error_value(error_value: &Value, ctx: &ClassifyContext<'_>) -> C
 ///
 /// The in-band status is the first of the error object's `code` and `status` members that is a
 /// JSON integer, or a string of exactly three ASCII digits, in `100..=599`. Every row:
-/// `http_status = None`, no Retry-After (a frame has no headers, G-31), `cause = None`,
+/// `http_status = None`, no Retry-After (a frame has no headers), `cause = None`,
 /// `body_text` = the scrubbed summary of the frame text, message per G-16.
 pub fn classify_error_event(data: &str, ctx: &ClassifyContext<'_>) -> Classification {
     let parsed: Option<Value> = serde_json::from_str(data).ok();
@@ -506,7 +506,7 @@ fn classify_in_band(
     Classification::new(category, failure)
 }
 
-/// The in-band status of an error object (30 G-20b): the first of `code` and `status` that is a
+/// The in-band status of an error object: the first of `code` and `status` that is a
 /// JSON integer or a string of exactly three ASCII digits, with a value in `100..=599`.
 /// Booleans, floats, other strings and out-of-range numbers do not count.
 pub fn in_band_status(error_object: &Map<String, Value>) -> Option<u16> {
@@ -525,14 +525,14 @@ pub fn in_band_status(error_object: &Map<String, Value>) -> Option<u16> {
         })
 }
 
-/// `true` when `raw` contains a context-overflow marker (README D14; 30 G-20a): a substring
+/// `true` when `raw` contains a context-overflow marker: a substring
 /// search in which only the ASCII letters fold case; every other byte must match exactly.
 pub fn contains_context_overflow_marker(raw: &str) -> bool {
     contains_marker(raw, &CONTEXT_OVERFLOW_MARKERS)
 }
 
 /// `true` when `raw` contains one of the lower-case `markers`, folding ASCII letters only
-/// (the G-20a comparison, shared by README D14, D23 and D24).
+/// (the G-20a comparison, shared by README D14).
 pub fn contains_marker(raw: &str, markers: &[&str]) -> bool {
     // `to_ascii_lowercase` folds A–Z only, so this is exactly the G-20a comparison.
     let folded = raw.to_ascii_lowercase();
@@ -588,11 +588,11 @@ pub fn is_insufficient_quota(raw: &str) -> bool {
     QUOTA_CODES.iter().any(|code| raw.contains(code))
 }
 
-/// The failure reason of a classified attempt (30 G-30): `SourceDead` → `source_dead`;
+/// The failure reason of a classified attempt: `SourceDead` → `source_dead`;
 /// `Transient` with status 429 or reason code `rate_limited` → `rate_limited`; `Transient` with
 /// a timeout cause (`ConnectTimeout`, `ReadTimeout`, `WriteTimeout`, `PoolTimeout`,
-/// `StreamLivenessTimeout`) or status 408/504/522/524 (README D23) → `timeout`; a malformed
-/// answer ([`is_bad_response_code`], README D27) → `bad_response`; every other `Transient` →
+/// `StreamLivenessTimeout`) or status 408/504/522/524 → `timeout`; a malformed
+/// answer ([`is_bad_response_code`]) → `bad_response`; every other `Transient` →
 /// `network_error`; `RequestRejected` and `ResultInvalid` → `None`.
 pub fn failure_reason(category: Category, failure: &AttemptFailure) -> Option<FailureReason> {
     match category {
@@ -626,7 +626,7 @@ pub fn failure_reason(category: Category, failure: &AttemptFailure) -> Option<Fa
     }
 }
 
-/// `true` for the reason codes of a malformed answer (README D27): the verdict's and the
+/// `true` for the reason codes of a malformed answer: the verdict's and the
 /// stream's `Transient` failures — empty completion or response, protocol error, invalid or
 /// malformed JSON, truncation (`missing_done`, `early_eof`), an incomplete tool call. Their
 /// failure reason is `bad_response`, which breaker and health treat like `network_error`.
@@ -644,7 +644,7 @@ pub fn is_bad_response_code(code: ReasonCode) -> bool {
     )
 }
 
-/// [`failure_reason`] of a `GatewayError` (30 G-30): `None` outside the four categories.
+/// [`failure_reason`] of a `GatewayError`: `None` outside the four categories.
 pub fn failure_reason_of(error: &GatewayError) -> Option<FailureReason> {
     failure_reason(error.category()?, error.attempt_failure()?)
 }
@@ -666,8 +666,8 @@ fn base_failure(ctx: &ClassifyContext<'_>, message: String) -> AttemptFailure {
     failure
 }
 
-/// `"{source}: network error ({cause}): {detail}"` (30 G-16); an empty detail falls back to the
-/// cause name; the detail is scrubbed (05 R-34).
+/// `"{source}: network error ({cause}): {detail}"`; an empty detail falls back to the
+/// cause name; the detail is scrubbed.
 fn network_message(ctx: &ClassifyContext<'_>, cause: CauseKind, detail: &str) -> String {
     let detail = detail.trim();
     let detail = if detail.is_empty() {

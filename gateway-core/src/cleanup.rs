@@ -1,18 +1,18 @@
-//! Cancellation cleanup (README D8; 30 §9, G-104..G-112; 05 ).
+//! Cancellation cleanup.
 //!
 //! Dropping a call future is cancellation in Rust. What must still happen afterwards —
 //! settlement, permit release, pacer leave, probe release, the cancelled attempt row and the
 //! terminal row — is done by guards:
 //!
 //! - [`AttemptGuard`] holds one admission's acquisitions (breaker decision, pacer slot, permit)
-//!   from the pick (30 G-105 `AdmissionGuard`) through the attempt until step 8 of G-85. On drop
-//!   it applies its cell of the settlement matrix S1–S8 (G-107): pacer `leave` at once, then the
-//!   synchronous fast paths (`settle_and_release_now`, `release_probe_now`, R-9); only what they
+//!   from the pick (`AdmissionGuard`) through the attempt until step 8 of G-85. On drop
+//!   it applies its cell of the settlement matrix S1–S8: pacer `leave` at once, then the
+//!   synchronous fast paths (`settle_and_release_now`, `release_probe_now`); only what they
 //!   could not do, plus the row, is handed to the [`CleanupQueue`] as one job (governance
 //!   before telemetry).
 //! - the queue is bounded; [`run_cleanup_worker`] (spawned by the facade) runs jobs with at most
 //!   64 at once, each bounded by 10 s; a call's attempt jobs complete before its terminal job
-//!   starts; timeouts and drops are counted and logged, never silent.
+//!   starts; timeouts and drops are counted and logged, never silent.
 //!
 //! Nothing here spawns a task: the worker is one future the owner drives.
 
@@ -32,17 +32,17 @@ use tokio::sync::{Notify, mpsc};
 use crate::pacer::Pacer;
 use crate::rows::{AttemptRowFacts, AttemptRowOutcome, CancelLabel, RowCall, RowSink};
 
-/// Queue capacity in jobs (30 G-110).
+/// Queue capacity in jobs.
 pub const CLEANUP_QUEUE_CAPACITY: usize = 4096;
-/// Jobs the worker runs at once (05 R-10).
+/// Jobs the worker runs at once.
 pub const CLEANUP_CONCURRENCY: usize = 64;
-/// Bound of one job (30 G-110, 05 R-10).
+/// Bound of one job.
 pub const CLEANUP_JOB_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A job's future: the I/O part of one guard, or one terminal row.
 pub type JobFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// What a job is, for per-call ordering (05 R-10).
+/// What a job is, for per-call ordering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum JobKind {
@@ -134,7 +134,7 @@ pub struct CleanupStats {
     pub dropped: u64,
 }
 
-/// The bounded cleanup queue of one client (05 R-10; 30 G-110).
+/// The bounded cleanup queue of one client.
 pub struct CleanupQueue {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
     shared: Arc<Shared>,
@@ -180,7 +180,7 @@ impl CleanupQueue {
     }
 
     /// Enqueues one job of `call` without waiting (callable from `Drop`). Returns `false` when
-    /// the queue is full or shut down: the job is dropped, counted and logged (30 G-110).
+    /// the queue is full or shut down: the job is dropped, counted and logged.
     pub fn enqueue(&self, call: &str, kind: JobKind, fut: JobFuture) -> bool {
         let call: Arc<str> = Arc::from(call);
         {
@@ -220,19 +220,19 @@ impl CleanupQueue {
         sent
     }
 
-    /// Waits until every job of `call` enqueued so far has finished (30 G-101 step 2).
+    /// Waits until every job of `call` enqueued so far has finished.
     pub async fn wait_call_idle(&self, call: &str) {
         self.shared
             .wait_until(|c| c.calls.get(call).is_none_or(|j| j.total == 0))
             .await;
     }
 
-    /// Waits until the queue holds no pending job (30 G-112 `quiesce`).
+    /// Waits until the queue holds no pending job (`quiesce`).
     pub async fn wait_idle(&self) {
         self.shared.wait_until(|c| c.pending == 0).await;
     }
 
-    /// Stops accepting jobs: the worker finishes what is queued and returns (30 G-111).
+    /// Stops accepting jobs: the worker finishes what is queued and returns.
     /// Idempotent.
     pub fn shutdown(&self) {
         self.shut.store(true, Ordering::SeqCst);
@@ -283,7 +283,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) {
     shared.finish(&call, kind);
 }
 
-/// Runs the cleanup jobs of one client until its queue is shut down and drained (05 R-10):
+/// Runs the cleanup jobs of one client until its queue is shut down and drained:
 /// at most [`CLEANUP_CONCURRENCY`] jobs at once, each bounded by [`CLEANUP_JOB_TIMEOUT`].
 /// The facade spawns it; it never spawns anything itself.
 pub async fn run_cleanup_worker(rx: CleanupReceiver) {
@@ -302,7 +302,7 @@ pub async fn run_cleanup_worker(rx: CleanupReceiver) {
     }
 }
 
-/// What a registered attempt needs to write its row from `Drop` (05 ).
+/// What a registered attempt needs to write its row from `Drop`.
 #[derive(Clone)]
 pub struct AttemptRowInfo {
     /// Where rows go.
@@ -317,7 +317,7 @@ pub struct AttemptRowInfo {
     pub attempt: u32,
     /// Hedge leg?
     pub hedge_leg: bool,
-    /// Attempt start on the injected clock (80 T-14).
+    /// Attempt start on the injected clock.
     pub started: Duration,
     /// The injected clock.
     pub clock: Arc<dyn Clock>,
@@ -350,10 +350,10 @@ impl AttemptRowInfo {
     }
 }
 
-/// The acquisitions of one admission and, once registered, one attempt (30 G-105: the
+/// The acquisitions of one admission and, once registered, one attempt (the
 /// `AdmissionGuard` and the `AttemptGuard` are one type in two phases).
 ///
-/// Settlement value on drop (30 G-107): admission phase (S1) or panic (S8) → 0; otherwise the
+/// Settlement value on drop: admission phase (S1) or panic (S8) → 0; otherwise the
 /// value stored by [`AttemptGuard::set_settlement`] (S4, S5), else `est` (S3).
 pub struct AttemptGuard {
     logical_call_id: Arc<str>,
@@ -441,9 +441,8 @@ impl AttemptGuard {
         &self.decision
     }
 
-    /// Enters the attempt phase (30 G-85 step 2): from now on a drop settles `est` unless a
-    /// value is stored, and writes a row unless one was written. `loser` is the leg's flag
-    /// (05 R-8).
+    /// Enters the attempt phase: from now on a drop settles `est` unless a
+    /// value is stored, and writes a row unless one was written. `loser` is the leg's flag.
     pub fn register(&mut self, row: AttemptRowInfo, loser: Arc<AtomicBool>) {
         self.row = Some(row);
         self.loser = Some(loser);
@@ -454,7 +453,7 @@ impl AttemptGuard {
         self.row.as_ref()
     }
 
-    /// Stores the settlement value the moment it is known (30 G-86: before the next await).
+    /// Stores the settlement value the moment it is known (before the next await).
     pub fn set_settlement(&mut self, actual_tokens: u64) {
         self.settlement = Some(actual_tokens);
     }
@@ -476,7 +475,7 @@ impl AttemptGuard {
     }
 
     /// Releases the probe now if one is held: the fast path first, else the async path
-    /// (quietly, 30 G-7).
+    /// (quietly).
     pub async fn release_probe(&mut self) {
         if !self.probe_open {
             return;

@@ -1,9 +1,9 @@
-//! Clock implementations of the `Clock` port (10 §8.8; 05 ).
+//! Clock implementations of the `Clock` port.
 //!
 //! Owns the two clocks every reading of time goes through: [`TokioClock`] (production; reads
 //! `tokio::time::Instant`, so a paused runtime advances it together with every timer) and
 //! [`FakeClock`] (test support; `advance` moves only the readings and never fires a
-//! `tokio::time` timer, CT-CLK-02). Waiting always goes through `tokio::time`, never through these.
+//! `tokio::time` timer). Waiting always goes through `tokio::time`, never through these.
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use gateway_ports::Clock;
 use tokio::time::Instant;
 
-/// The production clock (10 §8.8): `monotonic()` is the time elapsed since construction on
+/// The production clock: `monotonic()` is the time elapsed since construction on
 /// `tokio::time::Instant`, so under `tokio::time::pause()` it advances with the runtime's timers;
 /// `wall()` is `SystemTime::now()`.
 ///
@@ -48,7 +48,7 @@ impl Clock for TokioClock {
     }
 }
 
-/// A manually advanced clock for tests (10 §8.8, CT-CLK-02).
+/// A manually advanced clock for tests.
 ///
 /// `monotonic()` starts at the given origin (default zero) and changes only through
 /// [`FakeClock::advance`] / [`FakeClock::set_monotonic`]; `wall()` is a fixed wall origin plus
@@ -82,7 +82,7 @@ impl FakeClock {
         }
     }
 
-    /// Moves both readings forward by exactly `d` (CT-CLK-02). Saturates instead of overflowing.
+    /// Moves both readings forward by exactly `d`. Saturates instead of overflowing.
     pub fn advance(&self, d: Duration) {
         let mut s = self.lock();
         s.monotonic = s.monotonic.saturating_add(d);

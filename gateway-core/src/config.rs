@@ -1,4 +1,4 @@
-//! Stage B of the assembly guards: validation of one `SourceConfig` (20 §11.2; 05,
+//! Stage B of the assembly guards: validation of one `SourceConfig` (R-33,
 //!
 //!
 //! Owns the single definition of what a valid source is, so that the three assembly paths
@@ -9,7 +9,7 @@
 //! Origins: every error names the offending field as `sources[{name}].{field}` (the field names
 //! are the `SourceConfig` attribute names, which upper-cased are the per-source environment FIELD
 //! segments of 20 §4). Callers prefix it with their path (`GatewaySettings.`,
-//! `GatewayClientBuilder::`) or rewrite it to the environment key that set the value (20 §2.4).
+//! `GatewayClientBuilder::`) or rewrite it to the environment key that set the value.
 
 use std::time::Duration;
 
@@ -17,8 +17,8 @@ use gateway_ports::config::SourceConfig;
 use gateway_ports::vocab::{AuthStyle, ScopeKind};
 use gateway_ports::{ConfigError, ConfigWarning};
 
-/// Stage D (20 §11.4) lives beside the hedge orchestrator that owns its thresholds; re-exported
-/// here so `gateway_core::config` holds every assembly guard of the core (20 §9).
+/// Stage D lives beside the hedge orchestrator that owns its thresholds; re-exported
+/// here so `gateway_core::config` holds every assembly guard of the core.
 pub use crate::hedge::{
     HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly, non_chat_hedge_warning,
 };
@@ -91,12 +91,12 @@ fn positive_finite(v: f64) -> bool {
 ///
 /// Returns the stage's warnings (B2w `source.est_exceeds_tpm`, naming the source) or the first
 /// error. Codes: `source.identity` (B1: empty `name`/`provider`/`model`, a missing or empty key on
-/// a chat/embedding source whose `auth_style` is not `none` (05 R-33), an empty key on an OCR
+/// a chat/embedding source whose `auth_style` is not `none`, an empty key on an OCR
 /// source, a `base_url` that is not an absolute http(s) URL), `source.est_tokens` (B2),
 /// `source.watchdog` (B3: `timeout_s` not finite > 0, exactly one watchdog set, or not
 /// `0 < inter_token < ttft < timeout_s`), `source.stall_threshold` (B4), `effort.conflict`
 /// (B5, 70 C-22: `enable_thinking` contradicting `reasoning_effort` on a chat source; embedding
-/// and OCR sources accept both unused, 20 §7),
+/// and OCR sources accept both unused),
 /// `source.extra_body` (B6), and — beyond the table, so the struct and builder paths keep the
 /// environment's domains (chosen) — `source.max_response_bytes` (`0`) and `source.headers`
 /// (an invalid or reserved header name, or a value with a control character).

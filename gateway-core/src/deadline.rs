@@ -1,18 +1,18 @@
-//! The call deadline (30 §8, G-91..G-103; 05 R-18).
+//! The call deadline.
 //!
 //! Owns the value domain (unset, or a finite number of seconds `> 0`; per call a non-zero
 //! `Duration`), the per-call override (`None` inherits the assembled value; there is no per-call
-//! "off", G-97), and the boundary itself: one `tokio::time::timeout` per call created when the
-//! call future is first polled (G-99), on the runtime timer — a jump of the injected clock fires
-//! nothing. Unset means no timer at all (G-93). What happens after expiry (await this call's
-//! cleanup jobs, then the terminal row, G-101) is done by the governor, which owns the queue.
+//! "off"), and the boundary itself: one `tokio::time::timeout` per call created when the
+//! call future is first polled, on the runtime timer — a jump of the injected clock fires
+//! nothing. Unset means no timer at all. What happens after expiry (await this call's
+//! cleanup jobs, then the terminal row) is done by the governor, which owns the queue.
 
 use std::future::Future;
 use std::time::Duration;
 
 use gateway_ports::{ConfigError, GatewayError};
 
-/// Validates an assembled deadline given in seconds at the settings edge (30 G-96): `None`
+/// Validates an assembled deadline given in seconds at the settings edge: `None`
 /// stays unset; `0`, negatives, NaN, `±inf` and values too large for a `Duration` are a
 /// `ConfigError` (code `deadline.domain`) naming `origin`.
 pub fn ensure_call_deadline_s(
@@ -38,7 +38,7 @@ pub fn ensure_call_deadline_s(
     })
 }
 
-/// Resolves the deadline of one call (30 G-97, G-98): a per-call value overrides the assembled
+/// Resolves the deadline of one call: a per-call value overrides the assembled
 /// one; `None` inherits it. A zero per-call `Duration` is `InvalidArgument` naming `origin`
 /// (e.g. `ChatOptions::call_deadline`), found before the call context exists.
 pub fn resolve_call_deadline(
@@ -67,7 +67,7 @@ pub fn deadline_instant(
     now.checked_add(deadline)
 }
 
-/// The boundary timer fired while the governed future was pending (30 G-100 row 1). The
+/// The boundary timer fired while the governed future was pending. The
 /// governed future has been dropped (its guards handed their cleanup to the queue).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallDeadlineExceeded {
@@ -76,13 +76,13 @@ pub struct CallDeadlineExceeded {
 }
 
 impl CallDeadlineExceeded {
-    /// The caller-facing error (30 §1.2): `CallDeadlineExceeded { scope, deadline_s }`.
+    /// The caller-facing error: `CallDeadlineExceeded { scope, deadline_s }`.
     pub fn into_error(self, scope: &str) -> GatewayError {
         GatewayError::call_deadline_exceeded(scope, self.deadline.as_secs_f64())
     }
 }
 
-/// Runs `governed` under `deadline` (30 G-99, G-100): `None` awaits it plainly (no timer);
+/// Runs `governed` under `deadline`: `None` awaits it plainly (no timer);
 /// `Some(d)` races it against a runtime timer started at the first poll. The governed future
 /// is polled before the timer, so a result ready in the poll where the timer elapses wins.
 /// On expiry the governed future is dropped before this returns.

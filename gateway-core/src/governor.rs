@@ -1,17 +1,17 @@
-//! The `Governor`: the client minus wiring (05 ).
+//! The `Governor`: the client minus wiring.
 //!
 //! Owns one scope's governance state — sources, limiter, breaker, pacer, cooldown memo,
 //! selector, clock, jitter, policies, the row sink and the cleanup queue — and the public
-//! boundary of every call: the closed check (`ClientClosed`, R-17), the per-call deadline
-//! resolution (before the statistics boundary, G-98), the call context and its `CallGuard`,
-//! the deadline wrapper (G-99..G-101), the retry loop, and the terminal row of a failed call
-//! (G-121). `run_chat` / `run_embed` / `run_ocr` are the same loop with different
-//! [`LoopPolicy`] and settlement. A call of several serial loops (an embedding call's
-//! batches, 90 E-9, E-10) opens one [`CallHandle`] with [`Governor::begin_call`] and runs one
+//! boundary of every call: the closed check (`ClientClosed`), the per-call deadline
+//! resolution (before the statistics boundary), the call context and its `CallGuard`,
+//! the deadline wrapper, the retry loop, and the terminal row of a failed call.
+//! `run_chat` / `run_embed` / `run_ocr` are the same loop with different
+//! [`LoopPolicy`] and settlement. A call of several serial loops (an embedding call's
+//! batches) opens one [`CallHandle`] with [`Governor::begin_call`] and runs one
 //! loop per batch in it: one context, one logical id, one deadline, at most one terminal row.
 //! The facade clients wrap it; issue-level tests in the core call it directly.
 //!
-//! Tracing: `pgw.call` (`logical_call_id`, `scope`, `operation`) → `pgw.round` →
+//! Tracing: `pgw.call` (`logical_call_id`, `scope`, `operation`) → `pgw.round` →
 //! `pgw.attempt`; no content, no secrets.
 
 use std::any::Any;
@@ -47,7 +47,7 @@ use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 /// The injected jitter source (30 vocabulary "rng"): nominally uniform in `[0, 1)`.
 pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;
 
-/// How long `close()` waits for the cleanup queue to drain (30 G-111).
+/// How long `close()` waits for the cleanup queue to drain.
 pub const CLOSE_DRAIN_BOUND: Duration = Duration::from_secs(30);
 
 /// The shared state of a governor (crate-internal; the loop reads it).
@@ -61,10 +61,10 @@ pub(crate) struct GovernorInner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) jitter: Jitter,
     pub(crate) retry: RetryPolicy,
-    /// The scope's retry budget (05 R-35); `None` = off. The hedge orchestrator charges
+    /// The scope's retry budget; `None` = off. The hedge orchestrator charges
     /// hedge legs to it (`try_withdraw` before dispatching a hedge).
     pub(crate) retry_budget: Option<Arc<RetryBudget>>,
-    /// The scope's hedge thresholds (60; off by default, H-1).
+    /// The scope's hedge thresholds (60; off by default).
     pub(crate) hedge: HedgeConfig,
     pub(crate) backpressure: BackpressurePolicy,
     pub(crate) call_deadline: Option<Duration>,
@@ -86,7 +86,7 @@ impl fmt::Debug for GovernorInner {
     }
 }
 
-/// The governance core of one client scope (05 R-1). Cheap to clone (an `Arc` inside).
+/// The governance core of one client scope. Cheap to clone (an `Arc` inside).
 #[derive(Debug, Clone)]
 pub struct Governor {
     inner: Arc<GovernorInner>,
@@ -97,11 +97,11 @@ pub struct Governor {
 #[non_exhaustive]
 pub struct CallOptions {
     /// Per-call deadline override (`None` inherits the assembled one; zero is
-    /// `InvalidArgument`, 30 G-96..G-98).
+    /// `InvalidArgument`).
     pub call_deadline: Option<Duration>,
     /// Origin named by an invalid per-call deadline (default `"ChatOptions::call_deadline"`).
     pub deadline_origin: Option<String>,
-    /// Emitter-owned call input for the call-level row columns (opaque, 05 R-3).
+    /// Emitter-owned call input for the call-level row columns (opaque).
     pub row_input: Option<Arc<dyn Any + Send + Sync>>,
     /// The request's upstream wire mode (`ChatRequest::stream`, default `true` like it): only
     /// the hedge entry gate reads it (60 H-12 — a stall-only scope hedges streaming calls only).
@@ -150,11 +150,11 @@ impl CallOptions {
     }
 }
 
-/// Work run **inside** the call deadline after the loop succeeded (30 G-94: the deadline covers
+/// Work run **inside** the call deadline after the loop succeeded (the deadline covers
 /// cache IO), e.g. the facade's response-cache write. If the deadline expires while it runs,
 /// its future is dropped (nothing stored), the call waits for its cleanup jobs and returns
-/// `CallDeadlineExceeded` with its terminal row (30 G-101; 95 CF-314). Its duration counts into
-/// `total_latency_ms` (30 G-119).
+/// `CallDeadlineExceeded` with its terminal row. Its duration counts into
+/// `total_latency_ms`.
 pub trait SuccessHook: Send + Sync {
     /// Runs once after the winning attempt's bookkeeping, before the statistics snapshot.
     fn after_success(&self, success: &LoopSuccess) -> impl Future<Output = ()> + Send;
@@ -180,12 +180,12 @@ pub struct Governed {
     pub call_id: String,
     /// Winning attempt latency in ms (injected clock).
     pub latency_ms: u64,
-    /// The call's statistics, snapshotted just before returning (30 G-120).
+    /// The call's statistics, snapshotted just before returning.
     pub stats: CallStats,
 }
 
 impl Governed {
-    /// The caller's [`LlmResponse`] (10 §4.1): the winning attempt's judged result, the winning
+    /// The caller's [`LlmResponse`]: the winning attempt's judged result, the winning
     /// source's configured model and provider, and the call's statistics.
     pub fn into_response(self) -> LlmResponse {
         let mut out = chat_response(*self.result, &self.source, self.call_id, self.latency_ms);
@@ -194,7 +194,7 @@ impl Governed {
     }
 }
 
-/// The [`LlmResponse`] of a winning attempt, without `call_stats` (10 §4.1): projections,
+/// The [`LlmResponse`] of a winning attempt, without `call_stats`: projections,
 /// usage, timings, fidelity snapshot, finish and stream end of `result`; model, provider and
 /// name of `source`.
 pub fn chat_response(
@@ -231,7 +231,7 @@ enum Served {
     Fresh(Box<LlmResponse>),
 }
 
-/// Builds a [`Governor`] (the builder path may inject every component, 05 R-5).
+/// Builds a [`Governor`] (the builder path may inject every component).
 pub struct GovernorBuilder {
     scope: String,
     sources: Vec<Arc<SourceConfig>>,
@@ -265,7 +265,7 @@ impl fmt::Debug for GovernorBuilder {
 impl GovernorBuilder {
     /// A builder for `scope` over `sources` with this limiter and breaker; everything else at
     /// its default (AIMD pacer, health-aware selector, `TokioClock`, seeded jitter, D3 retry,
-    /// D7 backpressure, `QUOTA_FULL=wait`, `CIRCUIT_OPEN=fail_fast`, no deadline, no rows).
+    /// backpressure, `QUOTA_FULL=wait`, `CIRCUIT_OPEN=fail_fast`, no deadline, no rows).
     pub fn new(
         scope: impl Into<String>,
         sources: Vec<SourceConfig>,
@@ -317,13 +317,13 @@ impl GovernorBuilder {
         self
     }
 
-    /// Retry policy (D3, R-35).
+    /// Retry policy.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
     }
 
-    /// Injects a retry budget shared with other governors of the same scope (05 R-35).
+    /// Injects a retry budget shared with other governors of the same scope.
     /// Without it, `retry.budget_ratio = Some(r)` builds one on the governor's clock; with
     /// neither the budget is off.
     pub fn retry_budget(mut self, budget: Arc<RetryBudget>) -> Self {
@@ -331,9 +331,8 @@ impl GovernorBuilder {
         self
     }
 
-    /// The scope's hedge thresholds (60 H-9; default [`HedgeConfig::off`]). Validate them with
-    /// [`crate::hedge::check_hedge_assembly`] first (stage D, 20 §11.4); only chat calls hedge
-    /// (60 H-2).
+    /// The scope's hedge thresholds (default [`HedgeConfig::off`]). Validate them with
+    /// [`crate::hedge::check_hedge_assembly`] first (stage D); only chat calls hedge.
     pub fn hedge(mut self, hedge: HedgeConfig) -> Self {
         self.hedge = hedge;
         self
@@ -364,19 +363,19 @@ impl GovernorBuilder {
         self
     }
 
-    /// The breaker's first-open cooldown in seconds (the `CircuitOpen` hint fallback, G-12).
+    /// The breaker's first-open cooldown in seconds (the `CircuitOpen` hint fallback).
     pub fn breaker_cooldown_s(mut self, cooldown_s: f64) -> Self {
         self.admission.breaker_cooldown_s = cooldown_s;
         self
     }
 
-    /// `MAX_WAITERS` (R-37; default 10 000).
+    /// `MAX_WAITERS` (default 10 000).
     pub fn max_waiters(mut self, max_waiters: usize) -> Self {
         self.admission.max_waiters = max_waiters;
         self
     }
 
-    /// The assembled call deadline (30 §8).
+    /// The assembled call deadline.
     pub fn call_deadline(mut self, deadline: Option<Duration>) -> Self {
         self.call_deadline = deadline;
         self
@@ -388,21 +387,21 @@ impl GovernorBuilder {
         self
     }
 
-    /// An extra wakeup handle for waiting picks, e.g. the memory limiter's release `Notify`
-    /// . The pacer's own handle is added automatically.
+    /// An extra wakeup handle for waiting picks, e.g. the memory limiter's release `Notify`.
+    /// The pacer's own handle is added automatically.
     pub fn wakeup(mut self, notify: Arc<Notify>) -> Self {
         self.wakeups.push(notify);
         self
     }
 
-    /// Cleanup queue capacity (default 4096, G-110).
+    /// Cleanup queue capacity (default 4096).
     pub fn cleanup_capacity(mut self, capacity: usize) -> Self {
         self.queue_capacity = Some(capacity);
         self
     }
 
     /// Builds the governor and the receiver its cleanup worker must run
-    /// (`tokio::spawn(run_cleanup_worker(rx))` in the facade, R-10).
+    /// (`tokio::spawn(run_cleanup_worker(rx))` in the facade).
     pub fn build(self) -> (Governor, CleanupReceiver) {
         let (queue, rx) = CleanupQueue::with_capacity(
             self.queue_capacity
@@ -466,7 +465,7 @@ impl GovernorBuilder {
     }
 }
 
-/// A jitter source seeded once per governor (never OS randomness per call, 05 R-56).
+/// A jitter source seeded once per governor (never OS randomness per call).
 fn default_jitter() -> Jitter {
     let seed = new_uuid_v4()
         .bytes()
@@ -492,7 +491,7 @@ impl Governor {
         &self.inner.admission
     }
 
-    /// The scope's retry budget, if `RETRY__BUDGET_RATIO` is set (05 R-35).
+    /// The scope's retry budget, if `RETRY__BUDGET_RATIO` is set.
     pub fn retry_budget(&self) -> Option<&Arc<RetryBudget>> {
         self.inner.retry_budget.as_ref()
     }
@@ -502,7 +501,7 @@ impl Governor {
         self.inner.queue.stats()
     }
 
-    /// Runs one chat call (05 R-4: `LoopPolicy::CHAT`, settles prompt + completion).
+    /// Runs one chat call (`LoopPolicy::CHAT`, settles prompt + completion).
     pub async fn run_chat<R: AttemptRunner>(
         &self,
         runner: &R,
@@ -519,7 +518,7 @@ impl Governor {
     }
 
     /// Runs one embedding call as a single loop (`LoopPolicy::EMBED`, settles prompt tokens).
-    /// Multi-batch calls (90 E-9, E-10) use [`Governor::begin_call`] and one
+    /// Multi-batch calls use [`Governor::begin_call`] and one
     /// [`CallHandle::run_loop`] per batch.
     pub async fn run_embed<R: AttemptRunner>(
         &self,
@@ -554,20 +553,20 @@ impl Governor {
         .await
     }
 
-    /// One chat call through the response cache (70 C-52..C-59; 05 R-4 `chat → cache → loop`),
+    /// One chat call through the response cache (`chat → cache → loop`),
     /// returning the caller's [`LlmResponse`] with `call_stats`. Without `cache` it is
     /// [`run_chat`](Self::run_chat) mapped to a response.
     ///
-    /// Inside the call deadline (30 G-94): the read ([`CacheCall::read`]); on a hit no loop
+    /// Inside the call deadline: the read ([`CacheCall::read`]); on a hit no loop
     /// runs — the response gets a fresh `call_id` and this call's statistics (attempts 0,
     /// generation 0, a fresh `logical_call_id`, `total_latency_ms` = time on the cache path)
-    /// and exactly one `cache_hit` row is emitted (C-58, C-59); on a miss the loop runs and its
+    /// and exactly one `cache_hit` row is emitted; on a miss the loop runs and its
     /// response is written ([`CacheCall::write`]) before the call returns. Failures and
     /// cancellations are the boundary's as for any call (one terminal row; the cache layer
-    /// writes none, CF-363).
+    /// writes none).
     ///
     /// Errors: those of [`run_chat`](Self::run_chat); a deadline that expires during the
-    /// cache read or write is `CallDeadlineExceeded` (CF-314).
+    /// cache read or write is `CallDeadlineExceeded`.
     pub async fn run_chat_cached<R: AttemptRunner>(
         &self,
         runner: &R,
@@ -585,7 +584,7 @@ impl Governor {
             .map(|(response, _hit)| response)
     }
 
-    /// One chat call streamed to its caller (README D32): [`run_chat_cached`](Self::run_chat_cached)
+    /// One chat call streamed to its caller: [`run_chat_cached`](Self::run_chat_cached)
     /// with the call's commit point `gate` — the hedged round cancels the loser once a leg
     /// commits, and a failure after the commit point ends the call without a retry (its error
     /// says `committed` and carries the forwarded output). `runner` must forward its frames to
@@ -707,7 +706,7 @@ impl Governor {
     }
 
     /// [`Governor::run`] plus a [`SuccessHook`] run inside the deadline after the loop's
-    /// success (the facade's cache write, 30 G-94).
+    /// success (the facade's cache write).
     pub async fn run_with_hook<R: AttemptRunner, H: SuccessHook>(
         &self,
         runner: &R,
@@ -778,13 +777,13 @@ impl Governor {
         }
     }
 
-    /// Opens one logical call that may run several loops (90 E-9, E-10: one loop per embedding
-    /// batch): the closed check (`ClientClosed`, R-17), the deadline resolution
+    /// Opens one logical call that may run several loops (one loop per embedding
+    /// batch): the closed check (`ClientClosed`), the deadline resolution
     /// (`options.call_deadline` against the assembled one; zero → `InvalidArgument` naming
     /// `options.deadline_origin`), then the statistics boundary — one [`CallContext`] (one
     /// `logical_call_id`, attempts accumulating over all loops, generation samples summed,
-    /// E-15) armed with its [`CallGuard`], and the call's one deadline, started now (E-7).
-    /// `options.row_input` is the call-level row input (the terminal row's, 80 T-19).
+    /// E-15) armed with its [`CallGuard`], and the call's one deadline, started now.
+    /// `options.row_input` is the call-level row input (the terminal row's).
     pub fn begin_call(
         &self,
         options: CallOptions,
@@ -809,7 +808,7 @@ impl Governor {
         })
     }
 
-    /// Opens one logical chat call for the structured-output re-ask ladder (70 C-15): like
+    /// Opens one logical chat call for the structured-output re-ask ladder: like
     /// [`begin_call`](Self::begin_call) (one context, attempts accumulating over the rounds, one
     /// deadline), except that `generation_ms` is **overwritten** by the last successful round
     /// instead of summed.
@@ -835,9 +834,9 @@ impl Governor {
 
     /// The opening shared by [`run_with_hook`](Self::run_with_hook) and
     /// [`begin_call`](Self::begin_call): the closed check (`ClientClosed`, R-17: before the
-    /// statistics boundary), the deadline resolution, then the statistics boundary (G-117) —
+    /// statistics boundary), the deadline resolution, then the statistics boundary —
     /// the call's [`CallContext`] (summing generation samples across loops when
-    /// `accumulated`, E-15), its armed [`CallGuard`] and the `pgw.call` span.
+    /// `accumulated`), its armed [`CallGuard`] and the `pgw.call` span.
     fn open_call(
         &self,
         options: CallOptions,
@@ -880,14 +879,14 @@ impl Governor {
         })
     }
 
-    /// Waits until the cleanup queue holds no pending job, then flushes the row sink
-    /// (05 R-24; 30 G-112). Keeps accepting calls.
+    /// Waits until the cleanup queue holds no pending job, then flushes the row sink.
+    /// Keeps accepting calls.
     pub async fn quiesce(&self) {
         self.inner.queue.wait_idle().await;
         self.inner.sink.flush().await;
     }
 
-    /// Closes the governor (30 G-111; 05 ): idempotent; later calls return
+    /// Closes the governor: idempotent; later calls return
     /// `ClientClosed`; waits up to 30 s for the cleanup queue to drain (a remainder is
     /// abandoned with a warning), flushes the sink, then shuts the queue so the worker returns.
     /// Injected components are not closed here (the facade closes what it owns).
@@ -925,16 +924,16 @@ struct OpenedCall {
     span: tracing::Span,
 }
 
-/// One open logical call over several serial loops (90 E-9, E-10; 30 G-117..G-121), made by
+/// One open logical call over several serial loops, made by
 /// [`Governor::begin_call`].
 ///
 /// Every [`CallHandle::run_loop`] is a fresh governance loop (own failure counter, reasons,
 /// demotion map and stall clock, `max_attempts` per loop) inside the call's one context and one
 /// deadline: attempts accumulate, every row carries the one `logical_call_id`, and the
-/// remaining deadline is shared (E-7). Terminal-row discipline (G-121): a loop that fails
+/// remaining deadline is shared. Terminal-row discipline: a loop that fails
 /// writes the call's terminal row and ends the call (later `run_loop`s return the same error
 /// without running); [`CallHandle::fail`] writes it for an error the caller raises after its
-/// loops (e.g. a merge that fails, E-13); [`CallHandle::finish`] ends a successful call without
+/// loops (e.g. a merge that fails); [`CallHandle::finish`] ends a successful call without
 /// one; dropping an unfinished handle writes the `cancelled` terminal row (the `CallGuard`).
 /// At most one terminal row per call on every path.
 pub struct CallHandle {
@@ -960,20 +959,20 @@ impl fmt::Debug for CallHandle {
 }
 
 impl CallHandle {
-    /// The call's one logical id (90 E-9).
+    /// The call's one logical id.
     pub fn logical_call_id(&self) -> &str {
         self.ctx.logical_call_id()
     }
 
-    /// Runs one governance loop of this call (one embedding batch, 90 E-10) with `policy` and
-    /// `settle`. `row_input` is this loop's input for its attempt rows (80 T-15: the batch
+    /// Runs one governance loop of this call (one embedding batch) with `policy` and
+    /// `settle`. `row_input` is this loop's input for its attempt rows (the batch
     /// texts); `None` uses the call-level input. The loop runs under the **remaining** part of
     /// the call's deadline; an expired deadline (also before the loop starts) is
-    /// `CallDeadlineExceeded { scope, deadline_s = the whole deadline }` (E-7; G-101: the
+    /// `CallDeadlineExceeded { scope, deadline_s = the whole deadline }` (the
     /// cancelled attempt is settled and its row written first).
     ///
     /// Errors: the loop's error; it also writes the call's terminal row and ends the call, so a
-    /// later `run_loop` returns the same error without running (E-11).
+    /// later `run_loop` returns the same error without running.
     /// The returned [`Governed::stats`] is the call's snapshot so far.
     pub async fn run_loop<R: AttemptRunner>(
         &mut self,
@@ -1055,8 +1054,8 @@ impl CallHandle {
     }
 
     /// Ends the call with `error` raised by the caller after its loops (e.g. batches that
-    /// disagree on the dimension, 90 E-13): writes the terminal row inline unless one was
-    /// already written (G-121), and disarms the guard. Later `run_loop`s return `error`.
+    /// disagree on the dimension): writes the terminal row inline unless one was
+    /// already written, and disarms the guard. Later `run_loop`s return `error`.
     pub async fn fail(&mut self, error: &GatewayError) {
         emit_terminal_failure(&self.ctx, self.inner.sink.as_ref(), error).await;
         self.guard.disarm();
@@ -1066,15 +1065,15 @@ impl CallHandle {
     }
 
     /// Ends a successful call: disarms the guard (no terminal row) and returns the call's
-    /// frozen statistics (30 G-120): one `logical_call_id`, the attempts of all loops, the
-    /// summed generation (90 E-15), `total_latency_ms` since [`Governor::begin_call`].
+    /// frozen statistics: one `logical_call_id`, the attempts of all loops, the
+    /// summed generation, `total_latency_ms` since [`Governor::begin_call`].
     pub fn finish(mut self) -> CallStats {
         self.guard.disarm();
         self.ctx.snapshot()
     }
 
-    /// Runs `step` — a response-cache read or write of this call (70 C-52, C-54) — under the
-    /// **remaining** part of the call's deadline (30 G-94).
+    /// Runs `step` — a response-cache read or write of this call — under the
+    /// **remaining** part of the call's deadline.
     ///
     /// Errors: the call's earlier error if it already ended; `CallDeadlineExceeded` when the
     /// deadline expires first (the step is dropped, the call's terminal row is written and the
@@ -1105,7 +1104,7 @@ impl CallHandle {
         Err(error)
     }
 
-    /// Ends a call served from the response cache (70 C-58, C-59): `hit` (already restored
+    /// Ends a call served from the response cache: `hit` (already restored
     /// and rewritten by [`CacheCall::read`]) gets a fresh `call_id` and this call's statistics
     /// (attempts 0 unless a loop ran, a fresh `logical_call_id`, `total_latency_ms` = time on
     /// the cache path), and exactly one `cache_hit` row is emitted, after the snapshot.

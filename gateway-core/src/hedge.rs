@@ -1,28 +1,27 @@
 //! Hedged requests: the first-token hedge and the mid-stream stall hedge (60; README D1;
-//! 05 ).
+//! 05 R-6).
 //!
 //! Owns
 //! - [`HedgeConfig`], the assembled thresholds of one chat scope (`{SCOPE}__HEDGE__AFTER_S`,
 //!   `{SCOPE}__HEDGE__STALL_AFTER_S`, `{SCOPE}__HEDGE__MAX_EXTRA`), and the entry gate of 60 H-12
 //!   ([`HedgeConfig::hedges_round`]);
-//! - stage D of the assembly guards, [`check_hedge_assembly`] (20 §11.4: which conditions raise a
+//! - stage D of the assembly guards, [`check_hedge_assembly`] (which conditions raise a
 //!   [`ConfigError`], which only warn), plus the non-chat warning of stage E3
 //!   ([`non_chat_hedge_warning`]);
-//! - the pure failure combination of a round whose legs both failed, [`combine_failures`]
-//!   (30 G-51);
+//! - the pure failure combination of a round whose legs both failed, [`combine_failures`];
 //! - the hedged round itself (crate-internal; the retry loop's `run_round` hands a round to it
 //!   when the gate says so).
 //!
-//! Why here and not in the loop: the loop only sees one [`RoundOutcome`] per round (60 H-14). The
-//! orchestrator owns the primary's progress receiver, the two-phase trigger window
-//! (H-17..H-21, on runtime timers only, H-15), at most one trigger per round reaching admission
-//! the hedge pick with the primary's source excluded and no `on_no_runnable` (H-25..H-28,
-//! G-84), the phase-3.5 release (H-31), and the adjudication of the two legs (H-34..H-43). Both
-//! leg futures are polled inline in one biased `select!` loop, never spawned; the loser is
+//! Why here and not in the loop: the loop only sees one [`RoundOutcome`] per round. The
+//! orchestrator owns the primary's progress receiver, the two-phase trigger window
+//! (on runtime timers only), at most one trigger per round reaching admission,
+//! the hedge pick with the primary's source excluded and no `on_no_runnable` (H-25..H-28,
+//! G-84), the phase-3.5 release, and the adjudication of the two legs. Both
+//! leg futures are polled inline in one biased `select!` loop, never spawned; the loser is
 //! cancelled cooperatively through its [`LegControl`] and polled until it has run its own
-//! cleanup. Each leg returns its [`LegDelta`]; the loop applies them after adjudication
-//! . Dropping the round (external cancellation, the call deadline) drops both leg futures;
-//! their guards label the rows from the loser flag.
+//! cleanup. Each leg returns its [`LegDelta`]; the loop applies them after adjudication.
+//! Dropping the round (external cancellation, the call deadline) drops both leg futures;
+//! their guards label the rows from the loser flag.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -41,17 +40,16 @@ use crate::retry_loop::{
 };
 use crate::stats::CallContext;
 
-/// Largest accepted `HEDGE__MAX_EXTRA` (60 H-9; D1).
+/// Largest accepted `HEDGE__MAX_EXTRA`.
 pub const MAX_EXTRA_LIMIT: u32 = 3;
 
-/// The hedge thresholds of one chat scope (60 H-9; 20 §5.6). Both thresholds unset (the
-/// default) = hedging off: every round runs the single-leg path with no progress receiver
-/// (60 H-1).
+/// The hedge thresholds of one chat scope. Both thresholds unset (the
+/// default) = hedging off: every round runs the single-leg path with no progress receiver.
 ///
 /// Build it with [`HedgeConfig::off`] plus [`HedgeConfig::with_after`] /
 /// [`HedgeConfig::with_stall_after`] / [`HedgeConfig::with_max_extra`], or from a validated
-/// [`HedgeAssembly`] ([`HedgeAssembly::config`]). Thresholds are runtime-timer durations
-/// (60 H-15). Implements 60 H-1, H-6, H-9, H-12.
+/// [`HedgeAssembly`] ([`HedgeAssembly::config`]). Thresholds are runtime-timer durations.
+/// Implements 60 H-1, H-6, H-9, H-12.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HedgeConfig {
@@ -62,7 +60,7 @@ pub struct HedgeConfig {
     /// first progress). `None` = off.
     pub stall_after: Option<Duration>,
     /// `{SCOPE}__HEDGE__MAX_EXTRA` in [1, 3]; until staggered hedging exists any value acts as 1
-    /// (D1: at most one hedge leg per round).
+    /// (at most one hedge leg per round).
     pub max_extra: u32,
 }
 
@@ -94,7 +92,7 @@ impl HedgeConfig {
         self
     }
 
-    /// The same config with `max_extra` set (stored as given; acts as 1, D1).
+    /// The same config with `max_extra` set (stored as given; acts as 1).
     pub const fn with_max_extra(mut self, max_extra: u32) -> Self {
         self.max_extra = max_extra;
         self
@@ -107,12 +105,12 @@ impl HedgeConfig {
 
     /// The entry gate of 60 H-12: does a round of a request with this wire mode run hedged?
     /// `after` set → always (non-stream: pure time trigger); only `stall_after` set → only when
-    /// `stream`; neither → never. Depends only on configuration and `stream` (H-13).
+    /// `stream`; neither → never. Depends only on configuration and `stream`.
     pub const fn hedges_round(&self, stream: bool) -> bool {
         self.after.is_some() || (self.stall_after.is_some() && stream)
     }
 
-    /// Hedge legs a round may launch: 0 when off, else 1 whatever `max_extra` says (D1).
+    /// Hedge legs a round may launch: 0 when off, else 1 whatever `max_extra` says.
     pub const fn legs_per_round(&self) -> u32 {
         if self.is_enabled() { 1 } else { 0 }
     }
@@ -122,10 +120,10 @@ impl HedgeConfig {
 // Stage D (20 §11.4)
 // ---------------------------------------------------------------------------------------------
 
-/// The inputs of stage D (20 §11.4) besides the sources.
+/// The inputs of stage D besides the sources.
 ///
 /// `scope` is the environment prefix used in messages (e.g. `"LLM"`, naming
-/// `LLM__HEDGE__AFTER_S`); the origins name where each value came from (20 §2.4: the env key,
+/// `LLM__HEDGE__AFTER_S`); the origins name where each value came from (the env key,
 /// `GatewaySettings.hedge_after_s`, `GatewayClientBuilder::hedge_after_s`, …).
 #[derive(Debug, Clone, Copy)]
 pub struct HedgeAssemblyInput<'a> {
@@ -148,7 +146,7 @@ pub struct HedgeAssemblyInput<'a> {
 }
 
 /// The result of a successful stage D: the normalized thresholds and the warnings (as data;
-/// the assembled client logs them once, 20 §9).
+/// the assembled client logs them once).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct HedgeAssembly {
@@ -209,19 +207,19 @@ fn min_of(values: impl Iterator<Item = (f64, String)>) -> Option<(f64, String)> 
     })
 }
 
-/// Stage D of the assembly guards, `check_hedge_assembly` (20 §11.4; 60 H-10), in the exact
+/// Stage D of the assembly guards, `check_hedge_assembly`, in the exact
 /// order D2 → D14. The single definition point shared by every assembly path (env, settings,
 /// builder): the facade calls it with the path's origins.
 ///
-/// Errors (`ConfigError.code`, `origin`): `hedge.max_extra_range` (D2, checked even when hedging
-/// is off; origin `max_extra_origin`), `hedge.after_domain` (D3), `hedge.stall_domain` (D4),
-/// `hedge.no_sources` (D6), `hedge.after_ge_min_timeout` (D7), `hedge.after_ge_deadline` (D8),
-/// `hedge.stall_ge_min_inter_token` (D10), `hedge.stall_ge_deadline` (D11); cross-field errors
+/// Errors (`ConfigError.code`, `origin`): `hedge.max_extra_range` (checked even when hedging
+/// is off; origin `max_extra_origin`), `hedge.after_domain`, `hedge.stall_domain`,
+/// `hedge.no_sources`, `hedge.after_ge_min_timeout`, `hedge.after_ge_deadline`,
+/// `hedge.stall_ge_min_inter_token`, `hedge.stall_ge_deadline`; cross-field errors
 /// carry the origin of the threshold at fault and a message naming the fields and the key
-/// pattern. Warnings (`ConfigWarning.code`): `hedge.after_ge_ttft` (D9, naming the source with
-/// the smallest `ttft_timeout_s`), `hedge.single_source` (D12, naming the source),
-/// `hedge.multi_leg_unsupported` (D13). Both thresholds unset → no further checks and no
-/// warnings (D5). Never panics.
+/// pattern. Warnings (`ConfigWarning.code`): `hedge.after_ge_ttft` (naming the source with
+/// the smallest `ttft_timeout_s`), `hedge.single_source` (naming the source),
+/// `hedge.multi_leg_unsupported`. Both thresholds unset → no further checks and no
+/// warnings. Never panics.
 pub fn check_hedge_assembly<'s>(
     input: &HedgeAssemblyInput<'_>,
     sources: impl IntoIterator<Item = &'s SourceConfig>,
@@ -397,7 +395,7 @@ pub fn check_hedge_assembly<'s>(
     })
 }
 
-/// Stage E3 (20 §11.5; 60 H-2, H-10 row 13): an embedding or OCR scope whose embedded gateway
+/// Stage E3: an embedding or OCR scope whose embedded gateway
 /// settings set either hedge threshold gets the warning `hedge.non_chat_scope` (the keys are
 /// ignored there). `None` for chat scopes and when neither threshold is set.
 pub fn non_chat_hedge_warning(
@@ -436,7 +434,7 @@ pub enum HedgeSide {
     Hedge,
 }
 
-/// `combine_failures(primary, hedge)` (30 G-51; 60 H-38): the failure a round whose two legs
+/// `combine_failures(primary, hedge)`: the failure a round whose two legs
 /// both failed retryably reports to the loop — the hedge's iff the primary's failure reason is
 /// `rate_limited` and the hedge's is not, else the primary's. So any non-429 failure wins (the
 /// round consumes one unit of budget and gets no stall refund), two 429s make a rate-limited
@@ -464,16 +462,16 @@ async fn first_progress(rx: &mut watch::Receiver<u64>) {
     }
 }
 
-/// The two-phase trigger window (60 H-17..H-21; 05 R-12). Returns when a hedge must be
+/// The two-phase trigger window. Returns when a hedge must be
 /// triggered; stays pending when none ever will (the caller races it against the primary,
 /// polling the primary first, so a primary that completes wins: H-24).
 ///
 /// Stage 1: wait for the first progress, for at most `after` when set (then re-check the
-/// counter at expiry: a first token that arrived with the timer prevents the trigger, H-18),
-/// without a limit when not (a stall-only config never triggers before the first token, H-21).
+/// counter at expiry: a first token that arrived with the timer prevents the trigger),
+/// without a limit when not (a stall-only config never triggers before the first token).
 /// Stage 2 (only with `stall`, i.e. a streaming request with `STALL_AFTER_S`): each window is
-/// `timeout(stall, rx.changed())` measured from the last `borrow_and_update` (H-19), with a
-/// re-check of `has_changed` at expiry (H-20). Runtime timers only (H-15).
+/// `timeout(stall, rx.changed())` measured from the last `borrow_and_update`, with a
+/// re-check of `has_changed` at expiry. Runtime timers only.
 async fn trigger_window(
     rx: &mut watch::Receiver<u64>,
     after: Option<Duration>,
@@ -515,7 +513,7 @@ async fn trigger_window(
 // The hedged round (60 §3–§9)
 // ---------------------------------------------------------------------------------------------
 
-/// Resolves when the streamed call passed its commit point; never for `chat` (README D32).
+/// Resolves when the streamed call passed its commit point; never for `chat`.
 async fn wait_committed(env: LoopEnv<'_>) {
     match env.commit {
         Some(gate) => gate.wait_committed().await,
@@ -523,7 +521,7 @@ async fn wait_committed(env: LoopEnv<'_>) {
     }
 }
 
-/// A successful round's bookkeeping (60 H-43, H-63): the winner's generation sample, then the
+/// A successful round's bookkeeping: the winner's generation sample, then the
 /// round's `hedge_won`.
 fn won(ctx: &CallContext, success: LoopSuccess, hedge_won: bool) -> RoundOutcome {
     ctx.record_generation(
@@ -556,9 +554,9 @@ fn retryable(leg: LegResult) -> (GatewayError, bool, Option<LegDelta>) {
     }
 }
 
-/// No winner (60 H-37, H-38): a raised error propagates (the primary's first); two retryable
-/// failures combine into one (G-51) carrying both legs' deltas. `hedge_won := false`
-/// (H-70); the generation sample is kept (H-63).
+/// No winner: a raised error propagates (the primary's first); two retryable
+/// failures combine into one carrying both legs' deltas. `hedge_won := false`;
+/// the generation sample is kept.
 fn no_winner(ctx: &CallContext, primary: LegResult, hedge: LegResult) -> RoundOutcome {
     ctx.set_hedge_won(false);
     match (primary, hedge) {
@@ -580,10 +578,10 @@ fn no_winner(ctx: &CallContext, primary: LegResult, hedge: LegResult) -> RoundOu
     }
 }
 
-/// The hedged round (60 §3–§9; D1; 05 ): the primary leg on
+/// The hedged round (60 §3–§9; D1; 05 R-6): the primary leg on
 /// `admitted` with the progress receiver, the trigger window, at most one hedge admission with
 /// the primary's source excluded (sharing the loop's `reasons` and `attempt_fails`, never
-/// `on_no_runnable`), then the adjudication. Returns exactly one outcome (H-14).
+/// `on_no_runnable`), then the adjudication. Returns exactly one outcome.
 pub(crate) async fn run_hedged_round<R: AttemptRunner>(
     env: LoopEnv<'_>,
     runner: &R,

@@ -1,11 +1,11 @@
 //! The AIMD pacer: per-source self-imposed concurrency that halves on backpressure and climbs by
-//! `1/limit` on success (30 §6.5 G-72; 05 ).
+//! `1/limit` on success (30 §6.5 G-72; 05 R-5).
 //!
 //! Owns the core-internal synchronous [`Pacer`] trait (admission calls it between the breaker gate
-//! and the quota gate, G-58), the default [`AimdPacer`] and [`NoopPacer`] (which disables pacing).
+//! and the quota gate), the default [`AimdPacer`] and [`NoopPacer`] (which disables pacing).
 //! It is synchronous because its state is process-local and tiny; a `std::sync::Mutex` is held
 //! only for a few arithmetic operations and never across an await. `leave` (and a success that
-//! raises the admitted limit) wakes waiting picks through a `tokio::sync::Notify`.
+//! raises the admitted limit) wakes waiting picks through a `tokio::sync::Notify`.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -14,33 +14,33 @@ use gateway_ports::SourceConfig;
 use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
-/// Initial per-source pacer limit (30 G-72).
+/// Initial per-source pacer limit.
 pub const AIMD_INITIAL_LIMIT: f64 = 8.0;
-/// Pacer floor (30 G-72).
+/// Pacer floor.
 pub const AIMD_FLOOR: f64 = 1.0;
-/// Lowest pacer ceiling: `ceiling = max(64, max over sources of max_concurrency)` (30 G-72).
+/// Lowest pacer ceiling: `ceiling = max(64, max over sources of max_concurrency)`.
 pub const AIMD_MIN_CEILING: f64 = 64.0;
-/// Multiplicative decrease factor applied by `on_backpressure` (30 G-72).
+/// Multiplicative decrease factor applied by `on_backpressure`.
 pub const AIMD_DECREASE: f64 = 0.5;
 
-/// Core-internal synchronous pacer (05 R-5; 30 G-72).
+/// Core-internal synchronous pacer.
 ///
 /// Contract for callers (admission, the attempt guard):
 /// - `try_enter(source)` admits or refuses; on `true` the caller holds one paced slot and must call
-///   `leave(source)` exactly once when the attempt ends, on every path (G-59, G-72);
-/// - `on_success` / `on_backpressure` feed the outcome of an attempt (G-82): backpressure is a
+///   `leave(source)` exactly once when the attempt ends, on every path;
+/// - `on_success` / `on_backpressure` feed the outcome of an attempt: backpressure is a
 ///   `rate_limited` failure;
-/// - `wakeup()` is the handle a waiting pick may await instead of polling (05 R-11). It is
+/// - `wakeup()` is the handle a waiting pick may await instead of polling. It is
 ///   signalled with `notify_waiters`, so a waiter must create (and `enable`) its `notified()`
 ///   future *before* it picks, then await it bounded by `poll_interval_s`.
 pub trait Pacer: Send + Sync + fmt::Debug + 'static {
     /// Takes one paced slot of `source` if its current limit allows; `true` = taken.
     fn try_enter(&self, source: &str) -> bool;
     /// Returns one paced slot of `source` (saturating: a stray `leave` never underflows) and wakes
-    /// waiters (05 R-11).
+    /// waiters.
     fn leave(&self, source: &str);
     /// Returns a slot whose candidate admitted nothing — a later gate rejected it inside `pick`
-    /// or a hedge admission was abandoned (30 G-59) — **without** waking waiters. Waking them
+    /// or a hedge admission was abandoned — **without** waking waiters. Waking them
     /// would make every waiting caller re-pick, borrow and return the slot, and wake the others
     /// again: a busy loop while quota is exhausted. A caller paced out by this momentary hold
     /// waits at most `poll_interval_s`. Default: [`Pacer::leave`].
@@ -51,7 +51,7 @@ pub trait Pacer: Send + Sync + fmt::Debug + 'static {
     fn on_success(&self, source: &str);
     /// Multiplicative decrease after a `rate_limited` failure of `source`.
     fn on_backpressure(&self, source: &str);
-    /// Current limit of `source` for introspection (05 R-39); `None` if the pacer keeps none.
+    /// Current limit of `source` for introspection; `None` if the pacer keeps none.
     fn limit(&self, source: &str) -> Option<f64> {
         let _ = source;
         None
@@ -61,7 +61,7 @@ pub trait Pacer: Send + Sync + fmt::Debug + 'static {
         let _ = source;
         0
     }
-    /// The wakeup handle signalled on `leave` (05 R-11); `None` = this pacer never refuses, so
+    /// The wakeup handle signalled on `leave`; `None` = this pacer never refuses, so
     /// there is nothing to wait for.
     fn wakeup(&self) -> Option<Arc<Notify>> {
         None
@@ -88,7 +88,7 @@ struct PaceState {
     inflight: u32,
 }
 
-/// The default AIMD pacer (30 G-72): per source, process-local, initial limit 8, floor 1,
+/// The default AIMD pacer: per source, process-local, initial limit 8, floor 1,
 /// `on_backpressure`: `limit := max(1, limit × 0.5)`, `on_success`:
 /// `limit := min(ceiling, limit + 1/limit)`, `try_enter` admits iff
 /// `inflight < max(1, floor(limit))`.
@@ -128,7 +128,7 @@ impl AimdPacer {
     }
 
     /// A pacer for a client's sources: `ceiling = max(64, max over sources of max_concurrency)`
-    /// (30 G-72, one value for the client).
+    /// (one value for the client).
     pub fn for_sources(sources: &[SourceConfig]) -> Self {
         let max_conc = sources
             .iter()

@@ -1,17 +1,17 @@
-//! Secret scrubbing and the body summary of failed responses (spec 05 R-34; 30 §2.5, G-26, G-27).
+//! Secret scrubbing and the body summary of failed responses (spec 05 R-34; 30 §2.5).
 //!
 //! Owns the two text transforms every upstream body goes through before it becomes part of an
 //! error message, `AttemptFailure::body_text` or the telemetry `error_body`:
 //!
-//! 1. [`scrub`] (05 R-34): the source's own API key (exact substring), `Bearer <token>`,
+//! 1. [`scrub`]: the source's own API key (exact substring), `Bearer <token>`,
 //!    `sk-[A-Za-z0-9_-]{8,}` keys and, unless disabled (`PGW_REDACT_IPS=false`), IPv4/IPv6
 //!    addresses are replaced with `<redacted>`;
-//! 2. [`summarize_body`] (G-26): whitespace collapsed, capped at 2048 characters as
+//! 2. [`summarize_body`]: whitespace collapsed, capped at 2048 characters as
 //!    `head(1400) + " …[{N} chars omitted]… " + tail(600)`.
 //!
 //! [`scrubbed_summary`] chains them in that order (scrub the whole text first, so a secret cut
 //! by the head/tail boundary cannot leak half of itself). Classification never reads the output
-//! of this module: typing decisions read the raw body (G-20, R-34).
+//! of this module: typing decisions read the raw body.
 //!
 //! Why hand-written scanners rather than a regex crate: the patterns are few and fixed, and a
 //! byte-level scan over `&str` with char-boundary-safe slicing keeps the guarantee "never panics
@@ -22,19 +22,19 @@ use std::net::Ipv6Addr;
 
 use gateway_ports::SourceConfig;
 
-/// The replacement text of every scrubbed secret (05 R-34).
+/// The replacement text of every scrubbed secret.
 pub const REDACTED: &str = "<redacted>";
 
-/// Largest summary, in characters (Unicode scalar values), returned unshortened (G-26 step 2).
+/// Largest summary, in characters (Unicode scalar values), returned unshortened.
 pub const SUMMARY_MAX_CHARS: usize = 2048;
 
-/// Characters kept from the start of a long body (G-26 step 3).
+/// Characters kept from the start of a long body.
 pub const SUMMARY_HEAD_CHARS: usize = 1400;
 
-/// Characters kept from the end of a long body (G-26 step 3).
+/// Characters kept from the end of a long body.
 pub const SUMMARY_TAIL_CHARS: usize = 600;
 
-/// What [`scrub`] removes besides the fixed key patterns (05 R-34).
+/// What [`scrub`] removes besides the fixed key patterns.
 ///
 /// `Debug` never prints the key.
 #[derive(Clone, Copy)]
@@ -71,7 +71,7 @@ impl fmt::Debug for ScrubOptions<'_> {
     }
 }
 
-/// Replaces secrets in `text` with [`REDACTED`] (05 R-34).
+/// Replaces secrets in `text` with [`REDACTED`].
 ///
 /// In order: every exact occurrence of `opts.source_key`, and a prefix of it (6 bytes or more)
 /// that ends the text, as a body cut at its retention cap leaves it; then, in one left-to-right scan,
@@ -172,7 +172,7 @@ fn unescape_ascii_json(text: &str) -> String {
     out
 }
 
-/// Shortest key prefix that [`scrub`] removes from the end of a text (a cut key, 05 R-34).
+/// Shortest key prefix that [`scrub`] removes from the end of a text (a cut key).
 const MIN_CUT_KEY_BYTES: usize = 6;
 
 /// Where a proper prefix of `key`, at least [`MIN_CUT_KEY_BYTES`] long, ends `text` (the body
@@ -219,7 +219,7 @@ pub fn summarize_body(text: &str) -> String {
 }
 
 /// [`scrub`] then [`summarize_body`]: the text every failure carries as `body_text` and in its
-/// message (05 R-34; 30 G-26, G-27).
+/// message.
 pub fn scrubbed_summary(text: &str, opts: &ScrubOptions<'_>) -> String {
     summarize_body(&scrub(text, opts))
 }

@@ -10,8 +10,8 @@
 //! its position and takes the overlay's value), then `stream` and, when streaming,
 //! `stream_options`.
 //!
-//! Structured-output injection (70 C-8) reaches this builder already merged into the request
-//! overlay (`crate::structured::inject`); the managed reasoning fragment (70 C-24) is merged last
+//! Structured-output injection reaches this builder already merged into the request
+//! overlay (`crate::structured::inject`); the managed reasoning fragment is merged last
 //! by [`build_chat_body_with`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,14 +20,14 @@ use gateway_ports::config::SourceConfig;
 use gateway_ports::request::{ChatRequest, JsonObject};
 use serde_json::{Map, Value};
 
-/// The keys the library owns in a chat body (40 S-5): neither `extra_body` nor the overlay can
+/// The keys the library owns in a chat body: neither `extra_body` nor the overlay can
 /// change them.
 pub const PROTECTED_CHAT_KEYS: [&str; 4] = ["model", "messages", "stream", "stream_options"];
 
 /// Set once the "protected key ignored" warning was logged (warned once per process).
 static PROTECTED_KEY_WARNED: AtomicBool = AtomicBool::new(false);
 
-/// Builds the body of one chat attempt (05 R-14; 40 S-5; 10 §3.1).
+/// Builds the body of one chat attempt.
 ///
 /// Shape: `{"model": source.model, "messages": request.messages, ..source.extra_body,
 /// ..request.overlay, "stream": stream}` plus `"stream_options": {"include_usage": true}` when
@@ -37,7 +37,7 @@ static PROTECTED_KEY_WARNED: AtomicBool = AtomicBool::new(false);
 ///
 /// Protected keys (`model`, `messages`, `stream`, `stream_options`) are refused earlier — in
 /// `extra_body` by source validation (20 §11.2 B6, `ConfigError source.extra_body`) and in the
-/// overlay at call entry (`InvalidArgument`, 10 §3.1). Should one reach this function anyway
+/// overlay at call entry (`InvalidArgument`). Should one reach this function anyway
 /// (a path that skipped validation), it is ignored, the library's value is sent, and one
 /// warning with code `request.protected_key_ignored` is logged per process (no value is ever
 /// logged). Never fails, never panics.
@@ -45,8 +45,8 @@ pub fn build_chat_body(source: &SourceConfig, request: &ChatRequest, stream: boo
     build_chat_body_with(source, request, stream, &JsonObject::new())
 }
 
-/// [`build_chat_body`] plus the reasoning `fragment` of the attempt's `ThinkingDirective`
-/// (70 C-24), merged after the overlay: a managed encoding is never overridden by a raw key
+/// [`build_chat_body`] plus the reasoning `fragment` of the attempt's `ThinkingDirective`,
+/// merged after the overlay: a managed encoding is never overridden by a raw key
 /// (C-31.4 — a raw managed root together with managed intent is refused before this point).
 pub fn build_chat_body_with(
     source: &SourceConfig,
@@ -79,7 +79,7 @@ pub fn build_chat_body_with(
     Value::Object(body)
 }
 
-/// Copies every key of `layer` into `body` except the protected ones (40 S-5).
+/// Copies every key of `layer` into `body` except the protected ones.
 fn merge_unprotected(body: &mut JsonObject, layer: &JsonObject, source: &str, origin: &str) {
     for (key, value) in layer {
         if PROTECTED_CHAT_KEYS.contains(&key.as_str()) {
@@ -98,7 +98,7 @@ fn merge_unprotected(body: &mut JsonObject, layer: &JsonObject, source: &str, or
     }
 }
 
-/// Builds the body of one embedding batch (05 R-14; 90 E-18): exactly
+/// Builds the body of one embedding batch: exactly
 /// `{"model": model, "input": [inputs...]}` — no `extra_body`, no reasoning keys, no `stream`.
 pub fn build_embed_body(model: &str, inputs: &[String]) -> Value {
     let mut body = Map::with_capacity(2);

@@ -1,27 +1,26 @@
 //! Server wait hints: `retry-after-ms`, `x-ms-retry-after-ms` and `Retry-After` → seconds.
 //!
 //! Owns the parsing of the hint a server attaches to a failed HTTP response (spec 30 §3,
-//! G-31..G-37; README D4; 05 R-33) and the pure decision of the optional hint cap (05 R-35).
+//! G-31..G-37; README D4; 05 R-33) and the pure decision of the optional hint cap.
 //! It does not decide *when* a hint is parsed — the classifier (`crate::classify`) calls it only
-//! for `Transient` 429 and 503 responses (G-31) — nor how long to sleep: the backoff
-//! (`crate::backoff`) takes the larger of its own delay and the hint, never clamping the hint
-//! (G-35).
+//! for `Transient` 429 and 503 responses — nor how long to sleep: the backoff
+//! (`crate::backoff`) takes the larger of its own delay and the hint, never clamping the hint.
 //!
-//! Why a module of its own: a bad header must never change a category (G-34), never panic, and
-//! never flood the logs with the raw header under a 429 storm (G-33). Keeping the parser pure
+//! Why a module of its own: a bad header must never change a category, never panic, and
+//! never flood the logs with the raw header under a 429 storm. Keeping the parser pure
 //! (headers and the wall clock are passed in) lets tests pin every value of G-37.
 
 use std::time::SystemTime;
 
-/// Stable `code` field of the one warning this module logs (G-33): a hint header was not finite
+/// Stable `code` field of the one warning this module logs: a hint header was not finite
 /// (`inf`, `-inf`, `Infinity`, `1e999`) and was treated as "no hint".
 pub const RETRY_AFTER_NOT_FINITE: &str = "retry_after_not_finite";
 
-/// The millisecond hint headers, in the order they are consulted (G-32 step 1; 05 R-33).
+/// The millisecond hint headers, in the order they are consulted.
 /// Both are preferred over `Retry-After` when they hold a usable value.
 pub const MS_HINT_HEADERS: [&str; 2] = ["retry-after-ms", "x-ms-retry-after-ms"];
 
-/// The seconds-or-HTTP-date hint header (G-32 step 2).
+/// The seconds-or-HTTP-date hint header.
 pub const RETRY_AFTER_HEADER: &str = "retry-after";
 
 /// What one header value says, before the warning discipline is applied.
@@ -29,9 +28,9 @@ pub const RETRY_AFTER_HEADER: &str = "retry-after";
 enum Reading {
     /// A usable hint, in seconds: finite and `> 0`.
     Hint(f64),
-    /// `±inf`: ignored with one warning (G-33).
+    /// `±inf`: ignored with one warning.
     NotFinite,
-    /// NaN, `<= 0`, a past date, empty or garbage: ignored silently (G-33).
+    /// NaN, `<= 0`, a past date, empty or garbage: ignored silently.
     Unusable,
 }
 
@@ -43,7 +42,7 @@ enum Reading {
 /// for HTTP-date hints (the response's `Date` header is deliberately not consulted: 05 R-60,
 /// wire case 031).
 ///
-/// Algorithm (30 G-32, README D4, 05 R-33):
+/// Algorithm:
 /// 1. `retry-after-ms`, then `x-ms-retry-after-ms`: finite and `> 0` → `ms / 1000`;
 /// 2. `retry-after`: a decimal number of seconds (finite `> 0` → that value);
 /// 3. otherwise an HTTP-date (IMF-fixdate, RFC 850, asctime; the weekday is not checked):
@@ -52,8 +51,8 @@ enum Reading {
 /// Returns `None` when no header yields a usable hint. A non-finite value (`±inf`, `1e999`)
 /// logs exactly one `warn` per call (field `code` = [`RETRY_AFTER_NOT_FINITE`], naming the
 /// source and the header, never the raw value); NaN, zero, negative, past dates, empty and
-/// garbage values are ignored silently (G-33). Never panics, for any input. The returned value
-/// is always finite and `> 0`; it may be huge (`Retry-After: 1e300`, G-36).
+/// garbage values are ignored silently. Never panics, for any input. The returned value
+/// is always finite and `> 0`; it may be huge (`Retry-After: 1e300`).
 pub fn parse_retry_after(
     headers: &[(String, String)],
     source_name: &str,
@@ -94,13 +93,13 @@ pub fn parse_retry_after(
     }
 }
 
-/// The relay-renamed hint headers (README D19; LiteLLM forwards the provider's `retry-after-ms`
+/// The relay-renamed hint headers (LiteLLM forwards the provider's `retry-after-ms`
 /// and `retry-after` as `llm_provider-…`), consulted in this order after D4's headers; the first
 /// is read as milliseconds, the second with `Retry-After` syntax.
 pub const RELAY_HINT_HEADERS: [&str; 2] =
     ["llm_provider-retry-after-ms", "llm_provider-retry-after"];
 
-/// The rate-limit reset headers (README D19; OpenAI's `x-ratelimit-reset-requests` /
+/// The rate-limit reset headers (OpenAI's `x-ratelimit-reset-requests` /
 /// `x-ratelimit-reset-tokens`, values such as `6m0s`, `1.5s`, `250ms` or plain seconds), each
 /// paired with its `x-ratelimit-remaining-*` header.
 pub const RATELIMIT_RESET_HEADERS: [(&str, &str); 2] = [
@@ -257,7 +256,7 @@ fn body_hint(
 }
 
 /// Reads plain seconds (`"6"`, `"1.5"`) or a Go-style duration (`"6m0s"`, `"1.5s"`,
-/// `"250ms"`, `"1h2m"`; units `h`, `m`, `s`, `ms`, `us`, `µs`, `ns`) (README D19).
+/// `"250ms"`, `"1h2m"`; units `h`, `m`, `s`, `ms`, `us`, `µs`, `ns`).
 fn read_duration(value: &str) -> Reading {
     let value = value.trim_ascii();
     if let Ok(seconds) = value.parse::<f64>() {
@@ -309,9 +308,9 @@ fn parse_go_duration(value: &str) -> Option<f64> {
     Some(total)
 }
 
-/// R-35 hint cap: `true` when a cap is configured (`{SCOPE}__RETRY__MAX_HINT_S`) and the server
+/// hint cap: `true` when a cap is configured (`{SCOPE}__RETRY__MAX_HINT_S`) and the server
 /// hint exceeds it, i.e. the call fails at once carrying `retry_after_s = hint_s` instead of
-/// sleeping (05 R-35; 30 G-35 note). This is a decision, never a clamp: when it returns `false`
+/// sleeping (30 G-35 note). This is a decision, never a clamp: when it returns `false`
 /// the hint is slept in full (bounded only by the call deadline).
 ///
 /// `max_hint_s = None` (unset) never caps. A non-finite cap is treated as unset (the config
@@ -331,7 +330,7 @@ fn first_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a s
         .map(|(_, v)| v.as_str())
 }
 
-/// Reads a millisecond header value (G-32 step 1).
+/// Reads a millisecond header value.
 fn read_milliseconds(value: &str) -> Reading {
     match value.trim_ascii().parse::<f64>() {
         Ok(ms) => positive_seconds(ms / 1000.0),
@@ -386,7 +385,7 @@ const WEEKDAYS: [&str; 14] = [
 ];
 
 /// Parses an HTTP-date (RFC 9110 §5.6.7) with `httpdate`, without checking the weekday against
-/// the date (G-32 step 3): `httpdate` rejects a wrong weekday, so on failure the leading day
+/// the date: `httpdate` rejects a wrong weekday, so on failure the leading day
 /// name is replaced by each day name in turn (at most one can match the date).
 fn parse_http_date_any_weekday(value: &str) -> Option<SystemTime> {
     if let Ok(date) = httpdate::parse_http_date(value) {

@@ -1,25 +1,24 @@
-//! The one retry loop (30 §5, G-42..G-57; 05) and the attempt step
-//! (30 §7, G-85..G-90).
+//! The one retry loop and the attempt step.
 //!
-//! Owns the only place that re-sends a request (G-42). One generic loop serves chat, embedding
-//! and OCR, parameterised by [`LoopPolicy`] `{ exempt_429, refund_stall, hedging }`:
+//! Owns the only place that re-sends a request. One generic loop serves chat, embedding
+//! and OCR, parameterised by [`LoopPolicy`] `{ exempt_429, refund_stall, hedging }`:
 //! budget (`fails` vs `max_attempts`), the chat 429 exemption (counted in `attempts`, refunded
 //! into the stall account), `SourceDead` → immediate switch without backoff, `RequestRejected` /
 //! `ResultInvalid` propagate at once, `AllSourcesExhausted` with reason, per-source reasons and
-//! `last_failure`, `NoSources` (G-49), the stall death rule before every non-productive wait
-//! (G-55), the nothing-runnable policies (G-80), the optional R-35 hint cap and the R-35 scope
+//! `last_failure`, `NoSources`, the stall death rule before every non-productive wait,
+//! the nothing-runnable policies, the optional R-35 hint cap and the R-35 scope
 //! retry budget ([`crate::budget::RetryBudget`]: a loop's first round deposits, every further
 //! round withdraws — 429 rounds and `SourceDead` switches included — and a refusal ends the
 //! loop as `AllSourcesExhausted { retry_exhausted }` carrying the last failure).
 //!
 //! A *round* is a function ([`run_round`]): a single attempt, or a hedged round
 //! (`crate::hedge`, 60) when the scope hedges: it returns the same [`RoundOutcome`] with one
-//! [`LegDelta`] per leg, and the loop applies the deltas after adjudication — legs never
+//! [`LegDelta`] per leg, and the loop applies the deltas after adjudication — legs never
 //! share `&mut` loop state.
 //!
 //! The attempt step ([`run_attempt`]) wraps the [`AttemptRunner`] with governance: register the
-//! attempt, arm the guard, race the runner against the leg's loser cancel, store the
-//! settlement before the first await (G-86), write back quietly (G-7), emit the row, then
+//! attempt, arm the guard, race the runner against the leg's loser cancel, store the
+//! settlement before the first await, write back quietly, emit the row, then
 //! settle and release (step 8).
 
 use std::collections::{BTreeMap, HashMap};
@@ -44,12 +43,12 @@ use crate::rows::{AttemptRowOutcome, CancelLabel, RowCall};
 use crate::stall::StallClock;
 use crate::stats::CallContext;
 
-/// The three knobs that distinguish the chat, embedding and OCR loops (05 R-4; 30 G-57).
+/// The three knobs that distinguish the chat, embedding and OCR loops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoopPolicy {
-    /// A rate-limited round does not consume budget (chat only, G-46).
+    /// A rate-limited round does not consume budget (chat only).
     pub exempt_429: bool,
-    /// A rate-limited round's duration is refunded into the stall account (chat only, G-53).
+    /// A rate-limited round's duration is refunded into the stall account (chat only).
     pub refund_stall: bool,
     /// Rounds may be hedged (chat only, 60).
     pub hedging: bool,
@@ -82,24 +81,24 @@ pub struct LoopSuccess {
     pub source: Arc<SourceConfig>,
     /// The winning attempt's `call_id`.
     pub call_id: String,
-    /// Injected-clock ms from attempt start to the end of its bookkeeping (10 §4.1).
+    /// Injected-clock ms from attempt start to the end of its bookkeeping.
     pub latency_ms: u64,
-    /// Wall time of the winning transport (60 H-60): the generation sample is recorded by the
-    /// round once the winner is known (60 H-63), never by a race loser.
+    /// Wall time of the winning transport: the generation sample is recorded by the
+    /// round once the winner is known, never by a race loser.
     pub(crate) generation: std::time::Duration,
 }
 
-/// One leg's contribution to the loop state (05 R-6), applied by the loop after adjudication.
+/// One leg's contribution to the loop state, applied by the loop after adjudication.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LegDelta {
     /// The leg's source.
     pub source: String,
-    /// Its failure reason (30 G-30): written to `reasons[source]` and `attempt_fails[source]`.
+    /// Its failure reason: written to `reasons[source]` and `attempt_fails[source]`.
     pub failure_reason: FailureReason,
 }
 
-/// The outcome of one round (30 G-44).
+/// The outcome of one round.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum RoundOutcome {
@@ -107,14 +106,14 @@ pub enum RoundOutcome {
     Success(LoopSuccess),
     /// An error that ends the call now (`RequestRejected`, `ResultInvalid`, a backend error).
     Propagate(GatewayError),
-    /// The round failed; `failure` is the (combined, 60 G-51) failure; `immediate` = switch
+    /// The round failed; `failure` is the (combined) failure; `immediate` = switch
     /// without backoff (`SourceDead`).
     Failed {
         /// The round's failure (`Transient` or `SourceDead`).
         failure: GatewayError,
-        /// `SourceDead`: continue without backoff (G-47).
+        /// `SourceDead`: continue without backoff.
         immediate: bool,
-        /// Per-leg deltas (05 R-6).
+        /// Per-leg deltas.
         deltas: Vec<LegDelta>,
     },
 }
@@ -136,7 +135,7 @@ pub enum LegResult {
         /// Delta for the loop.
         delta: LegDelta,
     },
-    /// The leg was cancelled as a hedge loser (05 R-8).
+    /// The leg was cancelled as a hedge loser.
     CancelledAsLoser,
 }
 
@@ -152,9 +151,9 @@ pub(crate) struct LoopEnv<'a> {
     pub(crate) policy: LoopPolicy,
     pub(crate) settle: SettleMode,
     pub(crate) deadline_at: Option<tokio::time::Instant>,
-    /// `request.stream` (the wire mode): the hedge entry gate reads it (60 H-12).
+    /// `request.stream` (the wire mode): the hedge entry gate reads it.
     pub(crate) stream: bool,
-    /// The commit point of a call streamed to its caller (README D32); `None` for `chat`.
+    /// The commit point of a call streamed to its caller; `None` for `chat`.
     pub(crate) commit: Option<&'a crate::stream_call::CommitGate>,
 }
 
@@ -167,27 +166,27 @@ struct LoopState {
     largest_hint: Option<f64>,
     last_failure: Option<GatewayError>,
     waiter: Option<WaiterSlot>,
-    /// README D26: sources held out of this loop's picks until their backoff or server hint
+    /// sources held out of this loop's picks until their backoff or server hint
     /// passes (the failure's wait belongs to the source that failed, not to the call).
     held: HashMap<String, Hold>,
 }
 
-/// One source held out of selection (README D26).
+/// One source held out of selection.
 #[derive(Debug, Clone, Copy)]
 struct Hold {
     /// When the source may be picked again.
     until: tokio::time::Instant,
     /// Its wait in seconds (for the log line and the error's hint).
     wait_s: f64,
-    /// The hold comes from a server hint above `RETRY__MAX_HINT_S` (05 R-35): if it is the
+    /// The hold comes from a server hint above `RETRY__MAX_HINT_S`: if it is the
     /// earliest way forward, the call fails at once instead of sleeping.
     over_cap: bool,
 }
 
-/// A wait longer than this logs one line naming the source and the wait (README D26).
+/// A wait longer than this logs one line naming the source and the wait.
 pub const LONG_WAIT_LOG_S: f64 = 5.0;
 
-/// `tracing` target of the one line logged per retry wait (README D26; `pgw chat` prints these
+/// `tracing` target of the one line logged per retry wait (`pgw chat` prints these
 /// in human mode).
 pub const RETRY_EVENT_TARGET: &str = "pgw::retry";
 
@@ -200,7 +199,7 @@ impl LoopState {
     }
 }
 
-/// The retry loop (30 G-44; 05 R-4). Returns the winning attempt or the call's error; a
+/// The retry loop. Returns the winning attempt or the call's error; a
 /// call-level error carries the call's last attempt failure and per-source reasons (README
 /// D25), whichever path ended the loop (e.g. a `SourceDead` that opened the last breaker ends
 /// as `CircuitOpen` at the next pick).
@@ -338,12 +337,12 @@ async fn run_loop_inner<R: AttemptRunner>(
     }
 }
 
-/// One round from an admitted candidate to its outcome, and the bookkeeping of a failed round
-/// (30 G-44..G-48; README D26): `Ok(Some)` = the call succeeded, `Ok(None)` = pick again,
+/// One round from an admitted candidate to its outcome, and the bookkeeping of a failed round:
+/// `Ok(Some)` = the call succeeded, `Ok(None)` = pick again,
 /// `Err` = the call ends.
 ///
 /// A failed round holds its source(s) out of this loop's picks for the backoff delay (which
-/// includes the server hint, D3) instead of sleeping: the next pick sends to another runnable
+/// includes the server hint) instead of sleeping: the next pick sends to another runnable
 /// source at once, and the loop sleeps only when nothing else can run ([`wait_for_held`]).
 async fn after_pick<R: AttemptRunner>(
     env: LoopEnv<'_>,
@@ -465,14 +464,14 @@ async fn after_pick<R: AttemptRunner>(
     }
 }
 
-/// About 30 years after `now`: a hold that never ends in practice (a huge hint, 30 G-36).
+/// About 30 years after `now`: a hold that never ends in practice (a huge hint).
 fn far_future(now: tokio::time::Instant) -> tokio::time::Instant {
     now + std::time::Duration::from_secs(86_400 * 365 * 30)
 }
 
-/// Nothing but held sources can run (README D26): sleep until the earliest hold passes, after
-/// the death check (G-55). When that earliest hold is a server hint above `RETRY__MAX_HINT_S`,
-/// the call fails at once carrying the hint (05 R-35). A wait above [`LONG_WAIT_LOG_S`] logs one
+/// Nothing but held sources can run: sleep until the earliest hold passes, after
+/// the death check. When that earliest hold is a server hint above `RETRY__MAX_HINT_S`,
+/// the call fails at once carrying the hint. A wait above [`LONG_WAIT_LOG_S`] logs one
 /// line naming the source and the wait.
 async fn wait_for_held(
     env: LoopEnv<'_>,
@@ -522,7 +521,7 @@ async fn wait_for_held(
     Ok(())
 }
 
-/// The death check before a non-productive wait (30 G-55). `progress_age_s` is only read when
+/// The death check before a non-productive wait. `progress_age_s` is only read when
 /// the local condition already holds (it may be a backend round trip); its failure is
 /// `GovernanceBackend` (fail closed).
 async fn check_death(env: LoopEnv<'_>, st: &LoopState, window_s: f64) -> Result<(), GatewayError> {
@@ -541,12 +540,12 @@ async fn check_death(env: LoopEnv<'_>, st: &LoopState, window_s: f64) -> Result<
     Ok(())
 }
 
-/// One round (30 G-44 `round(admitted)`): a single attempt, or — when `env.policy.hedging` and
-/// the scope's [`crate::hedge::HedgeConfig`] gate says so for this wire mode (60 H-12) — a
+/// One round (`round(admitted)`): a single attempt, or — when `env.policy.hedging` and
+/// the scope's [`crate::hedge::HedgeConfig`] gate says so for this wire mode — a
 /// hedged round (`crate::hedge`: the primary leg from `admitted` plus at most one hedge leg
 /// admitted through `pick(exclude = {primary})` with this loop's `reasons` / `attempt_fails`,
-/// both polled in one `select!`, never spawned; 05 ). Either way one outcome with one
-/// `LegDelta` per failed leg.
+/// both polled in one `select!`, never spawned; 05 R-7). Either way one outcome with one
+/// `LegDelta` per failed leg.
 pub(crate) async fn run_round<R: AttemptRunner>(
     env: LoopEnv<'_>,
     runner: &R,
@@ -572,8 +571,7 @@ pub(crate) async fn run_round<R: AttemptRunner>(
 }
 
 /// The round outcome of one leg that ran alone (single-leg round, or a hedged round whose hedge
-/// never launched): a success records its generation sample with `hedge_won = false`
-/// (60 H-63, H-70).
+/// never launched): a success records its generation sample with `hedge_won = false`.
 pub(crate) fn leg_outcome(ctx: &CallContext, leg: LegResult) -> RoundOutcome {
     match leg {
         LegResult::Success(s) => {
@@ -792,8 +790,8 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
     }
 }
 
-/// Writes the registered attempt's row inline (80 T-6) and marks it written. The outcome is
-/// only built when the sink keeps rows (05 R-56: `NoopRowSink` gets no facts, no clone).
+/// Writes the registered attempt's row inline and marks it written. The outcome is
+/// only built when the sink keeps rows (`NoopRowSink` gets no facts, no clone).
 async fn write_attempt_row(guard: &mut AttemptGuard, outcome: impl FnOnce() -> AttemptRowOutcome) {
     if let Some(info) = guard.row_info()
         && info.sink.wants_rows()
@@ -826,8 +824,7 @@ fn never_reached_server(err: &GatewayError) -> bool {
         })
 }
 
-/// Marks `error` as a post-commit failure when the streamed call passed its commit point
-/// (README D32).
+/// Marks `error` as a post-commit failure when the streamed call passed its commit point.
 fn committed(env: LoopEnv<'_>, error: GatewayError) -> GatewayError {
     match env.commit {
         Some(gate) => gate.mark(error),

@@ -1,4 +1,4 @@
-//! Row facts and the row sink (05 R-3; 80 T-1, T-5, T-12, T-16).
+//! Row facts and the row sink.
 //!
 //! Owns the seam between governance and telemetry: the retry loop, the attempt guards and the
 //! hedge orchestrator emit *facts* — what happened to one attempt, one cache hit or one failed
@@ -7,7 +7,7 @@
 //! shaping and tests assert counts, kinds, labels, `logical_call_id` and `error_type` through a
 //! recording fake (`testing::RecordingRowSink`).
 //!
-//! A sink never fails from the loop's point of view (80 T-39: telemetry failures are warnings
+//! A sink never fails from the loop's point of view (telemetry failures are warnings
 //! inside the emitter), so its methods return `()`.
 
 use std::any::Any;
@@ -19,7 +19,7 @@ use gateway_ports::{CallOperation, CallStats, GatewayError, LlmResponse, SourceC
 
 use crate::attempt::TransportResult;
 
-/// The label of a cancelled attempt row (80 T-16; 05 R-8).
+/// The label of a cancelled attempt row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CancelLabel {
@@ -55,7 +55,7 @@ impl fmt::Display for CancelLabel {
 pub struct RowCall {
     /// The logical call's id.
     pub logical_call_id: String,
-    /// The call's operation (80 T-27).
+    /// The call's operation.
     pub operation: CallOperation,
     /// The scope label.
     pub scope: String,
@@ -96,13 +96,13 @@ impl fmt::Debug for RowCall {
 pub enum AttemptRowOutcome {
     /// Success: the judged result (response projections, usage, timings, stall, stream end).
     Success(Box<TransportResult>),
-    /// A classified failure: `error` (T-21), `error_type` (T-22), status, cause, body.
+    /// A classified failure: `error`, `error_type`, status, cause, body.
     Failed(GatewayError),
     /// A cancelled attempt: `error = 'cancelled' | 'hedge_cancelled'`, `error_type` NULL.
     Cancelled(CancelLabel),
 }
 
-/// Facts of one attempt row (05 R-3; 80 T-5: once per transport call actually started).
+/// Facts of one attempt row (once per transport call actually started).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct AttemptRowFacts {
@@ -116,7 +116,7 @@ pub struct AttemptRowFacts {
     pub attempt: u32,
     /// `true` for a hedge leg.
     pub hedge_leg: bool,
-    /// `latency_ms`: injected-clock ms from attempt start to the emit (80 T-12, T-14).
+    /// `latency_ms`: injected-clock ms from attempt start to the emit.
     pub latency_ms: u64,
     /// What happened.
     pub outcome: AttemptRowOutcome,
@@ -131,7 +131,7 @@ impl AttemptRowFacts {
         }
     }
 
-    /// The `error_type` column (30 G-14): the failure's type name, `None` for success and
+    /// The `error_type` column: the failure's type name, `None` for success and
     /// cancelled rows.
     pub fn error_type(&self) -> Option<&'static str> {
         match &self.outcome {
@@ -141,18 +141,18 @@ impl AttemptRowFacts {
     }
 }
 
-/// How a failed logical call ended (80 T-18).
+/// How a failed logical call ended.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum TerminalOutcome {
     /// A `GatewayError` escaped the public boundary: `error_type` = its type name.
     Error(GatewayError),
-    /// The call was dropped: `error = 'cancelled'`, `error_type` NULL (30 G-113).
+    /// The call was dropped: `error = 'cancelled'`, `error_type` NULL.
     Cancelled,
 }
 
-/// Facts of the terminal row of one failed call (05 R-3; 30 G-121; 80 T-12, T-17..T-20).
-/// Never carries the last attempt's status, cause or body (T-20).
+/// Facts of the terminal row of one failed call.
+/// Never carries the last attempt's status, cause or body.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct TerminalRowFacts {
@@ -177,7 +177,7 @@ impl TerminalRowFacts {
     }
 }
 
-/// Facts of one cache-hit row (05 R-3; 80 T-12 "cache_hit").
+/// Facts of one cache-hit row (80 T-12 "cache_hit").
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CacheHitRowFacts {
@@ -189,21 +189,21 @@ pub struct CacheHitRowFacts {
     pub response: Box<LlmResponse>,
 }
 
-/// Where governance sends row facts (05 R-3). Implemented by the telemetry emitter; tests use
-/// `testing::RecordingRowSink`. Each method is awaited inline by the emitting code (80 T-6), or
-/// run by the cleanup worker for dropped attempts and calls (30 G-110).
+/// Where governance sends row facts. Implemented by the telemetry emitter; tests use
+/// `testing::RecordingRowSink`. Each method is awaited inline by the emitting code, or
+/// run by the cleanup worker for dropped attempts and calls.
 #[async_trait]
 pub trait RowSink: Send + Sync + fmt::Debug + 'static {
     /// One attempt row.
     async fn attempt(&self, facts: AttemptRowFacts);
-    /// The terminal row of one failed or cancelled call (at most one per call, 30 G-121).
+    /// The terminal row of one failed or cancelled call (at most one per call).
     async fn terminal(&self, facts: TerminalRowFacts);
     /// One cache-hit row.
     async fn cache_hit(&self, facts: CacheHitRowFacts);
-    /// Flushes buffered rows (05 R-24: `quiesce()` drains the cleanup queue, then flushes).
+    /// Flushes buffered rows (`quiesce()` drains the cleanup queue, then flushes).
     async fn flush(&self) {}
     /// Whether this sink keeps any row (default `true`). A sink answering `false` drops every
-    /// fact, so the attempt step skips building them (05 R-56: rows are excluded from the core
+    /// fact, so the attempt step skips building them (rows are excluded from the core
     /// overhead). Only the inline attempt row of the attempt step is skipped; guards and the
     /// terminal paths still hand their facts to the sink.
     fn wants_rows(&self) -> bool {
@@ -211,7 +211,7 @@ pub trait RowSink: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// A sink that drops every fact (no telemetry configured, 80 T-5).
+/// A sink that drops every fact (no telemetry configured).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoopRowSink;
 
@@ -229,7 +229,7 @@ impl RowSink for NoopRowSink {
 mod tests {
     use super::*;
 
-    /// 05 R-56: the no-op sink opts out of row facts; a sink keeps rows by default.
+    /// the no-op sink opts out of row facts; a sink keeps rows by default.
     #[test]
     fn r_56_noop_sink_wants_no_rows() {
         #[derive(Debug)]

@@ -1,9 +1,9 @@
 //! Source ordering: the core-internal synchronous [`Selector`] trait and its four strategies
-//! (30 §6.2 G-61; 05 ).
+//! (30 §6.2 G-61; 05 R-5).
 //!
-//! Owns the order in which `pick` tries candidates (before in-call demotion, G-62) and the
-//! process-local health score of the `health_aware` strategy, fed by the health feed (G-90) and
-//! decaying toward healthy with a 60 s half-life on the injected clock. Selectors are
+//! Owns the order in which `pick` tries candidates (before in-call demotion) and the
+//! process-local health score of the `health_aware` strategy, fed by the health feed and
+//! decaying toward healthy with a 60 s half-life on the injected clock. Selectors are
 //! synchronous: their state is process-local and each `std::sync::Mutex` is held only for a few
 //! operations, never across an await.
 
@@ -74,7 +74,7 @@ impl From<String> for SourceId {
     }
 }
 
-/// The load of one source as a selector sees it (30 G-61).
+/// The load of one source as a selector sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SourceLoad {
     /// Permits in flight (`SourceStats::inflight`).
@@ -84,7 +84,7 @@ pub struct SourceLoad {
 }
 
 impl SourceLoad {
-    /// `inflight / max_concurrency`, `0.0` when unlimited (30 G-61).
+    /// `inflight / max_concurrency`, `0.0` when unlimited.
     pub fn utilisation(&self) -> f64 {
         if self.max_concurrency == 0 {
             0.0
@@ -94,7 +94,7 @@ impl SourceLoad {
     }
 }
 
-/// Per-source load read for one pick (30 G-60 `stats_if_needed`). Admission fills it from
+/// Per-source load read for one pick (`stats_if_needed`). Admission fills it from
 /// `RateLimiter::source_stats` only when [`Selector::needs_stats`] is `true`; a source missing
 /// from the view counts as idle (`SourceLoad::default()`).
 #[derive(Debug, Clone, Default)]
@@ -125,22 +125,22 @@ impl StatsView {
     }
 }
 
-/// Core-internal synchronous source ordering (05 R-5; 30 G-60, G-61, G-90).
+/// Core-internal synchronous source ordering.
 pub trait Selector: Send + Sync + fmt::Debug + 'static {
     /// The order in which `pick` tries `sources` (called once per pick). Returns a permutation of
     /// `sources`.
     fn order(&self, sources: &[SourceId], stats: &StatsView) -> Vec<SourceId>;
-    /// Whether `order` reads `stats` (30 G-60: only then does admission call `source_stats`).
+    /// Whether `order` reads `stats` (only then does admission call `source_stats`).
     fn needs_stats(&self) -> bool {
         false
     }
-    /// Health feed (30 G-90): `ok = true` on success, `false` on `SourceDead` and `Transient`
+    /// Health feed: `ok = true` on success, `false` on `SourceDead` and `Transient`
     /// (429 included); never called for `RequestRejected`, `ResultInvalid`, cancellation or hedge
     /// losers.
     fn feed_outcome(&self, source: &str, ok: bool) {
         let _ = (source, ok);
     }
-    /// The health score of `source` in `[0, 1]` for introspection (05 R-39); `None` if the
+    /// The health score of `source` in `[0, 1]` for introspection; `None` if the
     /// selector keeps none.
     fn health(&self, source: &str) -> Option<f64> {
         let _ = source;
@@ -148,7 +148,7 @@ pub trait Selector: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// `sources` rotated left by `k mod n` (30 G-61).
+/// `sources` rotated left by `k mod n`.
 fn rotated(sources: &[SourceId], k: usize) -> Vec<SourceId> {
     let mut v = sources.to_vec();
     if !v.is_empty() {
@@ -168,7 +168,7 @@ impl Selector for StaticSelector {
     }
 }
 
-/// `round_robin` (30 G-61): a per-client counter `k`, incremented once per pick; order = the
+/// `round_robin`: a per-client counter `k`, incremented once per pick; order = the
 /// configured list rotated left by `k mod n` (the first pick uses `k = 0`).
 #[derive(Debug, Default)]
 pub struct RoundRobinSelector {
@@ -189,7 +189,7 @@ impl Selector for RoundRobinSelector {
     }
 }
 
-/// `least_inflight` (30 G-61): ascending `inflight`; ties keep the rotated configured order
+/// `least_inflight`: ascending `inflight`; ties keep the rotated configured order
 /// (rotation as in [`RoundRobinSelector`]).
 #[derive(Debug, Default)]
 pub struct LeastInflightSelector {
@@ -217,9 +217,9 @@ impl Selector for LeastInflightSelector {
     }
 }
 
-/// EWMA weight of one health observation (30 G-61).
+/// EWMA weight of one health observation.
 pub const HEALTH_ALPHA: f64 = 0.2;
-/// Half-life in seconds of the decay toward healthy (05 R-36).
+/// Half-life in seconds of the decay toward healthy.
 pub const HEALTH_HALF_LIFE_S: f64 = 60.0;
 
 #[derive(Debug, Clone, Copy)]
@@ -228,12 +228,12 @@ struct Health {
     at_s: f64,
 }
 
-/// `health_aware` (default, 30 G-61; 05 R-36).
+/// `health_aware` (default).
 ///
 /// Each source has a health score `h ∈ [0, 1]`, initially 1.0, updated by
 /// [`Selector::feed_outcome`] as an EWMA with α = 0.2 (`ok`: `h += α·(1 − h)`; not ok:
 /// `h −= α·h`). Between observations the *deficit* `1 − h` halves every 60 s of the injected
-/// clock, so a once-flaky source recovers. Order: health bucket `min(floor(h·10), 9)`
+/// clock, so a once-flaky source recovers. Order: health bucket `min(floor(h·10), 9)`
 /// descending, then `inflight / max_concurrency` ascending (0 when unlimited), then the rotated
 /// configured order.
 pub struct HealthAwareSelector {
@@ -283,7 +283,7 @@ impl HealthAwareSelector {
     }
 }
 
-/// Health bucket `min(floor(h·10), 9)` (30 G-61), `0..=9`.
+/// Health bucket `min(floor(h·10), 9)`, `0..=9`.
 ///
 /// Chosen: `floor(h·10)` alone would make `h = 1.0` a bucket of its own (10) that a source which
 /// ever failed re-enters only when its decayed deficit rounds to zero, so it would trail every

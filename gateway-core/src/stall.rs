@@ -6,7 +6,7 @@
 //! rounds refunded by G-53: `local_wait = (now − loop_start) − Σ durations of non-refunded
 //! rounds`. A round that was not refunded is productive and never counts, so one attempt that
 //! uses its whole `timeout_s` cannot eat the stall budget (issue #8). The death rule needs both
-//! conditions (G-55): this loop waited longer than the window **and** nobody in the scope made
+//! conditions: this loop waited longer than the window **and** nobody in the scope made
 //! progress for longer than the window.
 
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use gateway_ports::Clock;
 
-/// The stall account of one loop (30 G-52).
+/// The stall account of one loop.
 #[derive(Clone)]
 pub struct StallClock {
     clock: Arc<dyn Clock>,
@@ -55,7 +55,7 @@ impl StallClock {
         }
     }
 
-    /// Ends a round (30 G-52, G-53): a round that is not refunded is productive and is
+    /// Ends a round: a round that is not refunded is productive and is
     /// subtracted from the waiting account; a refunded (rate-limited, chat) round stays in it.
     /// Returns the round's duration.
     pub fn round_ended(&mut self, mark: RoundMark, refund: bool) -> Duration {
@@ -66,7 +66,7 @@ impl StallClock {
         d
     }
 
-    /// Non-productive waiting of this loop so far (30 G-52).
+    /// Non-productive waiting of this loop so far.
     pub fn local_wait(&self) -> Duration {
         self.clock
             .monotonic()
@@ -74,7 +74,7 @@ impl StallClock {
             .saturating_sub(self.productive)
     }
 
-    /// The death rule (30 G-55): `local_wait > window` **and** `progress_age > window`.
+    /// The death rule: `local_wait > window` **and** `progress_age > window`.
     pub fn is_dead(&self, stall_window_s: f64, progress_age_s: f64) -> bool {
         is_stalled(
             self.local_wait().as_secs_f64(),

@@ -1,4 +1,4 @@
-//! Logical-call statistics and the terminal-row discipline (30 §10, G-117..G-122; 80 T-17).
+//! Logical-call statistics and the terminal-row discipline.
 //!
 //! Owns [`CallContext`] — one per logical call, created at the statistics boundary and shared
 //! by every loop, round and leg of the call (never stored on the client) — with its
@@ -7,7 +7,7 @@
 //! [`CallContext::claim_terminal`] that makes "at most one terminal row per call" hold on every
 //! path (error, deadline, cancellation). [`CallGuard`] writes the `cancelled` terminal row when
 //! the call future is dropped. Ids are UUIDv4 from a per-process keyed hash, never from the OS
-//! per call (05 R-56).
+//! per call.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -23,9 +23,9 @@ use crate::rows::{RowCall, RowSink, TerminalOutcome, TerminalRowFacts};
 static ID_KEYS: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh UUIDv4 in hyphenated lower-case text (10 §4.4). Random bits come from a keyed hash
+/// A fresh UUIDv4 in hyphenated lower-case text. Random bits come from a keyed hash
 /// (keys drawn once per process) of a process-wide counter: unique within the process,
-/// unpredictable across processes, and no OS randomness per call (05 R-56).
+/// unpredictable across processes, and no OS randomness per call.
 pub fn new_uuid_v4() -> String {
     let n = ID_COUNTER.fetch_add(1, Ordering::Relaxed);
     // Two keyed words from one hasher: `hi` hashes `n`, `lo` hashes `(n, salt)` (`finish` does
@@ -68,7 +68,7 @@ struct Generation {
     hedge_won: bool,
 }
 
-/// The statistics of one logical call (30 G-117). Methods are synchronous; the one mutex is
+/// The statistics of one logical call. Methods are synchronous; the one mutex is
 /// never held across an await.
 pub struct CallContext {
     clock: Arc<dyn Clock>,
@@ -79,7 +79,7 @@ pub struct CallContext {
     terminal_claimed: AtomicBool,
     row_call: Arc<RowCall>,
     accumulate_generation: bool,
-    /// The call's last attempt failure and per-source reasons so far (README D25): written by
+    /// The call's last attempt failure and per-source reasons so far: written by
     /// the retry loop on each failed round, read when the call ends with a call-level error
     /// (the deadline path has no loop state left to read).
     cause: Mutex<Option<CallCause>>,
@@ -102,7 +102,7 @@ impl std::fmt::Debug for CallContext {
 }
 
 impl CallContext {
-    /// A context for one call, reading `started` from `clock` now (30 G-119).
+    /// A context for one call, reading `started` from `clock` now.
     pub fn new(clock: Arc<dyn Clock>, row_call: RowCall) -> Self {
         let started = clock.monotonic();
         Self {
@@ -132,7 +132,7 @@ impl CallContext {
         *self.cause.lock().unwrap_or_else(PoisonError::into_inner) = Some(cause);
     }
 
-    /// `error` with the call's cause attached (README D25, [`GatewayError::with_cause`]): the
+    /// `error` with the call's cause attached ([`GatewayError::with_cause`]): the
     /// last attempt failure and per-source reasons noted so far, when the error is a
     /// call-level one that carries them and has none yet.
     pub fn attach_cause(&self, error: GatewayError) -> GatewayError {
@@ -166,7 +166,7 @@ impl CallContext {
         &self.row_call
     }
 
-    /// Registers one attempt before its transport is invoked (30 G-85 step 1, G-118); returns
+    /// Registers one attempt before its transport is invoked; returns
     /// the attempt's 1-based number.
     pub fn register_attempt(&self) -> u32 {
         self.attempts
@@ -179,17 +179,17 @@ impl CallContext {
         self.attempts.load(Ordering::SeqCst)
     }
 
-    /// Counts one dispatched hedge leg (D1; 10 §4.4 `hedges`).
+    /// Counts one dispatched hedge leg (`hedges`).
     pub fn add_hedge(&self) {
         self.hedges.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Hedge legs dispatched so far (D1).
+    /// Hedge legs dispatched so far.
     pub fn hedges(&self) -> u32 {
         self.hedges.load(Ordering::SeqCst)
     }
 
-    /// Overwrites `hedge_won` without touching the generation sample (60 H-70: a hedged round
+    /// Overwrites `hedge_won` without touching the generation sample (a hedged round
     /// without a winner sets `false`).
     pub fn set_hedge_won(&self, hedge_won: bool) {
         self.generation
@@ -198,7 +198,7 @@ impl CallContext {
             .hedge_won = hedge_won;
     }
 
-    /// The original's context API `register_hedge(hedge_won)` (60 H-70, H-110): `hedges += 1`
+    /// The original's context API `register_hedge(hedge_won)`: `hedges += 1`
     /// and the flag overwritten.
     pub fn register_hedge(&self, hedge_won: bool) {
         self.add_hedge();
@@ -206,9 +206,9 @@ impl CallContext {
     }
 
     /// Records the generation sample of a successful round (60; 10 §4.4): `generation_ms =
-    /// max(0, wall − stall)`, with the stall truncated once here (60 H-61). The last successful
+    /// max(0, wall − stall)`, with the stall truncated once here. The last successful
     /// round overwrites, except in an accumulating context
-    /// ([`CallContext::with_accumulated_generation`], 90 E-15), where `generation_ms` sums.
+    /// ([`CallContext::with_accumulated_generation`]), where `generation_ms` sums.
     pub fn record_generation(
         &self,
         wall: Duration,
@@ -236,7 +236,7 @@ impl CallContext {
         };
     }
 
-    /// The frozen statistics now (30 G-119, G-120): synchronous and repeatable;
+    /// The frozen statistics now: synchronous and repeatable;
     /// `total_latency_ms` = injected-clock ms since the context was created, truncated.
     pub fn snapshot(&self) -> CallStats {
         let elapsed = self.clock.monotonic().saturating_sub(self.started);
@@ -257,7 +257,7 @@ impl CallContext {
         s
     }
 
-    /// The one-shot terminal claim (30 G-121): `true` exactly once per context.
+    /// The one-shot terminal claim: `true` exactly once per context.
     pub fn claim_terminal(&self) -> bool {
         !self.terminal_claimed.swap(true, Ordering::SeqCst)
     }
@@ -273,7 +273,7 @@ impl CallContext {
     }
 }
 
-/// Writes the terminal row of a call that ends in `error`, inline, at most once (30 G-121):
+/// Writes the terminal row of a call that ends in `error`, inline, at most once:
 /// claims first, snapshots synchronously right after the claim, then awaits the sink.
 pub async fn emit_terminal_failure(ctx: &CallContext, sink: &dyn RowSink, error: &GatewayError) {
     if ctx.claim_terminal() {
@@ -282,9 +282,9 @@ pub async fn emit_terminal_failure(ctx: &CallContext, sink: &dyn RowSink, error:
     }
 }
 
-/// Armed from the statistics boundary until the call returns (30 G-105 `CallGuard`): when the
+/// Armed from the statistics boundary until the call returns (`CallGuard`): when the
 /// call future is dropped while armed and not panicking, it claims the terminal slot and
-/// enqueues the `cancelled` terminal row after this call's attempt jobs (G-113, R-10). A panic
+/// enqueues the `cancelled` terminal row after this call's attempt jobs. A panic
 /// writes nothing (I4).
 #[derive(Debug)]
 pub struct CallGuard {

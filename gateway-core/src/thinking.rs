@@ -1,4 +1,4 @@
-//! Provider profiles, inline think tags and the thinking observation (05 R-48; 40 S-100;
+//! Provider profiles, inline think tags and the thinking observation (40 S-100;
 //! 70 C-35).
 //!
 //! Owns three small pure pieces of the judgment path:
@@ -6,9 +6,9 @@
 //!   [`ProviderRegistry`] (built-in: one profile per capability-table profile of
 //!   `crate::effort::table`, `qwen` with inline think tags; every other provider without);
 //! - [`strip_think_tags`] / [`finalize_text`]: moving `<think>…</think>` spans out of the content
-//!   into the thinking projection for profiles that enable it (40 S-100);
+//!   into the thinking projection for profiles that enable it;
 //! - [`observe_thinking`]: `Observed` / `Absent` / `Unknown` from the thinking projection and the
-//!   reported `reasoning_tokens` (70 C-35).
+//!   reported `reasoning_tokens`.
 
 use std::collections::BTreeMap;
 
@@ -16,23 +16,23 @@ use gateway_ports::ThinkingObservation;
 
 use crate::effort::CapabilityEntry;
 
-/// The name of the built-in profile with inline think tags (05 R-48).
+/// The name of the built-in profile with inline think tags.
 pub const QWEN: &str = "qwen";
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
-/// A provider profile, minimal form (05 R-48; 70 C-29 note): the provider name and whether its
-/// models write reasoning inline as `<think>…</think>` in the content (40 S-100).
+/// A provider profile, minimal form (70 C-29 note): the provider name and whether its
+/// models write reasoning inline as `<think>…</think>` in the content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderProfile {
-    /// The provider name, matched against `SourceConfig.provider` (lower-cased, 20 §3.3).
+    /// The provider name, matched against `SourceConfig.provider` (lower-cased).
     pub name: String,
     /// `true` = strip `<think>…</think>` spans from the content into the thinking projection.
     pub inline_think_tags: bool,
-    /// The capability entries of this profile, scanned in order (70 C-25, C-26).
+    /// The capability entries of this profile, scanned in order.
     pub entries: Vec<CapabilityEntry>,
-    /// Managed roots this profile adds to the built-in ones (70 C-30).
+    /// Managed roots this profile adds to the built-in ones.
     pub managed_roots: Vec<String>,
 }
 
@@ -47,26 +47,26 @@ impl ProviderProfile {
         }
     }
 
-    /// The same profile with these capability entries appended (70 C-29: a custom profile
+    /// The same profile with these capability entries appended (a custom profile
     /// brings its own entries).
     pub fn with_entries(mut self, entries: impl IntoIterator<Item = CapabilityEntry>) -> Self {
         self.entries.extend(entries);
         self
     }
 
-    /// The same profile with one more managed root (70 C-30).
+    /// The same profile with one more managed root.
     pub fn with_managed_root(mut self, root: impl Into<String>) -> Self {
         self.managed_roots.push(root.into());
         self
     }
 
-    /// The profile of a provider nobody registered: no inline think tags (R-48: "others false").
+    /// The profile of a provider nobody registered: no inline think tags ("others false").
     pub fn plain(name: impl Into<String>) -> Self {
         Self::new(name, false)
     }
 }
 
-/// The provider-profile registry (05 R-48; 70 C-29 "registrable at runtime"). Lookup is by
+/// The provider-profile registry (70 C-29 "registrable at runtime"). Lookup is by
 /// provider name, ASCII case-insensitive (the configuration lower-cases the provider segment,
 /// 20 §3.3; a registered `"Qwen"` therefore serves `qwen`). `Default` is [`Self::builtin`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +89,7 @@ impl ProviderRegistry {
     }
 
     /// The built-in registry: one profile per provider of the capability table (70 C-25;
-    /// `crate::effort::table`), `qwen` with inline think tags; every other provider
+    /// `crate::effort::table`), `qwen` with inline think tags; every other provider
     /// plain.
     pub fn builtin() -> Self {
         let mut registry = Self::empty();
@@ -126,7 +126,7 @@ impl ProviderRegistry {
             .unwrap_or_else(|| ProviderProfile::plain(provider))
     }
 
-    /// Whether `provider` writes inline think tags (40 S-100): `false` when unregistered.
+    /// Whether `provider` writes inline think tags: `false` when unregistered.
     pub fn inline_think_tags(&self, provider: &str) -> bool {
         self.get(provider).is_some_and(|p| p.inline_think_tags)
     }
@@ -137,7 +137,7 @@ impl ProviderRegistry {
     }
 }
 
-/// The process-wide built-in registry (built once; read by the row shaper, 70 C-38).
+/// The process-wide built-in registry (built once; read by the row shaper).
 pub fn builtin_registry() -> &'static ProviderRegistry {
     shared_builtin_registry()
 }
@@ -150,7 +150,7 @@ pub fn shared_builtin_registry() -> &'static std::sync::Arc<ProviderRegistry> {
     BUILTIN.get_or_init(|| std::sync::Arc::new(ProviderRegistry::builtin()))
 }
 
-/// Content with its inline think spans removed (40 S-100).
+/// Content with its inline think spans removed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ThinkSplit {
     /// The content without the spans; leading whitespace removed when at least one span was.
@@ -161,7 +161,7 @@ pub struct ThinkSplit {
     pub spans: usize,
 }
 
-/// Removes every non-overlapping `<think>(.*?)</think>` span from `content` (40 S-100):
+/// Removes every non-overlapping `<think>(.*?)</think>` span from `content`:
 /// non-greedy, `.` matching newlines, leftmost first, case-sensitive; the inner texts are
 /// collected in order with no separator; if at least one span was removed, leading whitespace
 /// of the remaining content is removed. An unclosed `<think>` (and everything after it) stays in
@@ -189,7 +189,7 @@ pub fn strip_think_tags(content: &str) -> ThinkSplit {
 /// `finalize_text(content parts, thinking parts, profile)` of 40 S-100, over the concatenated
 /// parts: without inline think tags the result is `(content_raw, thinking_raw)`; with them, the
 /// spans of [`strip_think_tags`] move from the content to the end of the thinking. Returns
-/// `(content, thinking)`. Never applied to the openai `completion.message` (S-101).
+/// `(content, thinking)`. Never applied to the openai `completion.message`.
 pub fn finalize_text(
     content_raw: &str,
     thinking_raw: &str,
@@ -205,9 +205,9 @@ pub fn finalize_text(
     (split.content, thinking)
 }
 
-/// The thinking observation of a delivered attempt (70 C-35; 40 S-103), from the alias-aware
+/// The thinking observation of a delivered attempt, from the alias-aware
 /// thinking projection (`reasoning_content`, else `reasoning`, plus think-tag content) and the
-/// reported `reasoning_tokens` (`completion_tokens_details.reasoning_tokens`, 40 S-107). Text
+/// reported `reasoning_tokens` (`completion_tokens_details.reasoning_tokens`). Text
 /// outweighs usage details:
 /// 1. the projection is non-empty after trimming → `Observed`;
 /// 2. else `reasoning_tokens == Some(n)`, `n > 0` → `Observed` (hidden reasoning);

@@ -1,4 +1,4 @@
-//! Stage F — client assembly (20 §11.6, §9.2; 05 ): the settings path
+//! Stage F — client assembly: the settings path
 //! ([`ClientPlan::from_settings`]) and the builder path ([`GatewayClientBuilder::plan`],
 //! [`EmbeddingClientBuilder::plan`]) end in a [`ClientPlan`]: the validated, normalized values a
 //! client is built from, plus every assembly warning, logged here exactly once per plan.
@@ -85,7 +85,7 @@ pub struct ClientPlan {
     pub global_limits: GlobalLimits,
     /// First-token hedge threshold in seconds (`None` = off).
     pub hedge_after_s: Option<f64>,
-    /// Hedge legs per round (acts as 1, D1).
+    /// Hedge legs per round (acts as 1).
     pub hedge_max_extra: u32,
     /// Mid-stream stall hedge threshold in seconds (`None` = off).
     pub hedge_stall_after_s: Option<f64>,
@@ -450,7 +450,7 @@ macro_rules! core_setters {
             self.core.hedge_after_s = Some(after_s);
             self
         }
-        /// Hedge legs per round, [1, 3] (D1, D2).
+        /// Hedge legs per round, [1, 3].
         pub fn hedge_max_extra(mut self, max_extra: u32) -> Self {
             self.core.hedge_max_extra = max_extra;
             self
@@ -581,34 +581,34 @@ impl GatewayClientBuilder {
         self
     }
 
-    /// The structured-output strategy of the first round (70 C-5; default the built-in
+    /// The structured-output strategy of the first round (default the built-in
     /// `JsonRepairStrategy`).
     pub fn structured_strategy(mut self, strategy: Arc<dyn StructuredOutputStrategy>) -> Self {
         self.structured.strategy = Some(strategy);
         self
     }
 
-    /// The strategy of every round after a failed one (70 C-11; default: unchanged).
+    /// The strategy of every round after a failed one (default: unchanged).
     pub fn escalation_strategy(mut self, strategy: Arc<dyn StructuredOutputStrategy>) -> Self {
         self.structured.escalation = Some(strategy);
         self
     }
 
-    /// Re-asks after a reply that does not parse or validate (70 C-16; default 2, like
+    /// Re-asks after a reply that does not parse or validate (default 2, like
     /// `PGW_STRUCTURED_MAX_RETRIES`; 0 = no re-ask).
     pub fn structured_max_retries(mut self, max_retries: u32) -> Self {
         self.structured.max_retries = max_retries;
         self
     }
 
-    /// Registers a provider profile (70 C-29): its capability entries and managed roots serve
+    /// Registers a provider profile: its capability entries and managed roots serve
     /// sources whose provider segment has its name, replacing a built-in profile of that name.
     pub fn register_provider(mut self, profile: gateway_core::thinking::ProviderProfile) -> Self {
         self.profiles.register(profile);
         self
     }
 
-    /// Stage F (20 §11.6): F1 deadline, F2 stage D, F2w, F3 + stage B, the C5 policy rules,
+    /// Stage F: F1 deadline, F2 stage D, F2w, F3 + stage B, the C5 policy rules,
     /// F4 text cap, F5 transport. Returns the plan, the transport and the injected components;
     /// logs the warnings once. Errors name `GatewayClientBuilder::<option>`.
     pub fn plan(

@@ -1,12 +1,12 @@
-//! `GatewayClient`: the governed chat client (10 §10; 05 ).
+//! `GatewayClient`: the governed chat client.
 //!
-//! Owns the public chat entry point: the three assembly paths ending in one [`Runtime`]
-//! (20 §9.2), the per-call options ([`ChatOptions`]) and the call-boundary guards of 20 §11.8
+//! Owns the public chat entry point: the three assembly paths ending in one [`Runtime`],
+//! the per-call options ([`ChatOptions`]) and the call-boundary guards of 20 §11.8
 //! (`InvalidArgument` before the statistics boundary, no I/O, no row), the production runner
 //! (`gateway_core::executor::ChatExecutor`) driven by the core's `Governor`, and the mapping of
 //! the governed result into an [`LlmResponse`] with its `call_stats`.
 //!
-//! # Cancel-safety (05 R-40)
+//! # Cancel-safety
 //!
 //! `chat()` futures are `Send` and cancel-safe: dropping one (a `select!`, a timeout, a dropped
 //! task) cancels the call. Every attempt in flight is settled exactly as a cancellation
@@ -15,7 +15,7 @@
 //! written by the cleanup worker this client spawned; nothing keeps running for the call.
 //! `quiesce()` waits for that cleanup; `close()` drains it.
 //!
-//! # Tracing (05 R-38)
+//! # Tracing
 //!
 //! Every call runs in the span `pgw.call` (`logical_call_id`, `scope`, `operation`), with
 //! `pgw.round` and `pgw.attempt` (`call_id`, `source`, `attempt`, `hedge_leg`, `outcome`,
@@ -108,17 +108,17 @@ impl From<String> for ChatInput {
 #[non_exhaustive]
 pub struct ChatOptions {
     /// Upstream wire mode (`None` keeps the request's, default `true`); the caller always gets
-    /// one aggregated response (D9).
+    /// one aggregated response.
     pub stream: Option<bool>,
     /// `Text` or `OpenAi` fidelity mode.
     pub response_mode: Option<ResponseMode>,
     /// Sampling overrides merged over the request's overlay (`temperature`, `max_tokens`,
     /// `tools`, …). `model`, `messages`, `stream`, `stream_options` are refused.
     pub overlay: JsonObject,
-    /// Request-level effort (70 C-23): wins over the source intent, resolved against each
+    /// Request-level effort: wins over the source intent, resolved against each
     /// source's capability entry on every attempt; `None` inherits the source intent.
     pub reasoning_effort: Option<Effort>,
-    /// Structured output (70 C-1): the reply is parsed, repaired, validated and re-asked;
+    /// Structured output: the reply is parsed, repaired, validated and re-asked;
     /// `LlmResponse::structured_data` holds the value.
     pub structured: Option<StructuredSpec>,
     /// Per-call deadline; `None` inherits the assembled one; zero is `InvalidArgument`.
@@ -181,7 +181,7 @@ impl ChatOptions {
         self.sampling("max_tokens", max_tokens)
     }
 
-    /// Request-level reasoning effort (70 C-23): sent in each source's wire dialect; a level
+    /// Request-level reasoning effort: sent in each source's wire dialect; a level
     /// the selected model cannot hit is `RequestRejected` unless the source sets
     /// `EFFORT_FALLBACK=nearest`.
     pub fn reasoning_effort(mut self, effort: Effort) -> Self {
@@ -189,7 +189,7 @@ impl ChatOptions {
         self
     }
 
-    /// Structured output (70 C-1): `StructuredSpec::Json` (any JSON object) or a JSON Schema.
+    /// Structured output: `StructuredSpec::Json` (any JSON object) or a JSON Schema.
     pub fn structured(mut self, spec: StructuredSpec) -> Self {
         self.structured = Some(spec);
         self
@@ -565,15 +565,15 @@ impl GatewayClient {
     /// user text; `options` override the request's fields. Returns one aggregated
     /// [`LlmResponse`] with `call_stats` set.
     ///
-    /// Errors: `ClientClosed` after [`close`](Self::close) (05 R-17); `InvalidArgument` for a
-    /// bad combination found before any I/O (20 §11.8: fidelity with structured output or
+    /// Errors: `ClientClosed` after [`close`](Self::close); `InvalidArgument` for a
+    /// bad combination found before any I/O (fidelity with structured output or
     /// `n ≠ 1`, structured output not in this build or an invalid schema / schema name,
     /// library-controlled overlay keys, caller dimensions, a managed reasoning key in the
     /// overlay together with `reasoning_effort`, a zero deadline); otherwise the call's error
     /// (`AllSourcesExhausted`, `CircuitOpen`, `RequestRejected` — also a reasoning level the
     /// selected model cannot use —, `ResultInvalid` — also an exhausted structured-output
     /// ladder —, `CallDeadlineExceeded`, …). With `structured`, `structured_data` holds the
-    /// validated value (70 Part A). Cancel-safe (module docs).
+    /// validated value. Cancel-safe (module docs).
     pub async fn chat(
         &self,
         input: impl Into<ChatInput>,
@@ -634,7 +634,7 @@ impl GatewayClient {
         }
     }
 
-    /// The structured path (70 C-10…C-15): one logical call, every ladder round a full governed
+    /// The structured path: one logical call, every ladder round a full governed
     /// loop under the call's one deadline; `structured_data` holds the validated value. The
     /// response cache sits outside the ladder (key with the structured spec and the round-0
     /// strategy's name; only the final validated answer is stored; a hit rebuilds
@@ -847,7 +847,7 @@ pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
     Ok(())
 }
 
-/// 70 C-2 steps 2–3: structured support is in this build (cargo feature `structured`) and the
+/// steps 2–3: structured support is in this build (cargo feature `structured`) and the
 /// spec's schema compiles with a valid name.
 #[cfg(feature = "structured")]
 fn check_structured(spec: &StructuredSpec) -> Result<(), GatewayError> {
@@ -862,7 +862,7 @@ fn check_structured(_spec: &StructuredSpec) -> Result<(), GatewayError> {
     ))
 }
 
-/// The effective `n` of a chat request must be 1 in both modes (README D28): the request
+/// The effective `n` of a chat request must be 1 in both modes: the request
 /// overlay's `n` when it has one, else each source's `extra_body` `n`. The text mode reads only
 /// choice 0 and would pay for the others. Checked before any I/O; the error names where the
 /// value came from.
@@ -899,7 +899,7 @@ pub(crate) fn check_n(
     Ok(())
 }
 
-/// `^[a-z][a-z0-9_]{0,63}$` (80 T-33).
+/// `^[a-z][a-z0-9_]{0,63}$`.
 fn is_meta_key(key: &str) -> bool {
     let bytes = key.as_bytes();
     !bytes.is_empty()

@@ -1,10 +1,10 @@
-//! `EmbeddingClient` (90 Part E; 10 §3.3, §4.5, §10; 05 R-4) and [`gather_bounded`].
+//! `EmbeddingClient` and [`gather_bounded`].
 //!
-//! Owns the embedding call: the call-boundary guards (E-5), the empty input (E-6), batching
-//! (E-9), one deadline shared by all batches (E-7), the per-attempt runner over an
-//! `EmbeddingTransport` (E-12, E-18, E-19: body from `build_embed_body`, the `timeout_s`
-//! watchdog, response mapping, `expected_dim`), the merge (E-13), L2 normalisation (E-14) and
-//! the summed `generation_ms` (E-15). Every batch runs through the core's one loop with
+//! Owns the embedding call: the call-boundary guards, the empty input, batching,
+//! one deadline shared by all batches, the per-attempt runner over an
+//! `EmbeddingTransport` (body from `build_embed_body`, the `timeout_s`
+//! watchdog, response mapping, `expected_dim`), the merge, L2 normalisation and
+//! the summed `generation_ms`. Every batch runs through the core's one loop with
 //! `LoopPolicy::EMBED` (no 429 exemption, no stall refund, no hedging; `Governor::run_embed`).
 //!
 //! # One logical call over batches
@@ -12,11 +12,11 @@
 //! The call opens one `CallHandle` (`Governor::begin_call`) and runs one loop per batch in
 //! it (`CallHandle::run_loop`), serially: one `logical_call_id` on every row and in
 //! `CallStats`, attempts accumulating over the batches, `generation_ms` summed, one deadline
-//! shared by all batches (E-7, E-9, E-10), and at most one terminal row (the failing batch's,
-//! or the merge's, E-13). Attempt rows carry their batch's texts (80 T-15); the terminal row
-//! the whole call's input (80 T-19).
+//! shared by all batches, and at most one terminal row (the failing batch's,
+//! or the merge's). Attempt rows carry their batch's texts; the terminal row
+//! the whole call's input.
 //!
-//! Cancel-safety is the chat client's (05 R-40): dropping `embed()` cancels the batch in flight
+//! Cancel-safety is the chat client's: dropping `embed()` cancels the batch in flight
 //! with full settlement; later batches never start.
 
 use std::collections::HashMap;
@@ -63,7 +63,7 @@ pub const EMBED_DEADLINE_ORIGIN: &str = "EmbedRequest::call_deadline";
 /// At most `concurrency` futures run at once. A future is first polled when it gets a slot, so a
 /// deadline inside it (e.g. `embed`'s) starts then, not while it waits. On the first error the
 /// remaining futures are dropped — those in flight are cancelled (with the clients' full
-/// settlement, D8), unstarted ones never start. Nothing is spawned.
+/// settlement), unstarted ones never start. Nothing is spawned.
 pub async fn gather_bounded<T, E, F>(
     concurrency: NonZeroUsize,
     futures: impl IntoIterator<Item = F>,
@@ -103,7 +103,7 @@ enum BodyFault {
     /// A shape anomaly: `ResultInvalid`.
     Shape(String),
     /// Items whose vector holds something other than finite numbers (`null`, `"NaN"`, a value
-    /// beyond f32): `ResultInvalid(malformed_item)` naming these item indexes (README D30).
+    /// beyond f32): `ResultInvalid(malformed_item)` naming these item indexes.
     MalformedItems(Vec<u64>),
 }
 

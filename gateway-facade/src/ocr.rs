@@ -1,16 +1,16 @@
-//! `OcrClient` (90 Part O; 10 §3.4, §4.6, §10; 05 R-4): governed OCR calls to MonkeyOCR servers.
+//! `OcrClient`: governed OCR calls to MonkeyOCR servers.
 //!
 //! One call = one governed loop (`Governor::run_ocr`: `LoopPolicy::OCR` — every failure counts,
-//! 429 included, no stall refund, no hedging — and settlement 0 on every path, O-7, O-9). Each
+//! 429 included, no stall refund, no hedging — and settlement 0 on every path). Each
 //! attempt is one invocation of the transport (a text POST, or a layout POST plus its archive
-//! download), judged by the core's [`OcrRunner`] (O-8, O-11..O-18). Entry order (O-5): the
+//! download), judged by the core's [`OcrRunner`]. Entry order: the
 //! closed check, the caller dimensions, the empty image, the per-call deadline — all before the
 //! statistics boundary, so those refusals write no row and reach no transport. Telemetry rows
-//! (O-20) carry `operation` = the public method, `messages` = `<ocr:text|layout image_bytes=N>`
+//! carry `operation` = the public method, `messages` = `<ocr:text|layout image_bytes=N>`
 //! (never the image), NULL cost, effort and sampling. No response cache, no hedging, no
-//! reasoning parameters, no streaming (O-21). Errors follow the chat client's model.
+//! reasoning parameters, no streaming. Errors follow the chat client's model.
 //!
-//! Cancel-safety is the chat client's (05 R-40): dropping a call cancels the attempt in flight
+//! Cancel-safety is the chat client's: dropping a call cancels the attempt in flight
 //! with full cleanup (settlement 0, permit released, the `cancelled` row and the terminal row).
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Error reports: the JSON shape of a failed call and of a configuration error (05 R-50).
+//! Error reports: the JSON shape of a failed call and of a configuration error.
 //!
 //! Owns [`ErrorReport`] (`From<&GatewayError>`) and [`ConfigErrorReport`]
 //! (`From<&ConfigError>`), so library users render errors exactly as `pgw chat --json` does:
@@ -12,7 +12,7 @@
 //!
 //! Why a separate type: `GatewayError` boxes its payloads and is not `Serialize` (its variants
 //! grow); the report is a flat, stable, versionable projection. Messages never contain a secret
-//! (the core scrubs them, 05 R-34).
+//! (the core scrubs them).
 
 use std::collections::BTreeMap;
 

@@ -1,11 +1,11 @@
-//! Introspection of a client's sources (05 R-39): [`SourceStatus`] per source, and the
+//! Introspection of a client's sources: [`SourceStatus`] per source, and the
 //! [`OpenCounter`] breaker decorator that counts how often each source's breaker opened.
 //!
 //! Why a decorator: the breaker port's `BreakerSnapshot` carries the state and the epoch but not
-//! how many times the breaker opened; R-39 asks for `open_count`. Wrapping the breaker (memory
+//! how many times the breaker opened, and the status reports `open_count`. Wrapping the breaker (memory
 //! or injected) at assembly keeps the port unchanged: after every recorded failure the decorator
 //! reads the snapshot once and counts a transition into `open` (a new epoch in state `open`).
-//! The synchronous fast path (05 R-9) and `close` are forwarded unchanged.
+//! The synchronous fast path and `close` are forwarded unchanged.
 
 use std::collections::HashMap;
 use std::fmt;

@@ -1,4 +1,4 @@
-//! `GatewayClient::chat_stream`: the answer streamed to the caller (README D32).
+//! `GatewayClient::chat_stream`: the answer streamed to the caller.
 //!
 //! The call runs exactly as [`GatewayClient::chat`] (selection, admission, retries, the
 //! first-token hedge, failover, cache, rows), with a commit point

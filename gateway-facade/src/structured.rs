@@ -15,7 +15,7 @@ use gateway_ports::StructuredSpec;
 
 pub use crate::settings::DEFAULT_STRUCTURED_MAX_RETRIES;
 
-/// The structured-output configuration of one chat client (70 C-5, C-11, C-16).
+/// The structured-output configuration of one chat client.
 #[derive(Clone)]
 pub struct StructuredConfig {
     /// The round-0 strategy; `None` = the built-in `JsonRepairStrategy` (cargo feature
@@ -62,7 +62,7 @@ impl StructuredConfig {
     }
 }
 
-/// Builds a [`StructuredSpec`] from a Rust type (70 C-1; cargo feature `schemars`).
+/// Builds a [`StructuredSpec`] from a Rust type (cargo feature `schemars`).
 ///
 /// ```
 /// # #[cfg(feature = "schemars")] {

@@ -1,17 +1,17 @@
 //! Wiring: turns a [`ClientPlan`] plus components (built from settings or injected by the
 //! builder) into a running governed scope — the [`Runtime`] both client types wrap.
 //!
-//! Owns (20 §9.2, §11.6; 05 ):
+//! Owns:
 //! - the default components: `MemoryRateLimiter` (its `notify()` handed to the governor as a
-//!   wakeup, R-11), `MemoryCircuitBreaker`, `AimdPacer` with the plan's ceiling, the selector of
+//!   wakeup), `MemoryCircuitBreaker`, `AimdPacer` with the plan's ceiling, the selector of
 //!   the plan's `SelectorKind`, `TokioClock`;
 //! - telemetry: a `TelemetryEmitter` over the recorder (`PGW_TELEMETRY_BACKEND=sqlite` →
 //!   `SqliteRecorder`, feature `sqlite`; `none` → no rows; an injected recorder on the builder
 //!   path), whose worker is spawned here;
-//! - the `Governor` and the cleanup worker it needs (`run_cleanup_worker`, spawned here, R-10);
-//! - ownership (20 §9.2): what the client built it closes; what was injected it never closes;
-//! - `quiesce` (drain cleanup, then flush, R-24), `close` (idempotent; drains the worker it
-//!   spawned), `telemetry_status`, `sources_status`.
+//! - the `Governor` and the cleanup worker it needs (`run_cleanup_worker`, spawned here);
+//! - ownership: what the client built it closes; what was injected it never closes;
+//! - `quiesce` (drain cleanup, then flush), `close` (idempotent; drains the worker it
+//!   spawned), `telemetry_status`, `sources_status`.
 //!
 //! Assembly needs a tokio runtime (the workers are tasks): outside one it is a `ConfigError`
 //! with code `runtime.missing`, never a panic.
@@ -224,7 +224,7 @@ impl Assembly {
 
 impl Assembly {
     /// The assembly of the builder path (3): the injected components are used and never
-    /// closed; the lease is max `timeout_s` + 30 s (D7); IPs are redacted.
+    /// closed; the lease is max `timeout_s` + 30 s; IPs are redacted.
     pub(crate) fn from_injected(
         plan: ClientPlan,
         components: InjectedComponents,
@@ -387,9 +387,9 @@ fn sqlite_recorder(
     ))
 }
 
-/// The Postgres recorder of `PGW_TELEMETRY_BACKEND=postgres` (80 T-53..T-58): no connection
-/// at assembly; an unparseable DSN makes the recorder fatal (status), never an assembly error
-/// (20 §8.3). Schema mode unset → `manual` (README D6).
+/// The Postgres recorder of `PGW_TELEMETRY_BACKEND=postgres`: no connection
+/// at assembly; an unparseable DSN makes the recorder fatal (status), never an assembly error.
+/// Schema mode unset → `manual`.
 #[cfg(feature = "postgres")]
 fn postgres_recorder(
     settings: &ValidatedSettings,
@@ -418,7 +418,7 @@ fn postgres_recorder(
     Ok(Arc::new(PostgresRecorder::new(config)))
 }
 
-/// The permit lease of the builder path (D7: max `timeout_s` + 30 s).
+/// The permit lease of the builder path (max `timeout_s` + 30 s).
 fn builder_lease_ttl_s(plan: &ClientPlan) -> f64 {
     plan.sources.iter().map(|s| s.timeout_s).fold(0.0, f64::max) + LEASE_GRACE_S
 }

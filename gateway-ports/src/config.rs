@@ -1,9 +1,9 @@
 //! Configuration value types: one upstream source (`SourceConfig`), the scope policies, pricing,
 //! and the `Secret` wrapper that keeps credentials out of every output.
 //!
-//! Owns the *shape* of these values (10 §2, 20 §4, 05 ); parsing from the environment,
-//! defaults resolution and validation live in `gateway-core::config` and the facade (05 R-15).
-//! Durations here are `f64` seconds because these are settings-edge structs (10 §0.2, 05 R-18).
+//! Owns the *shape* of these values; parsing from the environment,
+//! defaults resolution and validation live in `gateway-core::config` and the facade.
+//! Durations here are `f64` seconds because these are settings-edge structs.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,21 +18,21 @@ use crate::vocab::{AuthStyle, Effort, EffortFallback, MissingDone};
 /// The text every secret renders as in `Debug`, `Display` and serde output.
 pub const REDACTED: &str = "<redacted>";
 
-/// Default per-attempt budget `timeout_s` in seconds (D7).
+/// Default per-attempt budget `timeout_s` in seconds.
 pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
-/// Default stall metering threshold in milliseconds (10 §2.1).
+/// Default stall metering threshold in milliseconds.
 pub const DEFAULT_STALL_THRESHOLD_MS: u32 = 1000;
-/// Default admission estimate when `est_tokens` is unset (10 §2.1, chosen).
+/// Default admission estimate when `est_tokens` is unset (chosen).
 pub const DEFAULT_EST_TOKENS: u64 = 1000;
-/// Default idle timeout of a source's pooled connections, in seconds (README D29): below the
+/// Default idle timeout of a source's pooled connections, in seconds: below the
 /// 5 s keep-alive of Node and llama.cpp servers, so the client closes an idle connection before
 /// the server does.
 pub const DEFAULT_POOL_IDLE_TIMEOUT_S: f64 = 4.0;
 
-/// Default per-attempt read cap `max_response_bytes`: 64 MiB (05 R-29, 20 §4).
+/// Default per-attempt read cap `max_response_bytes`: 64 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// A secret value (API key, Redis URL, DSN, configured header value) — 05 R-15, 10 §0.5.
+/// A secret value (API key, Redis URL, DSN, configured header value).
 ///
 /// `Debug`, `Display` and `Serialize` all print `<redacted>`; the value is reachable only through
 /// [`Secret::expose_secret`]. `Deserialize` reads the plain value (input only).
@@ -92,15 +92,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Secret<T> {
     }
 }
 
-/// One upstream endpoint of one scope (10 §2.1; 05 ).
+/// One upstream endpoint of one scope.
 ///
-/// Immutable after validation (`gateway_core::config::validate_source`, 05 R-15). `Serialize`
+/// Immutable after validation (`gateway_core::config::validate_source`). `Serialize`
 /// writes the key and every header value as `"<redacted>"`; the type is deliberately not
-/// `Deserialize` (05 R-15). `Default` gives the documented defaults with empty identity fields,
+/// `Deserialize`. `Default` gives the documented defaults with empty identity fields,
 /// for struct-update syntax in tests and builders.
 #[derive(Clone, PartialEq, Serialize)]
 pub struct SourceConfig {
-    /// Unique name within the scope, `{provider}_{N}` (20 §3.3).
+    /// Unique name within the scope, `{provider}_{N}`.
     pub name: String,
     /// Lower-cased provider segment; selects the provider profile (70).
     pub provider: String,
@@ -110,11 +110,11 @@ pub struct SourceConfig {
     #[serde(serialize_with = "serialize_url_redacted")]
     pub base_url: String,
     /// Credential; required for chat/embedding sources unless `auth_style` is `None`, optional
-    /// for OCR (90 O-1). Redacted everywhere.
+    /// for OCR. Redacted everywhere.
     pub api_key: Option<Secret<String>>,
     /// Configured model name sent upstream and reported as `LlmResponse::model`.
     pub model: String,
-    /// Per-attempt total budget in seconds (default 120, D7).
+    /// Per-attempt total budget in seconds (default 120).
     pub timeout_s: f64,
     /// Time-to-first-progress watchdog in seconds; `None` → `timeout_s`.
     pub ttft_timeout_s: Option<f64>,
@@ -142,18 +142,18 @@ pub struct SourceConfig {
     pub missing_done: MissingDone,
     /// Stall metering threshold in milliseconds (measurement only).
     pub stall_threshold_ms: u32,
-    /// Most bytes one attempt may read from the upstream (05 R-29; default 64 MiB).
+    /// Most bytes one attempt may read from the upstream (default 64 MiB).
     pub max_response_bytes: u64,
-    /// Extra request headers (05 R-33 `HEADERS`); values redacted in every output.
+    /// Extra request headers (`HEADERS`); values redacted in every output.
     pub headers: BTreeMap<String, Secret<String>>,
-    /// Query parameters added to every request URL (05 R-33 `QUERY`).
+    /// Query parameters added to every request URL (`QUERY`).
     #[serde(serialize_with = "serialize_query_redacted")]
     pub query: BTreeMap<String, String>,
-    /// How the key is sent (05 R-33 `AUTH_STYLE`).
+    /// How the key is sent (`AUTH_STYLE`).
     pub auth_style: AuthStyle,
-    /// Extra PEM root certificate for this source's HTTP client (05 R-33 `CA_FILE`).
+    /// Extra PEM root certificate for this source's HTTP client (`CA_FILE`).
     pub ca_file: Option<PathBuf>,
-    /// Seconds an idle pooled connection is kept before the client closes it (README D29
+    /// Seconds an idle pooled connection is kept before the client closes it (
     /// `POOL_IDLE_TIMEOUT_S`; default [`DEFAULT_POOL_IDLE_TIMEOUT_S`]).
     pub pool_idle_timeout_s: f64,
 }
@@ -209,13 +209,13 @@ impl SourceConfig {
         }
     }
 
-    /// `est_tokens` if set, else 1000 (10 §2.1, chosen): the `est` of the settlement matrix.
+    /// `est_tokens` if set, else 1000 (chosen): the `est` of the settlement matrix.
     pub fn effective_est_tokens(&self) -> u64 {
         self.est_tokens.unwrap_or(DEFAULT_EST_TOKENS)
     }
 }
 
-/// Retry policy of a scope (10 §2.2, D3, 05 R-35). Seconds at the settings edge.
+/// Retry policy of a scope. Seconds at the settings edge.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RetryPolicy {
@@ -225,9 +225,9 @@ pub struct RetryPolicy {
     pub backoff_base_s: f64,
     /// Backoff cap in seconds (default 10.0); never clamps a server hint.
     pub backoff_max_s: f64,
-    /// `RETRY__MAX_HINT_S`: a Retry-After above it fails the call at once (05 R-35); `None` = off.
+    /// `RETRY__MAX_HINT_S`: a Retry-After above it fails the call at once; `None` = off.
     pub max_hint_s: Option<f64>,
-    /// `RETRY__BUDGET_RATIO`: retries+hedges per first attempt over 10 s (05 R-35); `None` = off.
+    /// `RETRY__BUDGET_RATIO`: retries+hedges per first attempt over 10 s; `None` = off.
     pub budget_ratio: Option<f64>,
 }
 
@@ -243,7 +243,7 @@ impl Default for RetryPolicy {
     }
 }
 
-/// Backpressure policy (10 §2.2, D7, 05 R-11). Seconds.
+/// Backpressure policy. Seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BackpressurePolicy {
@@ -262,7 +262,7 @@ impl Default for BackpressurePolicy {
     }
 }
 
-/// Circuit breaker configuration (10 §2.2, D7). Seconds.
+/// Circuit breaker configuration. Seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BreakerConfig {
@@ -296,7 +296,7 @@ impl Default for BreakerConfig {
     }
 }
 
-/// Scope-wide limits (10 §2.2); `0` = no global limit.
+/// Scope-wide limits; `0` = no global limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GlobalLimits {
@@ -308,7 +308,7 @@ pub struct GlobalLimits {
     pub tpm: u64,
 }
 
-/// Price of one model per 1 000 000 tokens in the user's currency (10 §2.3, 20 §8.5).
+/// Price of one model per 1 000 000 tokens in the user's currency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ModelPrice {
     /// Input (prompt) price.
@@ -320,7 +320,7 @@ pub struct ModelPrice {
     pub cached_input_per_1m: Option<f64>,
 }
 
-/// Price table keyed by configured model name (10 §2.3, 80 T-31).
+/// Price table keyed by configured model name.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct PricingTable {
@@ -329,7 +329,7 @@ pub struct PricingTable {
 }
 
 impl PricingTable {
-    /// Cost of `usage` for `model` per 80 T-31; `None` for an unknown model.
+    /// Cost of `usage` for `model` from the price table; `None` for an unknown model.
     ///
     /// `(max(p − k, 0)·input + min(k, p)·(cached or input) + c·output) / 1e6`, `k` = cached
     /// prompt tokens (`None` → 0).
@@ -351,7 +351,7 @@ impl PricingTable {
 }
 
 /// `QUERY` values may carry a key (some providers authenticate with `?key=`), so every output
-/// form shows the parameter names only (05 ).
+/// form shows the parameter names only.
 fn serialize_query_redacted<S: serde::Serializer>(
     query: &BTreeMap<String, String>,
     serializer: S,
@@ -433,7 +433,7 @@ impl SourceConfig {
 }
 
 /// `Debug` names every field (exhaustively, so a new field cannot be forgotten) and never prints
-/// the key, header values or query values (05 ).
+/// the key, header values or query values.
 impl fmt::Debug for SourceConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let SourceConfig {

@@ -2,11 +2,11 @@
 //! `ConfigError`/`ConfigWarning`, and the *facts* ports report at their boundary
 //! (`WireFailure`, `NetworkFault`, `BackendError`, `CacheError`, `RecordError`, `ArchiveFault`).
 //!
-//! Owns the taxonomy's shape (30 §1.2–§1.4, 20 §10, 10 §7). Ports return facts, never
-//! `GatewayError`: one classifier in `gateway-core` turns facts into categories (30 G-1, G-18).
-//! `GatewayError` boxes every payload so `Result<T, GatewayError>` stays two words (05 R-16);
+//! Owns the taxonomy's shape (30 §1.2–§1.4). Ports return facts, never
+//! `GatewayError`: one classifier in `gateway-core` turns facts into categories.
+//! `GatewayError` boxes every payload so `Result<T, GatewayError>` stays two words;
 //! callers ask questions (`category()`, `reason_code()`, `retry_after_s()`, …) instead of
-//! matching variants. No error text ever contains a secret (10 §0.5, 05 R-34).
+//! matching variants. No error text ever contains a secret.
 
 use std::collections::BTreeMap;
 use std::error::Error as StdError;
@@ -16,34 +16,34 @@ use crate::vocab::{
     Category, CauseKind, ErrorOperation, FailureReason, ReasonCode, ScopeReason, wire_enum,
 };
 
-/// What a failed attempt carries (30 §1.2): the payload of `Transient`, `SourceDead`,
+/// What a failed attempt carries: the payload of `Transient`, `SourceDead`,
 /// `RequestRejected`, and the inner part of `ResultInvalid`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttemptFailure {
-    /// Full display text (30 G-16); never echoes secrets, raw headers, tool arguments or payloads.
+    /// Full display text; never echoes secrets, raw headers, tool arguments or payloads.
     pub message: String,
     /// The source that produced it; `None` only if raised before a source existed.
     pub source_name: Option<String>,
-    /// HTTP sub-operation (30 G-11), not the telemetry `operation` column.
+    /// HTTP sub-operation, not the telemetry `operation` column.
     pub operation: ErrorOperation,
     /// Status actually received on a failed HTTP response; `None` for network faults, in-band
     /// frames and pre-HTTP refusals.
     pub http_status: Option<u16>,
-    /// Parsed server hint in seconds (30 §3); only ever `Some` on `Transient`.
+    /// Parsed server hint in seconds; only ever `Some` on `Transient`.
     pub retry_after_s: Option<f64>,
-    /// Body summary (30 G-26); diagnostic side data, never governance.
+    /// Body summary; diagnostic side data, never governance.
     pub body_text: Option<String>,
-    /// Stable reason token (30 G-28).
+    /// Stable reason token.
     pub reason_code: Option<ReasonCode>,
-    /// Underlying fault kind → telemetry `cause_type` (30 G-15).
+    /// Underlying fault kind → telemetry `cause_type`.
     pub cause: Option<CauseKind>,
-    /// `Some` when the failure ended a streamed call **after** its commit point (README D32):
+    /// `Some` when the failure ended a streamed call **after** its commit point:
     /// the output already forwarded to the caller. Such a failure is never retried.
     pub committed: Option<Box<PartialOutput>>,
 }
 
 /// The output a streamed call had forwarded to its caller before it failed after the commit
-/// point (README D32). The failure's `reason_code` is the verdict's reason.
+/// point. The failure's `reason_code` is the verdict's reason.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct PartialOutput {
@@ -86,7 +86,7 @@ impl fmt::Display for AttemptFailure {
     }
 }
 
-/// Payload of `GatewayError::ResultInvalid` (30 §1.2; 05 R-16 name).
+/// Payload of `GatewayError::ResultInvalid` .
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultInvalidDetails {
     /// The failure; `http_status`, `retry_after_s` and `body_text` are `None`.
@@ -111,27 +111,27 @@ impl ResultInvalidDetails {
     }
 }
 
-/// The unavailable family's payload (30 §1.2): "the whole scope is temporarily unavailable —
+/// The unavailable family's payload: "the whole scope is temporarily unavailable —
 /// defer, do not count it against your business failure budget".
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unavailable {
     /// Scope label.
     pub scope: String,
-    /// Why (30 G-9).
+    /// Why.
     pub reason: ScopeReason,
-    /// Seconds to wait; always finite and ≥ 0 (30 G-12).
+    /// Seconds to wait; always finite and ≥ 0.
     pub retry_after_s: f64,
-    /// Per-source reasons (30 G-10).
+    /// Per-source reasons.
     pub per_source_reasons: BTreeMap<String, FailureReason>,
-    /// `GovernanceBackend`: the backend diagnostic (also its display text, 30 G-13).
+    /// `GovernanceBackend`: the backend diagnostic (also its display text).
     pub detail: Option<String>,
-    /// Last absorbed attempt failure (30 G-8); exposed via `Error::source()`, never in telemetry.
+    /// Last absorbed attempt failure; exposed via `Error::source()`, never in telemetry.
     pub last_failure: Option<Box<GatewayError>>,
 }
 
 impl Unavailable {
     /// A payload with no per-source reasons, detail or last failure. A non-finite or negative
-    /// `retry_after_s` is stored as `0.0` (30 G-12: always finite and ≥ 0).
+    /// `retry_after_s` is stored as `0.0` (always finite and ≥ 0).
     pub fn new(scope: impl Into<String>, reason: ScopeReason, retry_after_s: f64) -> Self {
         let retry_after_s = if retry_after_s.is_finite() && retry_after_s > 0.0 {
             retry_after_s
@@ -150,7 +150,7 @@ impl Unavailable {
 }
 
 impl fmt::Display for Unavailable {
-    /// 30 G-13: `"{scope} gateway temporarily unavailable: {reason}"`, or the `detail` for
+    /// `"{scope} gateway temporarily unavailable: {reason}"`, or the `detail` for
     /// `backend_unavailable`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.reason, &self.detail) {
@@ -170,7 +170,7 @@ impl fmt::Display for Unavailable {
     }
 }
 
-/// Payload of `GatewayError::SourceNotConfigured` (30 §1.2).
+/// Payload of `GatewayError::SourceNotConfigured`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceNotConfiguredDetails {
     /// Scope label.
@@ -179,7 +179,7 @@ pub struct SourceNotConfiguredDetails {
     pub source_name: String,
 }
 
-/// Payload of `GatewayError::CallDeadlineExceeded` (30 §1.2, §8; README D25).
+/// Payload of `GatewayError::CallDeadlineExceeded`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadlineExceededDetails {
     /// Scope label.
@@ -193,24 +193,24 @@ pub struct DeadlineExceededDetails {
     pub last_failure: Option<Box<GatewayError>>,
 }
 
-/// Payload of `GatewayError::InvalidArgument` (D5, 30 G-25).
+/// Payload of `GatewayError::InvalidArgument`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidArgumentDetails {
-    /// Where it came from, spelt the Rust way (05 R-19), e.g. `ChatRequest::call_deadline`.
+    /// Where it came from, spelt the Rust way, e.g. `ChatRequest::call_deadline`.
     pub origin: String,
     /// English description.
     pub message: String,
 }
 
-/// The one error type of every public call (30 §1.2; 05 R-16, R-17). `#[non_exhaustive]`:
+/// The one error type of every public call. `#[non_exhaustive]`:
 /// variants are only appended. Every payload is boxed so the value is two words.
 ///
-/// `Transient` and `SourceDead` never reach a caller as the top-level error (30 G-3): they are
+/// `Transient` and `SourceDead` never reach a caller as the top-level error: they are
 /// absorbed by the retry loop and appear only in `Unavailable::last_failure` and telemetry.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum GatewayError {
-    /// The source may succeed if asked again (30 G-2).
+    /// The source may succeed if asked again.
     Transient(Box<AttemptFailure>),
     /// This source cannot serve now (credentials, quota, endpoint).
     SourceDead(Box<AttemptFailure>),
@@ -228,12 +228,12 @@ pub enum GatewayError {
     SourceNotConfigured(Box<SourceNotConfiguredDetails>),
     /// The call's own deadline passed; no `retry_after_s` by design.
     CallDeadlineExceeded(Box<DeadlineExceededDetails>),
-    /// A bad argument combination found before any I/O (D5).
+    /// A bad argument combination found before any I/O.
     InvalidArgument(Box<InvalidArgumentDetails>),
-    /// A call on a closed client (05 R-17).
+    /// A call on a closed client.
     ClientClosed,
-    /// An assembly-time configuration error (20 §10) carried as a `GatewayError` for callers
-    /// (e.g. the CLI) that want one error type. Never returned by a call (30 G-4).
+    /// An assembly-time configuration error carried as a `GatewayError` for callers
+    /// (e.g. the CLI) that want one error type. Never returned by a call.
     Config(Box<ConfigError>),
 }
 
@@ -291,7 +291,7 @@ impl GatewayError {
         }))
     }
 
-    /// `InvalidArgument` (D5).
+    /// `InvalidArgument`.
     pub fn invalid_argument(origin: impl Into<String>, message: impl Into<String>) -> Self {
         Self::InvalidArgument(Box::new(InvalidArgumentDetails {
             origin: origin.into(),
@@ -299,7 +299,7 @@ impl GatewayError {
         }))
     }
 
-    /// Stable type name (30 G-14; telemetry `error_type`; the CLI's exit-code key, 05 R-51).
+    /// Stable type name (telemetry `error_type`; the CLI's exit-code key).
     pub const fn type_name(&self) -> &'static str {
         match self {
             Self::Transient(_) => "TransientError",
@@ -317,7 +317,7 @@ impl GatewayError {
         }
     }
 
-    /// The category for the four per-attempt outcomes (30 G-2); `None` otherwise.
+    /// The category for the four per-attempt outcomes; `None` otherwise.
     pub const fn category(&self) -> Option<Category> {
         match self {
             Self::Transient(_) => Some(Category::Transient),
@@ -338,7 +338,7 @@ impl GatewayError {
         }
     }
 
-    /// The last attempt failure a call-level error carries (README D25): the unavailable
+    /// The last attempt failure a call-level error carries: the unavailable
     /// family's and `CallDeadlineExceeded`'s; `None` for other variants or before any attempt
     /// failed.
     pub fn last_failure(&self) -> Option<&GatewayError> {
@@ -348,7 +348,7 @@ impl GatewayError {
         }
     }
 
-    /// The per-source reasons a call-level error carries (README D25): the unavailable
+    /// The per-source reasons a call-level error carries: the unavailable
     /// family's and `CallDeadlineExceeded`'s; `None` for other variants.
     pub fn per_source_reasons(&self) -> Option<&BTreeMap<String, FailureReason>> {
         match self {
@@ -357,7 +357,7 @@ impl GatewayError {
         }
     }
 
-    /// Attaches a call's cause (README D25): when this is a call-level error that carries one
+    /// Attaches a call's cause: when this is a call-level error that carries one
     /// (unavailable family, `CallDeadlineExceeded`), sets `last_failure` if it has none and
     /// adds the sources of `reasons` it does not name yet; a source `reasons` calls
     /// `source_dead` keeps that reason over a later `circuit_open` (its own verdict opened the
@@ -395,18 +395,18 @@ impl GatewayError {
         }
     }
 
-    /// `true` when this error ended a streamed call after its commit point (README D32): the
+    /// `true` when this error ended a streamed call after its commit point: the
     /// caller already received part of the answer and the call was not retried.
     pub fn is_committed(&self) -> bool {
         self.partial_output().is_some()
     }
 
-    /// The output forwarded before a post-commit failure (README D32), if any.
+    /// The output forwarded before a post-commit failure, if any.
     pub fn partial_output(&self) -> Option<&PartialOutput> {
         self.attempt_failure().and_then(|f| f.committed.as_deref())
     }
 
-    /// Marks this error as a post-commit failure carrying `partial` (README D32). Errors that
+    /// Marks this error as a post-commit failure carrying `partial`. Errors that
     /// carry no attempt failure are returned unchanged.
     #[must_use]
     pub fn into_committed(mut self, partial: PartialOutput) -> Self {
@@ -436,13 +436,12 @@ impl GatewayError {
         }
     }
 
-    /// Seconds to wait before asking again: `Some` only for the unavailable family (30 §1.2,
-    /// G-12). A `Transient`'s server hint is on [`AttemptFailure::retry_after_s`].
+    /// Seconds to wait before asking again: `Some` only for the unavailable family. A `Transient`'s server hint is on [`AttemptFailure::retry_after_s`].
     pub fn retry_after_s(&self) -> Option<f64> {
         self.unavailable().map(|u| u.retry_after_s)
     }
 
-    /// The failure's reason code (30 G-28), if any.
+    /// The failure's reason code, if any.
     pub fn reason_code(&self) -> Option<ReasonCode> {
         self.attempt_failure().and_then(|f| f.reason_code)
     }
@@ -472,7 +471,7 @@ impl GatewayError {
         }
     }
 
-    /// `true` for the unavailable family: defer and retry after `retry_after_s` (30 G-17).
+    /// `true` for the unavailable family: defer and retry after `retry_after_s`.
     pub fn is_retryable_later(&self) -> bool {
         self.unavailable().is_some()
     }
@@ -513,7 +512,7 @@ impl From<ConfigError> for GatewayError {
     }
 }
 
-/// An assembly-time configuration error (20 §10): a stable `code`, the `origin` (the
+/// An assembly-time configuration error: a stable `code`, the `origin` (the
 /// environment key that matched, the settings field or the builder method) and an English
 /// message that never contains a secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -521,7 +520,7 @@ impl From<ConfigError> for GatewayError {
 pub struct ConfigError {
     /// Stable identifier, e.g. `"hedge.after_ge_min_timeout"`.
     pub code: &'static str,
-    /// Env key, settings field or builder method (20 §2.4).
+    /// Env key, settings field or builder method.
     pub origin: String,
     /// English description.
     pub message: String,
@@ -538,7 +537,7 @@ impl ConfigError {
     }
 }
 
-/// An assembly-time warning (20 §10; 05 R-38: carries the source where it has one).
+/// An assembly-time warning (carries the source where it has one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigWarning {
     /// Stable identifier, e.g. `"hedge.single_source"`.
@@ -583,7 +582,7 @@ impl fmt::Display for ConfigWarning {
 }
 
 wire_enum! {
-    /// Kind of a network fault (10 §7); 30 G-15 maps it to `CauseKind`.
+    /// Kind of a network fault; the core maps it to `CauseKind`.
     pub enum NetworkFaultKind {
         /// `"connect_timeout"`.
         ConnectTimeout => "connect_timeout",
@@ -609,7 +608,7 @@ wire_enum! {
 }
 
 impl NetworkFaultKind {
-    /// The telemetry `cause_type` of this kind (30 G-15).
+    /// The telemetry `cause_type` of this kind.
     pub const fn cause_kind(self) -> CauseKind {
         match self {
             Self::ConnectTimeout => CauseKind::ConnectTimeout,
@@ -625,7 +624,7 @@ impl NetworkFaultKind {
     }
 }
 
-/// A network fault (10 §7): `detail` is a secret-free description.
+/// A network fault: `detail` is a secret-free description.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind}: {detail}")]
 pub struct NetworkFault {
@@ -645,8 +644,8 @@ impl NetworkFault {
     }
 }
 
-/// How one HTTP exchange failed, as a fact (10 §7, 40 S-7). Neither `Display` nor `Debug`
-/// echoes the body or header values (an upstream may echo the key back, 05 R-34); read the
+/// How one HTTP exchange failed, as a fact. Neither `Display` nor `Debug`
+/// echoes the body or header values (an upstream may echo the key back); read the
 /// fields for them.
 #[derive(Clone, PartialEq, thiserror::Error)]
 pub enum WireFailure {
@@ -673,7 +672,7 @@ pub enum WireFailure {
     /// A 200 non-stream body that broke while being read.
     #[error("body read failed ({0})")]
     ReadError(NetworkFault),
-    /// The transport cannot serve this request shape (→ `RequestRejected`, 30 G-21).
+    /// The transport cannot serve this request shape (→ `RequestRejected`).
     #[error("transport cannot serve this request: {what}")]
     Unsupported {
         /// What is unsupported.
@@ -681,7 +680,7 @@ pub enum WireFailure {
     },
 }
 
-/// The OCR result archive could not be fetched safely or decoded (10 §7, 90 O-13, O-15).
+/// The OCR result archive could not be fetched safely or decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArchiveFault {
     /// Not a decodable ZIP.
@@ -735,7 +734,7 @@ impl fmt::Debug for WireFailure {
 }
 
 wire_enum! {
-    /// Kind of a limiter/permit/breaker backend error (10 §7, 30 G-83).
+    /// Kind of a limiter/permit/breaker backend error.
     pub enum BackendErrorKind {
         /// `"unavailable"` → `GovernanceBackend`.
         Unavailable => "unavailable",
@@ -746,7 +745,7 @@ wire_enum! {
     }
 }
 
-/// A limiter, permit or breaker backend error (10 §7). `detail` is secret-free.
+/// A limiter, permit or breaker backend error. `detail` is secret-free.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind}: {detail}")]
 pub struct BackendError {
@@ -781,7 +780,7 @@ impl BackendError {
     }
 }
 
-/// A response-cache backend error (10 §7); always degraded to a warning by the core.
+/// A response-cache backend error; always degraded to a warning by the core.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cache backend: {detail}")]
 pub struct CacheError {
@@ -799,7 +798,7 @@ impl CacheError {
 }
 
 wire_enum! {
-    /// Kind of a telemetry recorder error (10 §7).
+    /// Kind of a telemetry recorder error.
     pub enum RecordErrorKind {
         /// `"unavailable"`.
         Unavailable => "unavailable",
@@ -812,7 +811,7 @@ wire_enum! {
     }
 }
 
-/// A telemetry recorder error (10 §7); only ever logged by the emitter.
+/// A telemetry recorder error; only ever logged by the emitter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("telemetry {kind}: {detail}")]
 pub struct RecordError {

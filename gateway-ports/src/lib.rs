@@ -6,14 +6,14 @@
 //! Adapters implement the traits in [`ports`]; `gateway-core` judges the facts they report.
 //!
 //! Modules:
-//! - [`vocab`]: every fieldless vocabulary with its exact wire string (10 §1, 30 §1.3);
-//! - [`config`]: `SourceConfig`, `Secret`, policies, pricing (10 §2);
-//! - [`request`]: `ChatRequest`, `EmbedRequest`, `OcrRequest`, `MetaValue` (10 §3);
-//! - [`response`]: `LlmResponse`, `OpenAiChatCompletion`, `Usage`, `CallStats`, results (10 §4);
-//! - [`error`]: `GatewayError`, `ConfigError`, port error facts (30 §1, 10 §7);
-//! - [`telemetry`]: `TelemetryRow`, `SqlValue`, `TelemetryStatus` (10 §6, 80);
+//! - [`vocab`]: every fieldless vocabulary with its exact wire string;
+//! - [`config`]: `SourceConfig`, `Secret`, policies, pricing;
+//! - [`request`]: `ChatRequest`, `EmbedRequest`, `OcrRequest`, `MetaValue`;
+//! - [`response`]: `LlmResponse`, `OpenAiChatCompletion`, `Usage`, `CallStats`, results;
+//! - [`error`]: `GatewayError`, `ConfigError`, port error facts;
+//! - [`telemetry`]: `TelemetryRow`, `SqlValue`, `TelemetryStatus` (80);
 //! - [`schema`]: the `llm_calls` DDL, backfill and INSERT text for SQLite and Postgres (80);
-//! - [`ports`]: the port traits (10 §8).
+//! - [`ports`]: the port traits.
 //!
 //! Everything except [`schema`] is re-exported at the crate root ([`schema`] only by its three
 //! most used names: `SchemaMode`, `SqlBackend`, `telemetry_schema_sql`).

@@ -1,10 +1,10 @@
 //! Request types of the three clients: `ChatRequest`, `EmbedRequest`, `OcrRequest`, plus the
 //! caller dimension value `MetaValue` and the structured-output request `StructuredSpec`.
 //!
-//! Owns the request shape (10 §3; 05 R-18): types replace the original's runtime checks —
+//! Owns the request shape: types replace the original's runtime checks —
 //! messages are JSON objects by construction, meta values are scalars, deadlines are `Duration`.
 //! Combinations that types cannot rule out are `GatewayError::InvalidArgument`, checked by the
-//! core before the statistics boundary (D5, 30 G-25).
+//! core before the statistics boundary.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use crate::vocab::{CachePolicy, Effort, ResponseMode};
 /// A JSON object: one chat message, an overlay, an `extra_body`.
 pub type JsonObject = Map<String, Value>;
 
-/// A caller `meta` value: a JSON scalar (05 R-18, 80 T-33). Key pattern, entry count and string
+/// A caller `meta` value: a JSON scalar. Key pattern, entry count and string
 /// length stay runtime checks in the core. Serialises untagged (as the plain JSON scalar).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -80,10 +80,10 @@ impl From<u64> for MetaValue {
     }
 }
 
-/// Caller `meta` map (10 §3.5): telemetry only, never in the cache key.
+/// Caller `meta` map: telemetry only, never in the cache key.
 pub type Meta = BTreeMap<String, MetaValue>;
 
-/// Structured output request (10 §3.2, 70 C-1).
+/// Structured output request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum StructuredSpec {
@@ -95,17 +95,17 @@ pub enum StructuredSpec {
         name: String,
         /// The JSON Schema (draft 2020-12; draft-07 accepted).
         schema: Value,
-        /// Strict mode (default `true`, 70 C-1).
+        /// Strict mode (default `true`).
         strict: bool,
     },
 }
 
-/// One chat call (10 §3.1; 05 R-18). Build with [`ChatRequest::new`] and struct-update syntax.
+/// One chat call. Build with [`ChatRequest::new`] and struct-update syntax.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     /// OpenAI chat messages, each a JSON object.
     pub messages: Vec<JsonObject>,
-    /// Upstream wire mode only (default `true`); the caller always gets one aggregated response (D9).
+    /// Upstream wire mode only (default `true`); the caller always gets one aggregated response.
     pub stream: bool,
     /// `Text` (default) or `OpenAi` fidelity mode.
     pub response_mode: ResponseMode,
@@ -113,7 +113,7 @@ pub struct ChatRequest {
     pub overlay: JsonObject,
     /// Structured output request (70).
     pub structured: Option<StructuredSpec>,
-    /// Request-level effort; `None` inherits the source intent (70 C-23).
+    /// Request-level effort; `None` inherits the source intent.
     pub reasoning_effort: Option<Effort>,
     /// Caller session correlation; telemetry only.
     pub session_id: Option<String>,
@@ -129,7 +129,7 @@ pub struct ChatRequest {
     pub cache_salt: Option<String>,
     /// Per-call cache control.
     pub cache: CachePolicy,
-    /// Per-call deadline; `None` inherits the assembled value; zero is `InvalidArgument` (05 R-18).
+    /// Per-call deadline; `None` inherits the assembled value; zero is `InvalidArgument`.
     pub call_deadline: Option<Duration>,
 }
 
@@ -164,7 +164,7 @@ impl ChatRequest {
     }
 }
 
-/// One embedding call (10 §3.3). An empty `texts` returns an empty response, no attempt.
+/// One embedding call. An empty `texts` returns an empty response, no attempt.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct EmbedRequest {
     /// Inputs, split into batches by the core.
@@ -191,7 +191,7 @@ impl EmbedRequest {
     }
 }
 
-/// One OCR call (10 §3.4). An empty image is `InvalidArgument`.
+/// One OCR call. An empty image is `InvalidArgument`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OcrRequest {
     /// Image bytes.

@@ -1,9 +1,9 @@
 //! Response and result types returned to callers: `LlmResponse` (with the fidelity snapshot
 //! `OpenAiChatCompletion`), `Usage`, `CallStats`, `EmbeddingResponse`, the OCR results.
 //!
-//! Owns their shape (10 §4). They are append-only (10 §0.4): `#[non_exhaustive]`, `Default`,
+//! Owns their shape. They are append-only: `#[non_exhaustive]`, `Default`,
 //! all fields `pub`, so third parties build them with `Default` plus field assignment; serde
-//! round-trips them (05 R-15) with `#[serde(default)]` so older serialised values still load.
+//! round-trips them with `#[serde(default)]` so older serialised values still load.
 
 use std::fmt;
 
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::vocab::{Effort, FinishReason, StreamEnd, ThinkingObservation, UsageSource};
 
-/// Token usage (10 §4.3). `None` = not reported, never zero (10 §0.3).
+/// Token usage. `None` = not reported, never zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Usage {
@@ -38,7 +38,7 @@ impl Usage {
     }
 }
 
-/// Frozen statistics of one logical call (10 §4.4). Field order is the original's.
+/// Frozen statistics of one logical call. Field order is the original's.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -49,7 +49,7 @@ pub struct CallStats {
     pub attempts: u32,
     /// Injected-clock ms from the statistics boundary to the snapshot.
     pub total_latency_ms: u64,
-    /// Hedge legs actually dispatched over all rounds (D1).
+    /// Hedge legs actually dispatched over all rounds.
     pub hedges: u32,
     /// Net generation time in ms (60): winning wall minus stall, clamped at 0.
     pub generation_ms: u64,
@@ -62,7 +62,7 @@ pub struct CallStats {
 }
 
 impl CallStats {
-    /// The original's three-argument constructor; the rest at defaults (10 §4.4).
+    /// The original's three-argument constructor; the rest at defaults.
     pub fn new(logical_call_id: impl Into<String>, attempts: u32, total_latency_ms: u64) -> Self {
         Self {
             logical_call_id: logical_call_id.into(),
@@ -73,7 +73,7 @@ impl CallStats {
     }
 }
 
-/// Why [`OpenAiChatCompletion::try_new`] refused a snapshot (10 §4.2; 50 V-46 snapshot reasons).
+/// Why [`OpenAiChatCompletion::try_new`] refused a snapshot.
 /// The display text is the fixed reason; values are never included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -92,7 +92,7 @@ pub enum CompletionShapeError {
     ToolShape,
 }
 
-/// The fidelity snapshot of the single choice (10 §4.2, the original `OpenAIChatCompletion`).
+/// The fidelity snapshot of the single choice (the original `OpenAIChatCompletion`).
 ///
 /// Fields are private; the only constructor is [`OpenAiChatCompletion::try_new`] and
 /// `Deserialize` goes through it, so a malformed cache entry is refused (a miss).
@@ -126,12 +126,12 @@ impl TryFrom<RawCompletion> for OpenAiChatCompletion {
 }
 
 impl OpenAiChatCompletion {
-    /// Checks and builds a snapshot (10 §4.2), in order: role is `assistant`; `content` and
+    /// Checks and builds a snapshot, in order: role is `assistant`; `content` and
     /// `reasoning_content` a string or null (absent is fine; `content` may also be an array of
-    /// objects with a string `type`, README D21); `tool_calls` absent, null or an
+    /// objects with a string `type`); `tool_calls` absent, null or an
     /// array; every non-null tool has a non-empty string `id` unique within the message,
     /// `type == "function"` and an object `function` with a non-empty string `name` and a string
-    /// `arguments`. An empty `finish_reason` or `response_id` is absent (D12).
+    /// `arguments`. An empty `finish_reason` or `response_id` is absent.
     pub fn try_new(
         message: Map<String, Value>,
         finish_reason: Option<String>,
@@ -233,7 +233,7 @@ fn check_tools(tools: &[Value]) -> Result<(), CompletionShapeError> {
     Ok(())
 }
 
-/// The result of `GatewayClient::chat` (10 §4.1). Built only by the core (or the cache read path).
+/// The result of `GatewayClient::chat`. Built only by the core (or the cache read path).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -270,19 +270,19 @@ pub struct LlmResponse {
     pub thinking_observation: ThinkingObservation,
     /// The level actually sent upstream; `None` = none stated.
     pub applied_effort: Option<Effort>,
-    /// Always `None`: cost exists only in telemetry (80 T-30).
+    /// Always `None`: cost exists only in telemetry.
     pub cost: Option<f64>,
     /// Statistics of the logical call; `None` only on third-party values (= unknown).
     pub call_stats: Option<CallStats>,
     /// `Some` iff `response_mode = OpenAi`.
     pub completion: Option<OpenAiChatCompletion>,
-    /// Raw upstream finish_reason (`""` counts as not reported, D12).
+    /// Raw upstream finish_reason (`""` counts as not reported).
     pub finish_reason: Option<FinishReason>,
     /// How the winning stream ended; `None` for non-stream and cache hits.
     pub stream_end: Option<StreamEnd>,
 }
 
-/// The result of `EmbeddingClient::embed` (10 §4.5, 90 E-13).
+/// The result of `EmbeddingClient::embed`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -329,7 +329,7 @@ impl Default for EmbeddingResponse {
     }
 }
 
-/// The result of `OcrClient::recognize_text` (10 §4.6).
+/// The result of `OcrClient::recognize_text`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -350,7 +350,7 @@ pub struct OcrTextResult {
     pub call_stats: Option<CallStats>,
 }
 
-/// One layout element (90 O-15), mapped from a `_content_list.json` item.
+/// One layout element, mapped from a `_content_list.json` item.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OcrLayoutElement {
@@ -366,7 +366,7 @@ pub struct OcrLayoutElement {
     pub raw: Value,
 }
 
-/// A page size `[width, height]` (90 O-15); serialises as a two-element array.
+/// A page size `[width, height]`; serialises as a two-element array.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct PageSize(pub f64, pub f64);
 
@@ -382,7 +382,7 @@ impl PageSize {
     }
 }
 
-/// The result of `OcrClient::parse_layout` (10 §4.6).
+/// The result of `OcrClient::parse_layout`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]

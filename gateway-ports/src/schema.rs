@@ -1,9 +1,8 @@
-//! The `llm_calls` table: DDL, backfill list, INSERT text and schema modes for both backends
-//! (80 T-8, T-43..T-47, T-49; 05 R-47).
+//! The `llm_calls` table: DDL, backfill list, INSERT text and schema modes for both backends.
 //!
 //! One source for SQLite and Postgres: the recorders execute these strings and
-//! [`telemetry_schema_sql`] prints them, so the shipped script and the executed DDL cannot drift
-//! (80 T-43). Pure functions; no I/O. Lives beside [`TelemetryRow`] in the ports crate, so the
+//! [`telemetry_schema_sql`] prints them, so the shipped script and the executed DDL cannot drift.
+//! Pure functions; no I/O. Lives beside [`TelemetryRow`] in the ports crate, so the
 //! recorder adapters (which depend on ports only) and the CLI share it without linking the core
 //! or a database driver.
 
@@ -15,13 +14,13 @@ use crate::{ConfigError, TelemetryRow};
 /// The table name (20 §8.3 fixed constant).
 pub const TABLE: &str = "llm_calls";
 
-/// Recovery cooldown of a degraded recorder (80 T-57): 60 s.
+/// Recovery cooldown of a degraded recorder: 60 s.
 pub const RECOVERY_COOLDOWN: Duration = Duration::from_secs(60);
 
-/// The environment key of the schema mode (20 §8.3).
+/// The environment key of the schema mode.
 pub const SCHEMA_MODE_KEY: &str = "PGW_TELEMETRY_SCHEMA_MODE";
 
-/// Which SQL dialect a statement is for (80 T-42).
+/// Which SQL dialect a statement is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SqlBackend {
@@ -49,7 +48,7 @@ impl SqlBackend {
     }
 }
 
-/// Schema mode (README D6; 80 T-46): `auto` creates and `ALTER`-backfills, `manual` sends no
+/// Schema mode: `auto` creates and `ALTER`-backfills, `manual` sends no
 /// `ALTER` and trims the INSERT to the columns that exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -61,7 +60,7 @@ pub enum SchemaMode {
 }
 
 impl SchemaMode {
-    /// The mode in effect (80 T-46): an explicit value wins; unset → SQLite `auto`, Postgres
+    /// The mode in effect: an explicit value wins; unset → SQLite `auto`, Postgres
     /// `manual`.
     pub const fn resolve(explicit: Option<Self>, backend: SqlBackend) -> Self {
         match (explicit, backend) {
@@ -71,7 +70,7 @@ impl SchemaMode {
         }
     }
 
-    /// Parses `auto` / `manual` (80 T-46). Anything else is `ConfigError telemetry.schema_mode`
+    /// Parses `auto` / `manual`. Anything else is `ConfigError telemetry.schema_mode`
     /// naming `PGW_TELEMETRY_SCHEMA_MODE`.
     pub fn parse(value: &str) -> Result<Self, ConfigError> {
         match value {
@@ -128,8 +127,9 @@ impl ColumnDef {
     }
 }
 
-/// Physical columns 1–19 of a fresh table: INSERT columns 1–18 then `created_at` (80 T-8,
-/// T-43; 05 R-47 for the millisecond SQLite default). The library never writes `created_at`.
+/// Physical columns 1–19 of a fresh table: INSERT columns 1–18 then `created_at` (a
+/// millisecond UTC text default on SQLite). The SQLite writer binds `created_at` itself, in the
+/// default's text; Postgres keeps its `now()` default.
 pub const BASE_COLUMNS: [ColumnDef; 19] = [
     ColumnDef::same("call_id", "TEXT PRIMARY KEY"),
     ColumnDef::same("parent_call_id", "TEXT"),
@@ -172,7 +172,7 @@ pub const BASE_COLUMNS: [ColumnDef; 19] = [
     },
 ];
 
-/// The backfill list (80 T-44): INSERT columns 19–39 in the order they are `ALTER`-appended,
+/// The backfill list: INSERT columns 19–39 in the order they are `ALTER`-appended,
 /// identical on both backends.
 pub const BACKFILL_COLUMNS: [ColumnDef; 21] = [
     ColumnDef::same("cached_prompt_tokens", "INTEGER"),
@@ -202,12 +202,12 @@ pub const BACKFILL_COLUMNS: [ColumnDef; 21] = [
     ColumnDef::same("stream_end", "TEXT"),
 ];
 
-/// INSERT columns 1–18: a table lacking any of them is incompatible (80 T-47 step 3).
+/// INSERT columns 1–18: a table lacking any of them is incompatible.
 pub fn required_columns() -> &'static [&'static str] {
     &TelemetryRow::COLUMNS[..18]
 }
 
-/// The 40 physical columns in table order (80 T-8): `call_id … cost, created_at,
+/// The 40 physical columns in table order: `call_id … cost, created_at,
 /// cached_prompt_tokens … stream_end`.
 pub fn physical_columns() -> Vec<&'static str> {
     BASE_COLUMNS
@@ -222,8 +222,8 @@ pub fn backfill_column(name: &str) -> Option<&'static ColumnDef> {
     BACKFILL_COLUMNS.iter().find(|c| c.name == name)
 }
 
-/// `CREATE TABLE IF NOT EXISTS llm_calls (…)` with all 40 columns in physical order
-/// (80 T-43; 05 R-47). One column per line.
+/// `CREATE TABLE IF NOT EXISTS llm_calls (…)` with all 40 columns in physical order.
+/// One column per line.
 pub fn create_table_sql(backend: SqlBackend) -> String {
     let mut sql = format!("CREATE TABLE IF NOT EXISTS {TABLE} (\n");
     let all: Vec<&ColumnDef> = BASE_COLUMNS.iter().chain(BACKFILL_COLUMNS.iter()).collect();
@@ -235,7 +235,7 @@ pub fn create_table_sql(backend: SqlBackend) -> String {
     sql
 }
 
-/// The executed backfill statement for one column (80 T-44):
+/// The executed backfill statement for one column:
 /// `ALTER TABLE llm_calls ADD COLUMN <decl>` — never `IF NOT EXISTS` (the recorder probes
 /// first; on Postgres that form takes an ACCESS EXCLUSIVE lock even when the column exists).
 pub fn backfill_statement(backend: SqlBackend, column: &ColumnDef) -> String {
@@ -245,8 +245,8 @@ pub fn backfill_statement(backend: SqlBackend, column: &ColumnDef) -> String {
     )
 }
 
-/// The INSERT for any column subset, in the given order, placeholders numbered without gaps
-/// (80 T-45): SQLite `INSERT OR IGNORE INTO llm_calls (…) VALUES (?, …)`; Postgres
+/// The INSERT for any column subset, in the given order, placeholders numbered without gaps:
+/// SQLite `INSERT OR IGNORE INTO llm_calls (…) VALUES (?, …)`; Postgres
 /// `INSERT INTO llm_calls (…) VALUES ($1, …) ON CONFLICT DO NOTHING` (no conflict target, so a
 /// table partitioned on `(call_id, created_at)` works). Idempotent on `call_id`.
 pub fn insert_sql(backend: SqlBackend, columns: &[&str]) -> String {
@@ -266,7 +266,7 @@ pub fn insert_sql(backend: SqlBackend, columns: &[&str]) -> String {
     }
 }
 
-/// The paste-ready DDL script (80 T-49; `pgw schema-sql sqlite|postgres`): the
+/// The paste-ready DDL script (`pgw schema-sql sqlite|postgres`): the
 /// `CREATE TABLE IF NOT EXISTS` of [`create_table_sql`], then one backfill line per column 19–39
 /// for upgrading an older table. Postgres lines use `ADD COLUMN IF NOT EXISTS` (re-runnable);
 /// SQLite has no such form, so its lines are plain and preceded by a comment saying to run each
@@ -305,7 +305,7 @@ pub fn telemetry_schema_sql(backend: SqlBackend) -> String {
     sql
 }
 
-/// The one preparation warning of `manual` mode (80 T-47 step 5): contains `schema_mode=manual`,
+/// The one preparation warning of `manual` mode: contains `schema_mode=manual`,
 /// the sentence `the following dimensions will not be recorded: <missing, ", "-joined>.` and one
 /// paste-ready `ALTER TABLE llm_calls ADD COLUMN <decl>;` line per missing column. `missing` is
 /// in `COLUMNS` order; names outside the backfill list get no ALTER line.

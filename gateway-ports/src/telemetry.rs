@@ -1,7 +1,7 @@
 //! Telemetry value types: the 39-column `TelemetryRow`, its one exhaustive binding site
 //! `TelemetryRow::columns()`, and the recorder health snapshot `TelemetryStatus`.
 //!
-//! Owns the row shape and the INSERT order (10 §6, 80 T-3, T-7; 05 ). The row is
+//! Owns the row shape and the INSERT order. The row is
 //! deliberately not `#[non_exhaustive]` and has no `Default`: adding a column breaks every emit
 //! site and `columns()` at compile time. Recorders bind by column name from `columns()`, never by
 //! destructuring the row themselves.
@@ -14,7 +14,7 @@ use crate::vocab::{
     CallOperation, CauseKind, Effort, EventKind, StreamEnd, ThinkingObservation, UsageSource,
 };
 
-/// One bindable SQL value borrowed from a row (05 R-22). `None` fields become `Null`; enum
+/// One bindable SQL value borrowed from a row. `None` fields become `Null`; enum
 /// columns become their wire strings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SqlValue<'a> {
@@ -49,8 +49,8 @@ impl<'a> SqlValue<'a> {
     }
 }
 
-/// One telemetry row: exactly the 39 fields of 80 T-7, in INSERT order. Storage-ready values
-/// shaped by the core's emitter; recorders only persist (80 T-2). `Serialize` only (05 R-15).
+/// One telemetry row: exactly the 39 fields, in INSERT order. Storage-ready values
+/// shaped by the core's emitter; recorders only persist. `Serialize` only.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TelemetryRow {
     /// 1. Row id (UUIDv4).
@@ -65,7 +65,7 @@ pub struct TelemetryRow {
     pub provider: String,
     /// 6. Source name.
     pub source_name: String,
-    /// 7. JSON of the capped, digested messages (80 T-35).
+    /// 7. JSON of the capped, digested messages.
     pub messages: String,
     /// 8. Response text, capped; `""` on failure rows.
     pub response: String,
@@ -77,7 +77,7 @@ pub struct TelemetryRow {
     pub completion_tokens: i64,
     /// 12. Usage trust level.
     pub usage_source: UsageSource,
-    /// 13. Latency in ms per row kind (80 T-12).
+    /// 13. Latency in ms per row kind.
     pub latency_ms: i64,
     /// 14. Time to first token in ms.
     pub ttft_ms: Option<f64>,
@@ -85,15 +85,15 @@ pub struct TelemetryRow {
     pub max_inter_token_ms: Option<f64>,
     /// 16. Served from the cache.
     pub cache_hit: bool,
-    /// 17. Error message or the labels `cancelled` / `hedge_cancelled` (80 T-21).
+    /// 17. Error message or the labels `cancelled` / `hedge_cancelled`.
     pub error: Option<String>,
-    /// 18. Cost (80 T-30).
+    /// 18. Cost.
     pub cost: Option<f64>,
     /// 19. Vendor prompt-cache hits.
     pub cached_prompt_tokens: Option<i64>,
     /// 20. Model name the upstream reported.
     pub model_reported: Option<String>,
-    /// 21. Canonical JSON of the sampling intent (80 T-13).
+    /// 21. Canonical JSON of the sampling intent.
     pub sampling: Option<String>,
     /// 22. Reasoning tokens.
     pub reasoning_tokens: Option<i64>,
@@ -109,17 +109,17 @@ pub struct TelemetryRow {
     pub scope: String,
     /// 28. Public method.
     pub operation: CallOperation,
-    /// 29. Logical call id (always written, 05 R-20).
+    /// 29. Logical call id (always written).
     pub logical_call_id: Option<String>,
     /// 30. Row kind.
     pub event_kind: EventKind,
     /// 31. HTTP status on failed attempt rows (may be 200 for MonkeyOCR).
     pub http_status_code: Option<i32>,
-    /// 32. `GatewayError::type_name()` (80 T-22).
+    /// 32. `GatewayError::type_name()`.
     pub error_type: Option<&'static str>,
-    /// 33. Underlying fault kind (80 T-23).
+    /// 33. Underlying fault kind.
     pub cause_type: Option<CauseKind>,
-    /// 34. Summarised upstream error body (80 T-25).
+    /// 34. Summarised upstream error body.
     pub error_body: Option<String>,
     /// 35. Attempts (terminal rows only).
     pub attempts: Option<i64>,
@@ -134,10 +134,10 @@ pub struct TelemetryRow {
 }
 
 impl TelemetryRow {
-    /// Number of INSERT columns (the physical table has a 40th, `created_at`, 80 T-8).
+    /// Number of INSERT columns (the physical table has a 40th, `created_at`).
     pub const COLUMN_COUNT: usize = 39;
 
-    /// Column names in INSERT order (80 T-3, T-7).
+    /// Column names in INSERT order.
     pub const COLUMNS: [&'static str; 39] = [
         "call_id",
         "parent_call_id",
@@ -180,7 +180,7 @@ impl TelemetryRow {
         "stream_end",
     ];
 
-    /// Every column as `(name, value)` in INSERT order (05 R-22): the one exhaustive
+    /// Every column as `(name, value)` in INSERT order: the one exhaustive
     /// destructuring of the row. `None` → `SqlValue::Null`; enums → their wire strings;
     /// `cache_hit` → `Bool`.
     pub fn columns(&self) -> [(&'static str, SqlValue<'_>); 39] {
@@ -279,7 +279,7 @@ impl TelemetryRow {
     }
 }
 
-/// Read-only recorder health snapshot (10 §6.2, 80 T-58). Cheap, synchronous, never fails.
+/// Read-only recorder health snapshot. Cheap, synchronous, never fails.
 /// `Default` is the `none` backend, healthy, with zero counters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -294,7 +294,7 @@ pub struct TelemetryStatus {
     pub reason: Option<String>,
     /// Rows accepted but not written, whatever the cause.
     pub dropped_rows: u64,
-    /// Rows written (80 T-58, chosen).
+    /// Rows written (chosen).
     pub written_rows: u64,
     /// Wall time the recorder entered `degraded` (chosen).
     pub degraded_since: Option<SystemTime>,

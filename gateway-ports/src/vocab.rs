@@ -1,7 +1,7 @@
 //! Vocabularies: every fieldless enum whose values cross a boundary as a stable wire string
 //! (serde, telemetry columns, configuration values, reason codes).
 //!
-//! Owns the exact spelling of each token (10 §1, 30 §1.3, 50 V-45) in one place: every enum here
+//! Owns the exact spelling of each token in one place: every enum here
 //! offers `as_str()` (the wire string), `Display` (the same string), `from_wire()` (the inverse,
 //! exact and case-sensitive) and serde with the same strings, so telemetry, the cache, the CLI's
 //! JSON and the configuration parser can never disagree about a token.
@@ -55,7 +55,7 @@ macro_rules! wire_enum {
 pub(crate) use wire_enum;
 
 wire_enum! {
-    /// Response projection mode of a chat call (10 §1): `Text` is the legacy text projection,
+    /// Response projection mode of a chat call: `Text` is the legacy text projection,
     /// `OpenAi` the fidelity mode that adds the single-choice `completion` snapshot.
     #[derive(Default)]
     pub enum ResponseMode {
@@ -68,7 +68,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// How a *streamed* attempt ended (10 §1, 50 V-8, V-10). `Option<StreamEnd>::None` means
+    /// How a *streamed* attempt ended. `Option<StreamEnd>::None` means
     /// non-stream, cache hit or failed row.
     pub enum StreamEnd {
         /// `"done"`: `[DONE]` received.
@@ -82,8 +82,8 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Can the token numbers be billed? (10 §1, 50). Ordered weakest first:
-    /// `Unavailable < Estimated < Measured` (90 E-13 takes the weakest over batches).
+    /// Can the token numbers be billed? (50). Ordered weakest first:
+    /// `Unavailable < Estimated < Measured` (an embedding call takes the weakest over its batches).
     #[derive(Default)]
     pub enum UsageSource {
         /// `"unavailable"`: no usage (missing frame, failed attempt, terminal row). Default.
@@ -97,7 +97,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Whether the model reasoned this time (10 §1, 70 C-35). `Unknown` = cannot tell, never
+    /// Whether the model reasoned this time. `Unknown` = cannot tell, never
     /// "did not reason".
     #[derive(Default)]
     pub enum ThinkingObservation {
@@ -112,11 +112,11 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Reasoning effort level, eight levels weakest first (10 §1, 70 C-20; 05 R-19: `Off` is
+    /// Reasoning effort level, eight levels weakest first (`Off` is
     /// spelt `"none"` on the wire). `Some(Effort::Off)` = explicitly no reasoning, distinct from
     /// `None` = no preference stated.
     pub enum Effort {
-        /// `"none"`: explicitly no reasoning (05 R-19).
+        /// `"none"`: explicitly no reasoning.
         Off => "none",
         /// `"auto"`.
         Auto => "auto",
@@ -135,7 +135,7 @@ wire_enum! {
     }
 }
 
-/// The eight effort levels in order, weakest first (10 §1).
+/// The eight effort levels in order, weakest first.
 pub const EFFORT_ORDER: [Effort; 8] = [
     Effort::Off,
     Effort::Auto,
@@ -148,7 +148,7 @@ pub const EFFORT_ORDER: [Effort; 8] = [
 ];
 
 wire_enum! {
-    /// What to do when the model cannot hit the requested effort level (10 §1, 70).
+    /// What to do when the model cannot hit the requested effort level (70).
     #[derive(Default)]
     pub enum EffortFallback {
         /// `"error"` (default): refuse.
@@ -160,7 +160,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Text-mode handling of a truly truncated stream (10 §1, 50).
+    /// Text-mode handling of a truly truncated stream (50).
     #[derive(Default)]
     pub enum MissingDone {
         /// `"retry"` (default).
@@ -172,7 +172,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// The public method a telemetry row belongs to (10 §1, 80 T-27); given by the call site,
+    /// The public method a telemetry row belongs to; given by the call site,
     /// never derived from an error.
     pub enum CallOperation {
         /// `"chat"`.
@@ -187,7 +187,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// The kind of a telemetry row (10 §1, 80 T-11).
+    /// The kind of a telemetry row.
     pub enum EventKind {
         /// `"attempt"`: one transport call actually started.
         Attempt => "attempt",
@@ -199,7 +199,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Source ordering strategy (10 §1, 30 §6.2).
+    /// Source ordering strategy.
     #[derive(Default)]
     pub enum SelectorKind {
         /// `"round_robin"`.
@@ -213,7 +213,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Wait or fail fast when nothing is runnable (10 §1, 30 §6.8). Used by `quota_full`
+    /// Wait or fail fast when nothing is runnable. Used by `quota_full`
     /// (default `Wait`) and `circuit_open` (default `FailFast`), so it has no `Default`.
     pub enum WaitPolicy {
         /// `"wait"`.
@@ -224,7 +224,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Per-call response-cache control (10 §1, §3.1; 70 C-41).
+    /// Per-call response-cache control.
     #[derive(Default)]
     pub enum CachePolicy {
         /// `"use"` (default): read, then write.
@@ -238,9 +238,9 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// The breaker/health reason vocabulary and the value type of `per_source_reasons`
-    /// (30 G-10). The breaker port only ever receives the five attempt-failure reasons
-    /// (`RateLimited`, `Timeout`, `NetworkError`, `SourceDead`, and README D27's
+    /// The breaker/health reason vocabulary and the value type of `per_source_reasons`.
+    /// The breaker port only ever receives the five attempt-failure reasons
+    /// (`RateLimited`, `Timeout`, `NetworkError`, `SourceDead`, and
     /// `BadResponse`).
     pub enum FailureReason {
         /// `"rate_limited"` (attempt failure).
@@ -265,7 +265,7 @@ wire_enum! {
 }
 
 impl FailureReason {
-    /// `true` for the four attempt-failure reasons the breaker port may receive (30 G-10).
+    /// `true` for the four attempt-failure reasons the breaker port may receive.
     pub const fn is_attempt_failure(self) -> bool {
         matches!(
             self,
@@ -279,7 +279,7 @@ impl FailureReason {
 }
 
 wire_enum! {
-    /// Why a whole scope is unavailable (30 G-9, the original `SCOPE_REASONS`).
+    /// Why a whole scope is unavailable (the original `SCOPE_REASONS`).
     pub enum ScopeReason {
         /// `"no_sources"`.
         NoSources => "no_sources",
@@ -297,8 +297,8 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// The exception-side HTTP sub-operation of an attempt failure (30 G-11). Never converted
-    /// into the telemetry `operation` column (80 T-27).
+    /// The exception-side HTTP sub-operation of an attempt failure. Never converted
+    /// into the telemetry `operation` column.
     pub enum ErrorOperation {
         /// `"chat"`.
         Chat => "chat",
@@ -314,7 +314,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// The four per-attempt failure categories (30 G-2), returned by `GatewayError::category()`.
+    /// The four per-attempt failure categories, returned by `GatewayError::category()`.
     pub enum Category {
         /// `"transient"`: retry after backoff.
         Transient => "transient",
@@ -328,11 +328,11 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Stable reason codes of attempt failures (30 G-28, 50 V-44/V-45). `#[non_exhaustive]`:
+    /// Stable reason codes of attempt failures. `#[non_exhaustive]`:
     /// the registry may grow.
     #[non_exhaustive]
     pub enum ReasonCode {
-        /// `"upstream_finish_error"` (T, V-30 row 1).
+        /// `"upstream_finish_error"` (T).
         UpstreamFinishError => "upstream_finish_error",
         /// `"tool_truncated"` (RI).
         ToolTruncated => "tool_truncated",
@@ -350,11 +350,11 @@ wire_enum! {
         MissingDone => "missing_done",
         /// `"early_eof"` (T).
         EarlyEof => "early_eof",
-        /// `"upstream_error_frame"` (T, G-20b row 5).
+        /// `"upstream_error_frame"` (T).
         UpstreamErrorFrame => "upstream_error_frame",
-        /// `"rate_limited"` (T, in-band 429, G-20b row 3).
+        /// `"rate_limited"` (T, in-band 429).
         RateLimited => "rate_limited",
-        /// `"context_length_exceeded"` (RR, G-20a / G-20b row 1).
+        /// `"context_length_exceeded"` (RR).
         ContextLengthExceeded => "context_length_exceeded",
         /// `"malformed_json"` (T).
         MalformedJson => "malformed_json",
@@ -370,12 +370,12 @@ wire_enum! {
         InvalidJson => "invalid_json",
         /// `"response_too_large"` (RI).
         ResponseTooLarge => "response_too_large",
-        /// `"refused"` (RI, README D22): a text-mode answer whose only output is a refusal.
+        /// `"refused"` (RI): a text-mode answer whose only output is a refusal.
         Refused => "refused",
-        /// `"tool_calls_in_text_mode"` (RI, README D27): a text-mode answer whose only output
+        /// `"tool_calls_in_text_mode"` (RI): a text-mode answer whose only output
         /// is tool calls; the openai response mode delivers them.
         ToolCallsInTextMode => "tool_calls_in_text_mode",
-        /// `"malformed_item"` (RI, README D30): an embedding item whose vector is not all
+        /// `"malformed_item"` (RI): an embedding item whose vector is not all
         /// finite numbers.
         MalformedItem => "malformed_item",
     }
@@ -383,7 +383,7 @@ wire_enum! {
 
 wire_enum! {
     /// Underlying fault kind of a failed attempt, written verbatim into the telemetry
-    /// `cause_type` column (30 G-15, 80 T-23). Exactly ten variants.
+    /// `cause_type` column. Exactly ten variants.
     pub enum CauseKind {
         /// `"ConnectTimeout"`.
         ConnectTimeout => "ConnectTimeout",
@@ -409,7 +409,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// How a source authenticates (05 R-33, 20 §4 `AUTH_STYLE`).
+    /// How a source authenticates (`AUTH_STYLE`).
     #[derive(Default)]
     pub enum AuthStyle {
         /// `"bearer"` (default): `Authorization: Bearer <key>`.
@@ -436,7 +436,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Circuit breaker state (10 §8.5).
+    /// Circuit breaker state.
     #[derive(Default)]
     pub enum BreakerState {
         /// `"closed"` (default).
@@ -450,7 +450,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Classification of a finish reason used by the verdict and cacheability (10 §1, 50 V-2).
+    /// Classification of a finish reason used by the verdict and cacheability.
     pub enum FinishClass {
         /// `stop`, `tool_calls`, `function_call`.
         Natural => "natural",
@@ -462,27 +462,27 @@ wire_enum! {
         UpstreamError => "upstream_error",
         /// Any other non-empty string, including `STOP` and `end_turn`.
         Unknown => "unknown",
-        /// No finish_reason (an empty string counts as absent, D12).
+        /// No finish_reason (an empty string counts as absent).
         Absent => "absent",
     }
 }
 
 impl FinishClass {
-    /// Class of an optional finish reason: `None` is `Absent` (10 §1).
+    /// Class of an optional finish reason: `None` is `Absent`.
     pub fn of(reason: Option<&FinishReason>) -> Self {
         reason.map_or(Self::Absent, FinishReason::class)
     }
 }
 
-/// The raw upstream `finish_reason`, byte-exact and case-sensitive, never empty (10 §1, D12).
+/// The raw upstream `finish_reason`, byte-exact and case-sensitive, never empty.
 ///
 /// The only constructor is [`FinishReason::new`], which returns `None` for `""`, so an empty
-/// string is *absent* in both modes (40 S-49, S-50, S-111). Deserialising `""` is an error.
+/// string is *absent* in both modes. Deserialising `""` is an error.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FinishReason(String);
 
 impl FinishReason {
-    /// Wraps a non-empty finish reason; `None` for the empty string (D12).
+    /// Wraps a non-empty finish reason; `None` for the empty string.
     pub fn new(reason: impl Into<String>) -> Option<Self> {
         let reason = reason.into();
         if reason.is_empty() {
@@ -497,7 +497,7 @@ impl FinishReason {
         &self.0
     }
 
-    /// The finish class (10 §1, 50 V-2); exact, case-sensitive match.
+    /// The finish class; exact, case-sensitive match.
     pub fn class(&self) -> FinishClass {
         match self.0.as_str() {
             "stop" | "tool_calls" | "function_call" => FinishClass::Natural,

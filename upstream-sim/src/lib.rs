@@ -3,12 +3,12 @@
 //!
 //! - [`script`] (always built): the script format, version 1, and the pure planning layer that
 //!   turns a script and a request into a [`script::Plan`] of timed writes. gateway-core's tier-1
-//!   `testing::ScriptedWire` reuses it with `default-features = false` (05 R-30), so one fixture
+//!   `testing::ScriptedWire` reuses it with `default-features = false`, so one fixture
 //!   drives both test tiers with identical bytes.
 //! - `Sim` / `SimHandle` (feature `server`, default): the HTTP/1.1 server on real sockets, with
 //!   its own accept loop on a tokio `TcpListener`; it writes responses itself so that chunk
 //!   boundaries, TCP resets and close-delimited bodies are exactly as scripted. Recorded requests
-//!   keep only a hash of the API key (05 R-59).
+//!   keep only a hash of the API key.
 //!
 //! The format reference with examples is `docs/simulator.md`.
 

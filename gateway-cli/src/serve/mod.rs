@@ -1,4 +1,4 @@
-//! `pgw serve`: an OpenAI-compatible HTTP server in front of the library (README D33).
+//! `pgw serve`: an OpenAI-compatible HTTP server in front of the library.
 //!
 //! Routes: `POST /v1/chat/completions` (non-stream: one `chat.completion` built from the
 //! fidelity-mode response; `stream: true`: SSE `chat.completion.chunk` frames as the deltas

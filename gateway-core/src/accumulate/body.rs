@@ -1,11 +1,11 @@
-//! The non-stream body (40 §12, S-111..S-114; README D12, D15, D16, D17; 05 ): one 200
+//! The non-stream body: one 200
 //! JSON body parsed into the same [`Accumulated`] result as a stream.
 //!
-//! Order (S-111): size cap, BOM, UTF-8 with replacement, empty → `empty_response`, JSON →
+//! Order: size cap, BOM, UTF-8 with replacement, empty → `empty_response`, JSON →
 //! `invalid_json`; admission (object, in-band `error` key → D15 classifier, usage type); the
 //! envelope per mode; null tool elements stripped and ids synthesized for id-less tool calls
-//! (D16, key = body id else call_id, D17); projection and `finalize_text`; warnings. The message
-//! is otherwise kept verbatim (S-112).
+//! (key = body id else call_id); projection and `finalize_text`; warnings. The message
+//! is otherwise kept verbatim.
 
 use std::borrow::Cow;
 
@@ -25,9 +25,9 @@ fn violation<T>(v: ProtocolViolation) -> Result<T, AccumulateError> {
 
 /// Parses a non-stream 200 body (40 S-111 steps 1–6; 05 R-27 for a JSON body answering a
 /// streamed request). Errors: `ResponseTooLarge` when `bytes` is longer than
-/// `max_response_bytes`; `EmptyResponse`; `InvalidJson` (the body is never echoed);
-/// `ErrorFrame` for a top-level `error` key (D15); `Protocol` for envelope defects, including a
-/// role other than `assistant` in openai mode, checked before the verdict (S-114).
+/// `max_response_bytes`; `EmptyResponse`; `InvalidJson` (the body is never echoed);
+/// `ErrorFrame` for a top-level `error` key; `Protocol` for envelope defects, including a
+/// role other than `assistant` in openai mode, checked before the verdict.
 pub fn parse_non_stream_body(
     bytes: &[u8],
     mode: ResponseMode,
@@ -206,7 +206,7 @@ struct Parts {
     synthesized: Vec<bool>,
 }
 
-/// S-111 steps 5–6: projection, `finalize_text` (S-100), warnings, the tool summary.
+/// steps 5–6: projection, `finalize_text`, warnings, the tool summary.
 fn assemble(
     parts: Parts,
     content: &str,
@@ -245,7 +245,7 @@ fn assemble(
     }
 }
 
-/// Text mode (S-111 step 4): `choices[0]` only, its index unchecked.
+/// Text mode: `choices[0]` only, its index unchecked.
 fn text_envelope(
     body: &Map<String, Value>,
 ) -> Result<(Map<String, Value>, Option<String>), AccumulateError> {
@@ -273,7 +273,7 @@ fn text_envelope(
     Ok((message, finish))
 }
 
-/// openai mode (`check_completion_body`, S-111 step 4, S-114).
+/// openai mode (`check_completion_body`).
 fn openai_envelope(
     body: &Map<String, Value>,
 ) -> Result<(Map<String, Value>, Option<String>), AccumulateError> {
@@ -307,8 +307,8 @@ fn openai_envelope(
     Ok((message.clone(), finish))
 }
 
-/// S-111 step 4 (openai): strips `null` tool elements (none left → `tool_calls: null`), then
-/// synthesizes ids for object elements whose `id` is absent, `null` or `""` (D16), slot = the
+/// step 4 (openai): strips `null` tool elements (none left → `tool_calls: null`), then
+/// synthesizes ids for object elements whose `id` is absent, `null` or `""`, slot = the
 /// position after stripping. Returns, per remaining element, whether its id was synthesized.
 fn strip_and_synthesize(message: &mut Map<String, Value>, key: &str) -> Vec<bool> {
     let Some(Value::Array(tools)) = message.get_mut("tool_calls") else {

@@ -1,4 +1,4 @@
-//! Text-mode reading of the common chunk and body shapes straight from the JSON text (05 R-56).
+//! Text-mode reading of the common chunk and body shapes straight from the JSON text.
 //!
 //! The reader lives in `gateway_ports::ports::text_read`, so the transport's JSON check of a
 //! chunk is the same scan (issue 21; [`gateway_ports::ChunkJson::text_frame`]); the core decides

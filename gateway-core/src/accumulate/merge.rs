@@ -1,38 +1,38 @@
-//! Unknown-field lossless merge of openai mode (40 §5.9, S-67..S-72) and the text-mode progress
-//! test for unknown fields (S-73).
+//! Unknown-field lossless merge of openai mode and the text-mode progress
+//! test for unknown fields.
 //!
 //! The rules follow the OpenAI SDK's streaming accumulation with the spec's exceptions: strings
 //! append, labels and scalars are set once and must repeat identically, objects merge key by
 //! key, arrays are either *indexed* (elements with an integer `index` merge into the element with
 //! the same index) or *plain* (elements append). A conflict deletes the key, records its
 //! normalized path and drops every later value on that path for the rest of the attempt — lossy
-//! by design, never a failure (S-71).
+//! by design, never a failure.
 
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-/// Label keys (40 S-41): set once, never concatenated.
+/// Label keys: set once, never concatenated.
 pub(crate) const LABEL_KEYS: [&str; 4] = ["index", "type", "id", "format"];
 
 /// Bytes charged for a retained non-string leaf (05 R-29 accounting; chosen).
 const LEAF_COST: usize = 8;
 
-/// The shape of an array path, fixed by its first non-empty appearance (S-69).
+/// The shape of an array path, fixed by its first non-empty appearance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     Indexed,
     Plain,
 }
 
-/// A conflict found while merging; the owning key is deleted (S-68 step 3).
+/// A conflict found while merging; the owning key is deleted.
 #[derive(Debug)]
 struct Conflict;
 
-/// Per-attempt merge state (S-3): the conflict set, array shapes, retained-byte counter.
+/// Per-attempt merge state: the conflict set, array shapes, retained-byte counter.
 #[derive(Debug, Default)]
 pub(crate) struct MergeState {
-    /// Normalized conflict paths (S-71), sorted.
+    /// Normalized conflict paths, sorted.
     pub(crate) conflicts: BTreeSet<String>,
     shapes: HashMap<String, Shape>,
     /// Bytes retained by merges (05 R-29 accounting).

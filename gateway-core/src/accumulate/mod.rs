@@ -1,20 +1,20 @@
 //! Chunk accumulation: the pure, synchronous state machine that turns the JSON chunks of one
 //! streamed attempt — or one non-stream 200 body — into an [`Accumulated`] result (40 §4–§6,
-//! §9–§13; README D12, D13, D15, D16, D17; 05 ).
+//! §9–§13; README D12).
 //!
-//! Owns, per attempt (S-3: created fresh, never shared between retries or hedge legs):
-//! - frame admission on a chunk (S-34..S-38): object check, in-band `error` key (classified by
-//!   [`crate::classify`], D15), `usage` type and sink, model sink;
-//! - accumulation (S-40..S-76): the chunk `id` and `finish_reason` identity rules with `""` as
-//!   absent (D12), choice selection, `null` = absent at every level, content and reasoning
-//!   fragments, tool calls with the D13 slot rules and synthesized ids (D16, D17), the lossless
+//! Owns, per attempt (created fresh, never shared between retries or hedge legs):
+//! - frame admission on a chunk: object check, in-band `error` key (classified by
+//!   [`crate::classify`]), `usage` type and sink, model sink;
+//! - accumulation: the chunk `id` and `finish_reason` identity rules with `""` as
+//!   absent, choice selection, `null` = absent at every level, content and reasoning
+//!   fragments, tool calls with the D13 slot rules and synthesized ids, the lossless
 //!   unknown-field merge of openai mode with conflict deletion, usage position;
-//! - per-frame facts the executor needs (§6): progress, finish, usage ([`FrameFacts`]);
+//! - per-frame facts the executor needs: progress, finish, usage ([`FrameFacts`]);
 //! - post-stream assembly inputs (§9–§11): thinking projection, think-tag stripping where the
-//!   provider profile asks (S-100), measured usage (S-104..S-107), dialect warnings in S-95
-//!   order (§13), the openai snapshot ([`Accumulated::completion`], S-75);
-//! - the non-stream body (§12, [`parse_non_stream_body`]) through the same rules;
-//! - the per-attempt memory bound (05 R-29): retained bytes and tool-call slots.
+//!   provider profile asks, measured usage, dialect warnings in S-95
+//!   order, the openai snapshot ([`Accumulated::completion`]);
+//! - the non-stream body ([`parse_non_stream_body`]) through the same rules;
+//! - the per-attempt memory bound: retained bytes and tool-call slots.
 //!
 //! It never reads a clock, never logs and never judges completeness: the executor drives it,
 //! the verdict (50) judges [`Accumulated`], and the client's [`WarningThrottle`] logs warnings.
@@ -49,25 +49,25 @@ pub use warnings::{
 use merge::{MergeState, fragment_progress};
 use tools::{ToolCalls, append_string};
 
-/// Default per-attempt cap on retained response bytes: 64 MiB (05 R-29; `MAX_RESPONSE_BYTES`).
+/// Default per-attempt cap on retained response bytes: 64 MiB (`MAX_RESPONSE_BYTES`).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Most dialect warnings one attempt collects (40 S-116 capacity; chosen per attempt too).
 const WARNINGS_PER_ATTEMPT: usize = WARNING_CAPACITY;
 
-/// Per-attempt options of the accumulator (40 S-40; 05 ).
+/// Per-attempt options of the accumulator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccumulateOptions {
     /// The attempt's `call_id` (a UUIDv4): the hash key of synthesized tool ids when the
-    /// upstream sent no response id (D17, S-65).
+    /// upstream sent no response id.
     pub call_id: String,
     /// The source name; used in classification messages and warning texts only.
     pub source_name: String,
     /// Cap on the bytes an attempt retains (stream) or on the body length (non-stream), in
-    /// bytes; beyond it → `ResultInvalid(response_too_large)` (05 R-29). Default 64 MiB.
+    /// bytes; beyond it → `ResultInvalid(response_too_large)`. Default 64 MiB.
     pub max_response_bytes: usize,
     /// Whether the provider profile strips inline `<think>…</think>` from the text projection
-    /// (40 S-100; 05 R-48: the `qwen` profile). Default `false`.
+    /// (the `qwen` profile). Default `false`.
     pub inline_think_tags: bool,
 }
 
@@ -83,20 +83,20 @@ impl AccumulateOptions {
     }
 }
 
-/// Why a chunk or body broke the protocol: `Transient(protocol_error)` with this reason
-/// (40 §4, §5, §12; 30 G-22). [`ProtocolViolation::reason`] is the spec's reason text.
+/// Why a chunk or body broke the protocol: `Transient(protocol_error)` with this reason.
+/// [`ProtocolViolation::reason`] is the spec's reason text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProtocolViolation {
-    /// S-34: the chunk or body is not a JSON object.
+    /// the chunk or body is not a JSON object.
     NotObject,
-    /// S-36: `usage` present, non-null and not an object.
+    /// `usage` present, non-null and not an object.
     UsageNotObject,
-    /// S-42: the chunk `id` is not a string (openai stream).
+    /// the chunk `id` is not a string (openai stream).
     IdNotString,
-    /// S-42: a second, different non-empty chunk `id` (openai stream).
+    /// a second, different non-empty chunk `id` (openai stream).
     IdConflict,
-    /// S-45: `choices` is not an array.
+    /// `choices` is not an array.
     ChoicesNotArray,
     /// S-46, S-111: openai mode needs exactly one choice.
     SingleChoiceOnly,
@@ -104,52 +104,52 @@ pub enum ProtocolViolation {
     ChoiceNotObject,
     /// S-46, S-111: the openai choice index is not the integer 0.
     ChoiceIndexNotZero,
-    /// S-49: the openai stream finish_reason is not a string.
+    /// the openai stream finish_reason is not a string.
     FinishReasonNotString,
-    /// S-111: the openai non-stream finish_reason is neither a string nor null.
+    /// the openai non-stream finish_reason is neither a string nor null.
     FinishReasonNotStringOrNull,
-    /// S-49: a second, different non-empty finish_reason (openai stream).
+    /// a second, different non-empty finish_reason (openai stream).
     FinishReasonConflict,
-    /// S-53: `delta` is not an object.
+    /// `delta` is not an object.
     DeltaNotObject,
     /// S-54, S-111: a role other than `assistant` (openai).
     RoleNotAssistant,
-    /// S-55: `content` is neither a string nor null.
+    /// `content` is neither a string nor null.
     ContentType,
-    /// S-55: `reasoning_content` is neither a string nor null.
+    /// `reasoning_content` is neither a string nor null.
     ReasoningContentType,
-    /// S-59: `tool_calls` is not an array (openai stream).
+    /// `tool_calls` is not an array (openai stream).
     ToolCallsNotArray,
-    /// S-61: a tool element is not an object.
+    /// a tool element is not an object.
     ToolNotObject,
-    /// S-61: a tool `index` is not a non-negative integer.
+    /// a tool `index` is not a non-negative integer.
     ToolIndex,
     /// S-61, S-62: a tool `id` is not a string.
     ToolIdNotString,
-    /// S-62: a tool `type` is not a string.
+    /// a tool `type` is not a string.
     ToolTypeNotString,
-    /// S-62: a second, different tool `type` for one call.
+    /// a second, different tool `type` for one call.
     ToolTypeConflict,
-    /// S-63: `function` is not an object.
+    /// `function` is not an object.
     FunctionNotObject,
-    /// S-63: `function.name` is neither a string nor null.
+    /// `function.name` is neither a string nor null.
     FunctionNameType,
-    /// S-63: `function.arguments` is neither a string nor null.
+    /// `function.arguments` is neither a string nor null.
     FunctionArgumentsType,
-    /// 05 R-29: a tool call would need a slot beyond [`MAX_TOOL_SLOTS`].
+    /// a tool call would need a slot beyond [`MAX_TOOL_SLOTS`].
     TooManyToolCalls,
     /// S-111 (text): `choices` absent, `null` or `[]` in a non-stream body.
     NoChoices,
     /// S-111 (text): `choices` not an array or `choices[0]` not an object.
     ChoicesMalformed,
-    /// S-111: the message is not an object, or its content/reasoning_content has a bad type.
+    /// the message is not an object, or its content/reasoning_content has a bad type.
     MessageMalformed,
-    /// S-75: the snapshot failed `OpenAiChatCompletion::try_new`.
+    /// the snapshot failed `OpenAiChatCompletion::try_new`.
     Snapshot(CompletionShapeError),
 }
 
 impl ProtocolViolation {
-    /// The reason text (40 §4, §5, §12); never contains payload data.
+    /// The reason text; never contains payload data.
     pub fn reason(self) -> &'static str {
         match self {
             Self::NotObject => "chat response must be a JSON object",
@@ -194,7 +194,7 @@ impl ProtocolViolation {
     }
 }
 
-/// A failed chunk or body (40 S-33..S-36, S-111; 05 R-29). Once a chunk fails, the attempt is
+/// A failed chunk or body. Once a chunk fails, the attempt is
 /// over: the accumulator repeats the error for every later chunk.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -202,29 +202,29 @@ pub enum AccumulateError {
     /// `Transient(protocol_error)` with this reason.
     #[error("protocol_error: {}", .0.reason())]
     Protocol(ProtocolViolation),
-    /// A top-level `error` key, whatever its value (S-35, D15): the boxed value of that key.
+    /// A top-level `error` key, whatever its value: the boxed value of that key.
     /// Its category comes from [`classify_error_value`].
     #[error("upstream chat error frame")]
     ErrorFrame(Box<Value>),
-    /// `ResultInvalid(response_too_large)` (05 R-29, S-111 step 1).
+    /// `ResultInvalid(response_too_large)`.
     #[error("response_too_large: over {limit_bytes} bytes")]
     ResponseTooLarge {
         /// The cap that was exceeded, in bytes.
         limit_bytes: usize,
     },
-    /// A non-stream body that is empty or whitespace only: `Transient(empty_response)` (S-111).
+    /// A non-stream body that is empty or whitespace only: `Transient(empty_response)`.
     #[error("empty_response")]
     EmptyResponse,
-    /// A non-stream body that is not JSON: `Transient(invalid_json)` (S-111); never echoed.
+    /// A non-stream body that is not JSON: `Transient(invalid_json)`; never echoed.
     #[error("invalid_json")]
     InvalidJson,
 }
 
 impl AccumulateError {
-    /// Turns the failure into the classifier's verdict (30 G-22, G-20b; 40 S-33, S-35):
+    /// Turns the failure into the classifier's verdict:
     /// protocol → `Transient(protocol_error)`, message
     /// `"{source}: malformed chat response (protocol_error): {reason}"`; error frame →
-    /// [`classify_error_value`] (D15); too large → [`classify_frame_too_large`]; empty body →
+    /// [`classify_error_value`]; too large → [`classify_frame_too_large`]; empty body →
     /// `Transient(empty_response)`; invalid JSON → `Transient(invalid_json)`.
     pub fn classify(&self, ctx: &ClassifyContext<'_>) -> Classification {
         let source = ctx.source_name;
@@ -256,45 +256,45 @@ impl AccumulateError {
     }
 }
 
-/// The fragments of one frame (40 S-40): strings, `""` when absent, and whether the frame is
-/// progress (S-77).
+/// The fragments of one frame: strings, `""` when absent, and whether the frame is
+/// progress.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChatDelta {
     /// The `content` fragment.
     pub content: String,
     /// The `reasoning_content` fragment.
     pub reasoning_content: String,
-    /// The `reasoning` alias fragment (S-56).
+    /// The `reasoning` alias fragment.
     pub reasoning: String,
-    /// Whether the frame is progress (S-77, S-78): at most one progress event per frame.
+    /// Whether the frame is progress: at most one progress event per frame.
     pub progress: bool,
 }
 
-/// What one chunk told the executor (40 §6, §5.4, §5.11).
+/// What one chunk told the executor.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FrameFacts {
-    /// The frame's fragments and progress flag (S-40, S-77).
+    /// The frame's fragments and progress flag.
     pub delta: ChatDelta,
-    /// A choice was selected in this frame (S-46, S-47); `false` for usage-only and
+    /// A choice was selected in this frame; `false` for usage-only and
     /// annotation frames.
     pub choice_selected: bool,
-    /// This frame recorded the finish_reason for the first time (S-49, S-50).
+    /// This frame recorded the finish_reason for the first time.
     pub finish_recorded: bool,
-    /// A finish_reason is recorded, after this frame (S-51).
+    /// A finish_reason is recorded, after this frame.
     pub finish_seen: bool,
-    /// This frame carried a non-null usage object, now the last usage (S-37, S-74).
+    /// This frame carried a non-null usage object, now the last usage.
     pub usage_recorded: bool,
 }
 
 impl FrameFacts {
-    /// `true` when the frame is progress (S-77): drives watchdogs, TTFT and stall timestamps.
+    /// `true` when the frame is progress: drives watchdogs, TTFT and stall timestamps.
     pub fn is_progress(&self) -> bool {
         self.delta.progress
     }
 }
 
-/// The accumulator of one streamed attempt (40 §5). Create one per attempt (S-3).
+/// The accumulator of one streamed attempt. Create one per attempt.
 #[derive(Debug)]
 pub struct Accumulator {
     mode: ResponseMode,
@@ -306,7 +306,7 @@ pub struct Accumulator {
     content: String,
     reasoning_content: String,
     reasoning: String,
-    /// A non-empty `reasoning_content` fragment arrived (S-98).
+    /// A non-empty `reasoning_content` fragment arrived.
     reasoning_content_seen: bool,
     finish_reason: Option<String>,
     usage_after_finish: bool,
@@ -316,14 +316,14 @@ pub struct Accumulator {
     text_bytes: usize,
     notices: Vec<DialectWarning>,
     failed: Option<AccumulateError>,
-    /// README D22: the accumulated `refusal` fragments.
+    /// the accumulated `refusal` fragments.
     refusal: String,
-    /// README D27: text mode saw at least one tool-call element.
+    /// text mode saw at least one tool-call element.
     text_tool_calls: bool,
 }
 
 impl Accumulator {
-    /// A fresh accumulator for one attempt in `mode` (S-40).
+    /// A fresh accumulator for one attempt in `mode`.
     pub fn new(mode: ResponseMode, options: AccumulateOptions) -> Self {
         Self {
             mode,
@@ -354,9 +354,9 @@ impl Accumulator {
     }
 
     /// Admits and accumulates one chunk (`WireEvent::Chunk`), in the order S-34, S-35, S-36,
-    /// S-37/S-38, S-39 (§5). Errors: [`AccumulateError::Protocol`] (S-34, S-36, §5),
-    /// [`AccumulateError::ErrorFrame`] (S-35, D15), [`AccumulateError::ResponseTooLarge`] when
-    /// the retained bytes pass `max_response_bytes`. After an error every later call
+    /// S-37/S-38, S-39. Errors: [`AccumulateError::Protocol`],
+    /// [`AccumulateError::ErrorFrame`], [`AccumulateError::ResponseTooLarge`] when
+    /// the retained bytes pass `max_response_bytes`. After an error every later call
     /// returns the same error.
     pub fn push_chunk(&mut self, chunk: &Value) -> Result<FrameFacts, AccumulateError> {
         if let Some(error) = &self.failed {
@@ -369,9 +369,9 @@ impl Accumulator {
         result
     }
 
-    /// Admits one chunk as the transport delivered it ([`ChunkJson`], 40 S-25): the same rules
+    /// Admits one chunk as the transport delivered it ([`ChunkJson`]): the same rules
     /// and results as [`Accumulator::push_chunk`] on its parsed value. In text mode the common
-    /// chunk shapes are read straight from the text without building a `Value` (05 R-56); any
+    /// chunk shapes are read straight from the text without building a `Value`; any
     /// other shape, and every chunk in openai mode, goes through [`Accumulator::push_chunk`].
     pub fn push_json(&mut self, chunk: &ChunkJson) -> Result<FrameFacts, AccumulateError> {
         if self.mode == ResponseMode::Text
@@ -423,8 +423,8 @@ impl Accumulator {
         self.end_frame(frame.usage.take(), facts)
     }
 
-    /// Records a framing notice (S-33): `SplitDataLines` raises the `sse:split_data_lines`
-    /// dialect warning (S-115). Never progress.
+    /// Records a framing notice: `SplitDataLines` raises the `sse:split_data_lines`
+    /// dialect warning. Never progress.
     pub fn push_notice(&mut self, notice: WireNotice) {
         match notice {
             WireNotice::SplitDataLines => {
@@ -435,34 +435,34 @@ impl Accumulator {
         }
     }
 
-    /// The recorded finish_reason, raw (S-49, S-50); never `""`.
+    /// The recorded finish_reason, raw; never `""`.
     pub fn finish_reason(&self) -> Option<&str> {
         self.finish_reason.as_deref()
     }
 
-    /// `true` once a finish_reason is recorded (S-51).
+    /// `true` once a finish_reason is recorded.
     pub fn finish_seen(&self) -> bool {
         self.finish_reason.is_some()
     }
 
-    /// `true` when a usage object arrived in or after the finish frame (S-74).
+    /// `true` when a usage object arrived in or after the finish frame.
     pub fn usage_after_finish(&self) -> bool {
         self.usage_after_finish
     }
 
-    /// The normalized conflict paths so far (S-71), sorted.
+    /// The normalized conflict paths so far, sorted.
     pub fn conflicts(&self) -> &BTreeSet<String> {
         &self.merger.conflicts
     }
 
-    /// The fixed response id (S-42, openai; text mode: the first non-empty string id, never
-    /// checked); never `""` (D12).
+    /// The fixed response id (openai; text mode: the first non-empty string id, never
+    /// checked); never `""`.
     pub fn response_id(&self) -> Option<&str> {
         self.response_id.as_deref()
     }
 
-    /// The openai message so far (S-65): a deep copy whose `tool_calls` holds the calls in slot
-    /// order with synthesized ids (D13, D17), or what S-58/S-60 set when there are no calls.
+    /// The openai message so far: a deep copy whose `tool_calls` holds the calls in slot
+    /// order with synthesized ids, or what S-58/S-60 set when there are no calls.
     /// `None` in text mode.
     pub fn raw_message(&self) -> Option<Map<String, Value>> {
         self.assemble_message().map(|(message, _)| message)
@@ -484,7 +484,7 @@ impl Accumulator {
     }
 
     /// Post-stream assembly inputs (S-95 steps 1–4, 6): warnings in S-95 order, the thinking
-    /// projection (S-98), `finalize_text` (S-100), the message (openai), usage facts.
+    /// projection, `finalize_text`, the message (openai), usage facts.
     pub fn finish(self) -> Accumulated {
         let assembled = self.assemble_message();
         let mut warnings = self.notices.clone();
@@ -575,7 +575,7 @@ impl Accumulator {
     }
 
     /// The tail of frame admission shared by both readings: finish state, the usage sink
-    /// (S-37, S-74) and the memory bound (05 R-29).
+    /// and the memory bound.
     fn end_frame(
         &mut self,
         usage: Option<Map<String, Value>>,
@@ -609,7 +609,7 @@ impl Accumulator {
         }
     }
 
-    /// S-42 for a string id; `""` is absent (D12).
+    /// for a string id; `""` is absent.
     fn string_id(&mut self, id: &str) -> Result<(), AccumulateError> {
         match &self.response_id {
             _ if id.is_empty() => Ok(()),
@@ -629,7 +629,7 @@ impl Accumulator {
         }
     }
 
-    /// README D21: `content` as an array of parts. `text` parts append to the content,
+    /// `content` as an array of parts. `text` parts append to the content,
     /// `thinking` / `reasoning` parts to the reasoning projection; other types are skipped with
     /// one dialect warning each. `Err` when the array is not one of parts (→ `protocol_error`).
     fn content_parts(
@@ -653,7 +653,7 @@ impl Accumulator {
         Ok(!read.text.is_empty() || !read.thinking.is_empty())
     }
 
-    /// S-49, S-50 for a string finish_reason; `""` is absent (D12).
+    /// S-49, S-50 for a string finish_reason; `""` is absent.
     fn string_finish(
         &mut self,
         reason: &str,
@@ -714,7 +714,7 @@ impl Accumulator {
         }
     }
 
-    /// The selected choice: delta (S-53..S-73), then finish_reason (S-49, S-50).
+    /// The selected choice: delta, then finish_reason.
     fn choice(
         &mut self,
         choice: &Map<String, Value>,
@@ -765,7 +765,7 @@ impl Accumulator {
         }
     }
 
-    /// openai-mode delta (S-54..S-65, S-67..S-72).
+    /// openai-mode delta.
     fn delta_openai(
         &mut self,
         delta: &Map<String, Value>,
@@ -846,7 +846,7 @@ impl Accumulator {
         Ok(())
     }
 
-    /// text-mode delta (S-54 role ignored, S-55, S-66, S-73).
+    /// text-mode delta (S-54 role ignored).
     fn delta_text(
         &mut self,
         delta: &Map<String, Value>,
@@ -895,7 +895,7 @@ impl Accumulator {
     }
 }
 
-/// What an array of content parts says (README D21).
+/// What an array of content parts says.
 #[derive(Debug, Default)]
 pub(crate) struct ContentParts {
     /// The `text` parts' text, concatenated.
@@ -906,7 +906,7 @@ pub(crate) struct ContentParts {
     pub(crate) skipped: Vec<String>,
 }
 
-/// Reads `content` given as an array of parts (README D21; Mistral's
+/// Reads `content` given as an array of parts (Mistral's
 /// `[{"type":"thinking","thinking":[{"type":"text","text":…}]},{"type":"text","text":…}]`).
 /// `None` when the array is empty or an element is not an object with a string `type`.
 pub(crate) fn read_content_parts(parts: &[Value]) -> Option<ContentParts> {
@@ -963,8 +963,8 @@ fn nested_text(value: &Value, out: &mut String) {
     }
 }
 
-/// The model sink (S-38): a string with at least one non-whitespace character.
-/// The model sink's test for one string (S-38).
+/// The model sink: a string with at least one non-whitespace character.
+/// The model sink's test for one string.
 fn model_text(model: &str) -> Option<String> {
     (!model.trim().is_empty()).then(|| model.to_owned())
 }
@@ -976,7 +976,7 @@ fn model_of(object: &Map<String, Value>) -> Option<String> {
     }
 }
 
-/// Adds the `finish:` warning for a finish of class `unknown` (S-95 step 1, S-115).
+/// Adds the `finish:` warning for a finish of class `unknown`.
 fn push_finish_warning(warnings: &mut Vec<DialectWarning>, finish: Option<&FinishReason>) {
     if let Some(finish) = finish
         && finish.class() == FinishClass::Unknown
@@ -987,13 +987,13 @@ fn push_finish_warning(warnings: &mut Vec<DialectWarning>, finish: Option<&Finis
     }
 }
 
-/// The shape of a tool call's `function.arguments` (50 V-24, V-25; 05 R-42).
+/// The shape of a tool call's `function.arguments`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ToolArguments {
     /// No `arguments` key (or no `function` object).
     Absent,
-    /// `arguments` stayed `null` (V-25).
+    /// `arguments` stayed `null`.
     Null,
     /// `arguments` is neither a string nor null.
     NotString,
@@ -1001,18 +1001,18 @@ pub enum ToolArguments {
     Empty,
     /// A string that parses as JSON.
     Json,
-    /// A non-empty string that does not parse as JSON (cut arguments, R-42).
+    /// A non-empty string that does not parse as JSON (cut arguments).
     NotJson,
 }
 
-/// One tool call of the openai message, as the verdict sees it (50 V-24; 05 R-42).
+/// One tool call of the openai message, as the verdict sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallSummary {
     /// The call's id (synthesized or not); `None` when it is not a non-empty string.
     pub id: Option<String>,
-    /// The id was synthesized (D13, D16, D17).
+    /// The id was synthesized.
     pub id_synthesized: bool,
-    /// `function.name` when it is a non-empty string; `None` → `tool_incomplete` (D13).
+    /// `function.name` when it is a non-empty string; `None` → `tool_incomplete`.
     pub name: Option<String>,
     /// The shape of `function.arguments`.
     pub arguments: ToolArguments,
@@ -1062,55 +1062,54 @@ fn summarize_tools(message: &Map<String, Value>, synthesized: &[bool]) -> Vec<To
 }
 
 /// The accumulated result of one attempt, streamed ([`Accumulator::finish`]) or not
-/// ([`parse_non_stream_body`]) — the input of the verdict (50) and of response building
-/// (40 S-95, S-111).
+/// ([`parse_non_stream_body`]) — the input of the verdict (50) and of response building.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct Accumulated {
     /// The mode of the attempt.
     pub mode: ResponseMode,
-    /// Text projection of the content, think tags stripped where the profile asks (S-100).
+    /// Text projection of the content, think tags stripped where the profile asks.
     pub content: String,
-    /// Thinking projection (S-98 stream, S-99 non-stream) plus stripped think spans (S-100).
+    /// Thinking projection (S-98 stream, S-99 non-stream) plus stripped think spans.
     pub thinking: String,
-    /// The raw finish_reason (S-49, S-50, S-111); never `""` (D12).
+    /// The raw finish_reason; never `""`.
     pub finish_reason: Option<FinishReason>,
-    /// A finish_reason was recorded (S-51).
+    /// A finish_reason was recorded.
     pub finish_seen: bool,
-    /// The response id (S-42 stream, S-113 non-stream); never `""` (D12).
+    /// The response id (S-42 stream, S-113 non-stream); never `""`.
     pub response_id: Option<String>,
-    /// The first model name with a non-whitespace character (S-38).
+    /// The first model name with a non-whitespace character.
     pub model_reported: Option<String>,
-    /// The last non-null usage object, exactly as received (S-37, S-108).
+    /// The last non-null usage object, exactly as received.
     pub usage_raw: Option<Map<String, Value>>,
-    /// Usage arrived in or after the finish frame (S-74); stream only (`false` non-stream).
+    /// Usage arrived in or after the finish frame; stream only (`false` non-stream).
     pub usage_after_finish: bool,
     /// openai mode: the message (S-65 `raw_message()`, or the non-stream message after S-111
-    /// step 4); `None` in text mode. Never passes through `finalize_text` (S-101).
+    /// step 4); `None` in text mode. Never passes through `finalize_text`.
     pub message: Option<Map<String, Value>>,
     /// openai mode: the non-null tool calls of `message`, in snapshot order.
     pub tool_calls: Vec<ToolCallSummary>,
-    /// Conflict paths (S-71), sorted.
+    /// Conflict paths, sorted.
     pub conflicts: BTreeSet<String>,
     /// Dialect warnings in S-95 step 1 order (split-data-lines notice first), at most 1024.
     pub warnings: Vec<DialectWarning>,
-    /// The accumulated `refusal` text (README D22): `delta.refusal` fragments or
+    /// The accumulated `refusal` text: `delta.refusal` fragments or
     /// `message.refusal`; `""` when none.
     pub refusal: String,
-    /// Text mode: the answer carried at least one tool call (README D27); always `false` in
+    /// Text mode: the answer carried at least one tool call; always `false` in
     /// openai mode, where the tool calls are in `message`.
     pub tool_calls_in_text: bool,
 }
 
 impl Accumulated {
-    /// `true` when the last usage is *measured* (S-104).
+    /// `true` when the last usage is *measured*.
     pub fn usage_measured(&self) -> bool {
         self.usage_raw
             .as_ref()
             .is_some_and(|u| measured_usage(u).is_some())
     }
 
-    /// Token resolution (S-105, S-107): measured → as reported with `Measured` (`Estimated`
+    /// Token resolution: measured → as reported with `Measured` (`Estimated`
     /// when `salvaged`); otherwise 0 / 0 with `Unavailable`. `cached_prompt_tokens` and
     /// `reasoning_tokens` come from the last usage object either way.
     pub fn usage(&self, salvaged: bool) -> (Usage, UsageSource) {
@@ -1132,9 +1131,9 @@ impl Accumulated {
         (usage, source)
     }
 
-    /// The openai snapshot (S-75, S-111 step 8): `None` in text mode; otherwise
+    /// The openai snapshot: `None` in text mode; otherwise
     /// `OpenAiChatCompletion::try_new` over deep copies of the message and usage, a failure
-    /// being `Transient(protocol_error)`. Call it only after the verdict delivered (V-38).
+    /// being `Transient(protocol_error)`. Call it only after the verdict delivered.
     pub fn completion(&self) -> Option<Result<OpenAiChatCompletion, AccumulateError>> {
         let message = self.message.as_ref()?;
         Some(
@@ -1148,13 +1147,13 @@ impl Accumulated {
         )
     }
 
-    /// A tool call has no non-empty function name (D13: `tool_incomplete`, synthesis never
+    /// A tool call has no non-empty function name (`tool_incomplete`, synthesis never
     /// invents a name).
     pub fn any_tool_without_name(&self) -> bool {
         self.tool_calls.iter().any(|t| t.name.is_none())
     }
 
-    /// 05 R-42: some tool call's `arguments` is non-empty text that does not parse as JSON
+    /// some tool call's `arguments` is non-empty text that does not parse as JSON
     /// (the turn is delivered but not cacheable). Empty arguments do not count (chosen).
     pub fn tool_arguments_unparsable(&self) -> bool {
         self.tool_calls
@@ -1162,7 +1161,7 @@ impl Accumulated {
             .any(|t| t.arguments == ToolArguments::NotJson)
     }
 
-    /// Some tool id was synthesized (D13, D16).
+    /// Some tool id was synthesized.
     pub fn any_synthesized_tool_id(&self) -> bool {
         self.tool_calls.iter().any(|t| t.id_synthesized)
     }
@@ -1173,7 +1172,7 @@ fn count(value: Option<&Value>) -> Option<u64> {
     value.and_then(Value::as_u64)
 }
 
-/// Measured usage (S-104): `prompt_tokens` and `completion_tokens` both JSON non-negative
+/// Measured usage: `prompt_tokens` and `completion_tokens` both JSON non-negative
 /// integers; with the S-107 details. `None` otherwise (`{}` is not measured).
 ///
 /// A usage object that is *implausible* ([`usage_is_plausible`]) is not measured either: it is
@@ -1183,7 +1182,7 @@ pub fn measured_usage(usage: &Map<String, Value>) -> Option<Usage> {
     reported_usage(usage).filter(usage_is_plausible)
 }
 
-/// The counts as reported (S-104), before the plausibility check.
+/// The counts as reported, before the plausibility check.
 fn reported_usage(usage: &Map<String, Value>) -> Option<Usage> {
     let prompt = count(usage.get("prompt_tokens"))?;
     let completion = count(usage.get("completion_tokens"))?;
@@ -1220,7 +1219,7 @@ pub fn usage_is_implausible(usage: &Map<String, Value>) -> bool {
     reported_usage(usage).is_some_and(|u| !usage_is_plausible(&u))
 }
 
-/// S-107: `(cached_prompt_tokens, reasoning_tokens)` of a usage object.
+/// `(cached_prompt_tokens, reasoning_tokens)` of a usage object.
 fn usage_details(usage: &Map<String, Value>) -> (Option<u64>, Option<u64>) {
     let cached = count(
         usage

@@ -1,12 +1,12 @@
-//! Tool-call accumulation (40 §5.7, §5.8; README D13, D16, D17; 05 R-29).
+//! Tool-call accumulation.
 //!
 //! Streamed tool-call elements are gathered into *calls*, each held in a *slot* that orders the
-//! snapshot. A call is resolved before any field is merged (S-61): by its non-empty `id` when a
+//! snapshot. A call is resolved before any field is merged: by its non-empty `id` when a
 //! call with that id exists, else by `index` (through the `route` map), else — for a missing or
 //! `null` index — the last call, else slot 0; an element whose id differs from the id already in
-//! its candidate slot opens a new call in the next free slot (D13). A call that never got an id
-//! receives `call_` + 24 hex digits of SHA-256(`{key}:{slot}`) at assembly (S-65, D17).
-//! At most [`MAX_TOOL_SLOTS`] slots exist per attempt, numbered `0..1024` (05 R-29).
+//! its candidate slot opens a new call in the next free slot. A call that never got an id
+//! receives `call_` + 24 hex digits of SHA-256(`{key}:{slot}`) at assembly.
+//! At most [`MAX_TOOL_SLOTS`] slots exist per attempt, numbered `0..1024`.
 
 use std::collections::HashMap;
 
@@ -17,10 +17,10 @@ use super::ProtocolViolation;
 use super::merge::MergeState;
 
 /// Tool-call slots per attempt: slots are numbered `0..MAX_TOOL_SLOTS`; a call that would need
-/// a slot beyond is `Transient(protocol_error)` (05 R-29).
+/// a slot beyond is `Transient(protocol_error)`.
 pub const MAX_TOOL_SLOTS: usize = 1024;
 
-/// The synthesized id of a call without one (40 S-65, D13, D16, D17): `"call_"` + the first 24
+/// The synthesized id of a call without one: `"call_"` + the first 24
 /// lower-case hex digits of SHA-256(`"{key}:{slot}"`), `key` = the response id, else the
 /// attempt's `call_id`.
 pub fn synthesized_tool_id(key: &str, slot: usize) -> String {
@@ -29,20 +29,20 @@ pub fn synthesized_tool_id(key: &str, slot: usize) -> String {
     format!("call_{}", hex.get(..24).unwrap_or(&hex))
 }
 
-/// One call (S-61).
+/// One call.
 #[derive(Debug, Default)]
 struct Call {
     slot: usize,
-    /// The fixed non-empty id (S-62).
+    /// The fixed non-empty id.
     id: Option<String>,
-    /// The fixed type (S-62; text mode: the first non-empty type, S-66).
+    /// The fixed type (text mode: the first non-empty type).
     kind: Option<String>,
     /// The tool object being assembled (openai mode): `id`, `type`, `function` and unknown
     /// keys; never `index`.
     object: Map<String, Value>,
 }
 
-/// The calls of one attempt, in creation order, and the index route (S-61).
+/// The calls of one attempt, in creation order, and the index route.
 #[derive(Debug, Default)]
 pub(crate) struct ToolCalls {
     calls: Vec<Call>,
@@ -113,7 +113,7 @@ impl ToolCalls {
         Ok(self.calls.len() - 1)
     }
 
-    /// Merges one `tool_calls` array of an openai-mode delta (S-59..S-64) into the calls.
+    /// Merges one `tool_calls` array of an openai-mode delta into the calls.
     /// `message_tool_calls` is the message's `tool_calls` entry handling of S-60, done by the
     /// caller. Returns progress (S-77 items 3–5) and charges retained bytes to `merger`.
     pub(crate) fn merge_openai(
@@ -200,8 +200,8 @@ impl ToolCalls {
         Ok(progress)
     }
 
-    /// Text mode (S-66): resolves calls for liveness only; never fails except on the slot
-    /// bound (05 R-29). Returns progress.
+    /// Text mode: resolves calls for liveness only; never fails except on the slot
+    /// bound. Returns progress.
     pub(crate) fn observe_text(&mut self, elements: &[Value]) -> Result<bool, ProtocolViolation> {
         let mut progress = false;
         for element in elements {
@@ -251,8 +251,8 @@ impl ToolCalls {
         Ok(progress)
     }
 
-    /// The calls in ascending slot order as tool objects (S-65), with synthesized ids for calls
-    /// that never got one (`key` = response id, else call_id, D17). Returns the array and, per
+    /// The calls in ascending slot order as tool objects, with synthesized ids for calls
+    /// that never got one (`key` = response id, else call_id). Returns the array and, per
     /// element, whether its id was synthesized.
     pub(crate) fn snapshot(&self, key: &str) -> (Vec<Value>, Vec<bool>) {
         let mut order: Vec<&Call> = self.calls.iter().collect();
@@ -287,7 +287,7 @@ pub(crate) fn with_id_first(object: &Map<String, Value>, id: String) -> Map<Stri
     out
 }
 
-/// Merges a `function` object (S-63, S-64): `name` and `arguments` follow S-55's string rules,
+/// Merges a `function` object: `name` and `arguments` follow S-55's string rules,
 /// other keys the unknown-field merge at `tool_calls[].function.<key>`.
 fn merge_function(
     target: &mut Map<String, Value>,

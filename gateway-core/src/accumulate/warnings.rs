@@ -1,56 +1,56 @@
-//! Dialect warnings (40 §13, S-115..S-118; 05 ): what an attempt raises, and the
+//! Dialect warnings: what an attempt raises, and the
 //! per-client throttle that logs each `(source, key)` once.
 //!
 //! An attempt only *collects* [`DialectWarning`]s (in S-95 step 1 order); it never logs. The
-//! client owns one [`WarningThrottle`] (S-115: one throttle per `GatewayClient`) and passes each
+//! client owns one [`WarningThrottle`] (one throttle per `GatewayClient`) and passes each
 //! warning of a delivered or failed attempt through it, so a key is logged once per source, the
-//! set never grows beyond [`WARNING_CAPACITY`] keys, and saturation is said exactly once (S-116).
-//! Warnings never change a result (S-118).
+//! set never grows beyond [`WARNING_CAPACITY`] keys, and saturation is said exactly once.
+//! Warnings never change a result.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
-/// Capacity of the warning key set of one client (40 S-116).
+/// Capacity of the warning key set of one client.
 pub const WARNING_CAPACITY: usize = 1024;
 
-/// The text logged once when the key set is full (40 S-116).
+/// The text logged once when the key set is full.
 pub const SATURATION_MESSAGE: &str =
     "dialect warning set saturated (1024); further warnings of this kind are omitted";
 
-/// Longest conflict path kept in a `field:` key, in characters (40 S-115).
+/// Longest conflict path kept in a `field:` key, in characters.
 const FIELD_KEY_CHARS: usize = 128;
-/// Longest finish value kept in a `finish:` key, in characters (40 S-115).
+/// Longest finish value kept in a `finish:` key, in characters.
 const FINISH_KEY_CHARS: usize = 64;
 
-/// One dialect warning raised by an attempt (40 S-115, S-117; 05 ).
+/// One dialect warning raised by an attempt.
 ///
 /// Carries the path or value only; field contents (which may be tool arguments) never appear.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DialectWarning {
-    /// An unknown field was deleted after a merge conflict (S-71); `path` is normalized
+    /// An unknown field was deleted after a merge conflict; `path` is normalized
     /// (`delta.ext`, `tool_calls[].function.strict`).
     FieldConflict {
         /// The normalized path.
         path: String,
     },
-    /// A finish_reason outside the registry (class `unknown`, 50 V-2) was delivered.
+    /// A finish_reason outside the registry (class `unknown`) was delivered.
     UnregisteredFinish {
         /// The raw value.
         value: String,
     },
-    /// The SSE split-data-lines recovery happened (S-26, S-33).
+    /// The SSE split-data-lines recovery happened.
     SplitDataLines,
-    /// A tool call arrived without an id and a stable one was synthesized (D13, D16; S-65).
+    /// A tool call arrived without an id and a stable one was synthesized.
     SynthesizedToolId,
-    /// A streamed request got a 200 JSON body, judged as a non-stream body (05 R-27).
+    /// A streamed request got a 200 JSON body, judged as a non-stream body.
     JsonBodyOnStream,
     /// A JSON body followed by an event-stream trailer (`data: [DONE]`, comments) was read as
-    /// that JSON value (README D20).
+    /// that JSON value.
     TrailingSse,
-    /// A chunk `id` differed from the stream's first id and was accepted (README D35).
+    /// A chunk `id` differed from the stream's first id and was accepted.
     ChunkIdChanges,
-    /// A `content` part of an unknown type was skipped (README D21); `kind` is its `type`,
+    /// A `content` part of an unknown type was skipped; `kind` is its `type`,
     /// cut to 64 characters.
     UnknownContentPart {
         /// The part's `type`.
@@ -62,7 +62,7 @@ pub enum DialectWarning {
 }
 
 impl DialectWarning {
-    /// The stable code carried by the log event (05 R-38).
+    /// The stable code carried by the log event.
     pub const fn code(&self) -> &'static str {
         match self {
             Self::FieldConflict { .. } => "dialect.field_conflict",
@@ -77,9 +77,9 @@ impl DialectWarning {
         }
     }
 
-    /// The throttle key (40 S-115): `field:<path>` (path cut to 128 characters),
+    /// The throttle key: `field:<path>` (path cut to 128 characters),
     /// `finish:<value>` (value cut to 64 characters), `sse:split_data_lines`,
-    /// `tool:synthesized_id`, `stream:json_body` (05 R-27, chosen).
+    /// `tool:synthesized_id`, `stream:json_body` (chosen).
     pub fn key(&self) -> String {
         match self {
             Self::FieldConflict { path } => format!("field:{}", cut(path, FIELD_KEY_CHARS)),
@@ -144,7 +144,7 @@ fn cut(s: &str, n: usize) -> &str {
     }
 }
 
-/// What [`WarningThrottle::admit`] decided for one warning (40 S-115, S-116).
+/// What [`WarningThrottle::admit`] decided for one warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Admission {
@@ -156,7 +156,7 @@ pub enum Admission {
     Saturated,
 }
 
-/// The per-client warning throttle (40 S-115, S-116): a set of `(source, key)` pairs of at most
+/// The per-client warning throttle: a set of `(source, key)` pairs of at most
 /// [`WARNING_CAPACITY`] entries.
 #[derive(Debug, Default)]
 pub struct WarningThrottle {
@@ -175,7 +175,7 @@ impl WarningThrottle {
         Self::default()
     }
 
-    /// Decides whether `warning` from `source` is logged (S-115, S-116); records it.
+    /// Decides whether `warning` from `source` is logged; records it.
     pub fn admit(&self, source: &str, warning: &DialectWarning) -> Admission {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = (source.to_owned(), warning.key());
@@ -193,8 +193,8 @@ impl WarningThrottle {
         Admission::Emit
     }
 
-    /// Admits and logs `warning` through `tracing` with the fields `source` and `code` (05 R-38);
-    /// the text is passed as an argument, never as a format string (S-117). Returns the decision.
+    /// Admits and logs `warning` through `tracing` with the fields `source` and `code`;
+    /// the text is passed as an argument, never as a format string. Returns the decision.
     pub fn emit(&self, source: &str, warning: &DialectWarning) -> Admission {
         let admission = self.admit(source, warning);
         match admission {

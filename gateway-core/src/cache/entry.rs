@@ -1,4 +1,4 @@
-//! The cache entry codec (70 C-53, C-55; 05 R-23): the JSON stored for a response and the
+//! The cache entry codec: the JSON stored for a response and the
 //! strict restore that turns a stored string back into a hit — or into a miss on any doubt.
 
 use gateway_ports::{
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::verdict::{effective_finish, is_cacheable_raw};
 
-/// Serialises `response` for the cache (70 C-53): the JSON of its fields without
+/// Serialises `response` for the cache: the JSON of its fields without
 /// `structured_data` and `call_stats` (stats describe one call; replaying them would lie about
 /// retries and latency), `completion` as its four fields.
 ///
@@ -43,7 +43,7 @@ pub enum RestoreMiss {
     Structured,
 }
 
-/// The raw stored form (05 R-23): typed where a wrong type can only mean a corrupt entry, raw
+/// The raw stored form: typed where a wrong type can only mean a corrupt entry, raw
 /// `Value`s where the restore judges the value itself (finish, stream end, completion,
 /// observation, effort). Unknown members are ignored; missing ones take their defaults.
 #[derive(Deserialize, Default)]
@@ -64,7 +64,7 @@ struct StoredEntry {
     stream_end: Option<Value>,
 }
 
-/// The structured part of a restore (C-55 step 7): the call's spec and its strategies.
+/// The structured part of a restore: the call's spec and its strategies.
 #[derive(Clone, Copy)]
 pub struct RestoreStructured<'a> {
     /// The call's spec.
@@ -103,7 +103,7 @@ impl std::fmt::Debug for RestoreStructured<'_> {
     }
 }
 
-/// Restores a stored entry for a call in `mode` (70 C-55, steps 1–7) and applies the hit
+/// Restores a stored entry for a call in `mode` (steps 1–7) and applies the hit
 /// rewrite of C-58 except what belongs to the call (`call_id`, `call_stats`, set by the caller):
 /// `cache_hit true`, `latency_ms 0`, `ttft_ms` / `max_inter_token_ms` / `stream_end` `None`,
 /// `finish_reason` = the effective finish, `cost None`, historic completion, usage, model,

@@ -1,4 +1,4 @@
-//! The cache key (70 C-42..C-48): the model fingerprint of a scope, the canonical key object and
+//! The cache key: the model fingerprint of a scope, the canonical key object and
 //! its SHA-256, and the tenant-prefixed namespace helper.
 //!
 //! The key is `"pgw:cache:v1:" + hex_lower(sha256(canonical_json(key_obj)))` where `key_obj`
@@ -6,7 +6,7 @@
 //! the response mode (only when not text), the salt (only when set), the caller sampling (only
 //! when non-empty), the request-level effort (only when set) and the structured spec (only when
 //! set). Nothing else enters it: not the logical call id, not the telemetry text cap, not the
-//! tenant, meta, session, parent id, stream flag or deadline (C-48), so stream and non-stream
+//! tenant, meta, session, parent id, stream flag or deadline, so stream and non-stream
 //! calls share entries.
 
 use std::fmt;
@@ -17,14 +17,14 @@ use sha2::{Digest, Sha256};
 
 use crate::telemetry::shape::{canonical_json, digest_messages};
 
-/// The versioned prefix of every response-cache key (70 C-43). Bump the version when the key
+/// The versioned prefix of every response-cache key. Bump the version when the key
 /// object or the entry format changes meaning.
 pub const CACHE_KEY_PREFIX: &str = "pgw:cache:v1:";
 
-/// Longest namespace or salt, in characters (the `PGW_CACHE_NAMESPACE` domain, 20 §8.2).
+/// Longest namespace or salt, in characters (the `PGW_CACHE_NAMESPACE` domain).
 pub const CACHE_NAMESPACE_MAX_CHARS: usize = 256;
 
-/// The model fingerprint of a scope's sources (70 C-45): `sha256` (lower-case hex) of the
+/// The model fingerprint of a scope's sources: `sha256` (lower-case hex) of the
 /// canonical JSON of the list of `{provider, model, extra_body, reasoning_effort,
 /// enable_thinking, effort_fallback}` per source, sorted by each element's canonical JSON.
 ///
@@ -60,7 +60,7 @@ pub fn model_fingerprint(sources: &[SourceConfig]) -> String {
     hex::encode(Sha256::digest(list.as_bytes()))
 }
 
-/// The structured member of the key (70 C-44): the spec plus the name of the strategy that
+/// The structured member of the key: the spec plus the name of the strategy that
 /// parses it (two strategies may accept different texts for one spec).
 #[derive(Debug, Clone, Copy)]
 pub struct StructuredKey<'a> {
@@ -70,13 +70,13 @@ pub struct StructuredKey<'a> {
     pub strategy: &'a str,
 }
 
-/// Every member of the key object (70 C-44), borrowed from the call. Build it with
+/// Every member of the key object, borrowed from the call. Build it with
 /// [`KeyParts::of_request`] or field by field.
 #[derive(Clone, Copy)]
 pub struct KeyParts<'a> {
     /// The scope's model fingerprint ([`model_fingerprint`]).
     pub fingerprint: &'a str,
-    /// The request messages (digested, never stored raw, C-47).
+    /// The request messages (digested, never stored raw).
     pub messages: &'a [JsonObject],
     /// The effective namespace (per-call override, else the scope default).
     pub namespace: &'a str,
@@ -111,7 +111,7 @@ impl fmt::Debug for KeyParts<'_> {
 impl<'a> KeyParts<'a> {
     /// The key members of `request`: its messages, mode, overlay, request-level effort and
     /// (with `strategy`) structured spec; the per-call namespace and salt override the
-    /// defaults. Everything else of the request is ignored (C-48).
+    /// defaults. Everything else of the request is ignored.
     pub fn of_request(
         request: &'a ChatRequest,
         fingerprint: &'a str,
@@ -186,7 +186,7 @@ impl<'a> KeyParts<'a> {
     }
 
     /// The cache key: [`CACHE_KEY_PREFIX`] + lower-case hex SHA-256 of the canonical JSON of
-    /// [`key_object`](Self::key_object) (C-43, C-46).
+    /// [`key_object`](Self::key_object).
     pub fn key(&self) -> String {
         let text = canonical_json(&self.key_object());
         let digest = Sha256::digest(text.as_bytes());
@@ -197,7 +197,7 @@ impl<'a> KeyParts<'a> {
     }
 }
 
-/// The tenant-prefixed namespace convention (70 C-42): `"{tenant_prefix}:{epoch}:{name}"`.
+/// The tenant-prefixed namespace convention: `"{tenant_prefix}:{epoch}:{name}"`.
 ///
 /// The namespace is the cache's isolation unit — tenant id and meta never enter the key — so a
 /// multi-tenant deployment gives every tenant its own prefix. Bumping `epoch` invalidates all of

@@ -1,9 +1,9 @@
-//! The in-memory response cache (70 C-61; CT-CACHE-01..07): a bounded map key → (value,
+//! The in-memory response cache (CT-CACHE-01..07): a bounded map key → (value,
 //! `expires_at`) on the injected [`Clock`], least-recently-used eviction, per process.
 //!
 //! Why not `moka`: it keeps time on its own clock (`quanta`/`Instant`), so TTL could not be
 //! driven by the injected `Clock` that every other core component and the contract suite use
-//! (the suites never sleep, 05 R-31). The map here is small: a hash map plus an ordered index of
+//! (the suites never sleep). The map here is small: a hash map plus an ordered index of
 //! last-use ticks, both under one `std::sync::Mutex` held for a few operations and never across
 //! an await — `get` and `set` are O(log n) and allocation-light.
 
@@ -50,7 +50,7 @@ impl State {
     }
 }
 
-/// The memory backend of the response cache (70 C-61): at most `max_entries` live values,
+/// The memory backend of the response cache: at most `max_entries` live values,
 /// TTL measured on the injected clock (an entry with `expires_at ≤ now` is a miss and is
 /// removed), the least recently used entry evicted first when full. `get` counts as a use.
 /// Per process: two processes never share entries. `close()` empties it and later operations

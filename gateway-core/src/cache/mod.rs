@@ -1,25 +1,24 @@
-//! The response cache layer (70 Part C, C-39..C-64; 50 §10; 10 §8.6): key, cacheability, entry
+//! The response cache layer: key, cacheability, entry
 //! codec, read and write paths, hit rewrite and the memory backend.
 //!
-//! Placement (05 R-4): `chat → cache → loop → round → attempt`. The governor's
+//! Placement: `chat → cache → loop → round → attempt`. The governor's
 //! [`run_chat_cached`](crate::governor::Governor::run_chat_cached) opens the call (closed check,
 //! deadline, statistics boundary), then — inside the call deadline — reads ([`CacheCall::read`]),
-//! and on a miss runs the loop and writes ([`CacheCall::write`]). A hit is rewritten (C-58),
-//! gets this call's statistics and produces exactly one `cache_hit` row (C-59); the cache layer
-//! itself never writes terminal or cancellation rows — the call boundary does (CF-363).
+//! and on a miss runs the loop and writes ([`CacheCall::write`]). A hit is rewritten,
+//! gets this call's statistics and produces exactly one `cache_hit` row; the cache layer
+//! itself never writes terminal or cancellation rows — the call boundary does.
 //!
-//! The cache is a degradation surface (C-62): a backend error on `get` is a warning and a miss,
+//! The cache is a degradation surface: a backend error on `get` is a warning and a miss,
 //! on `set` a warning and a skipped write; it never fails a call. Cancellation is never
-//! swallowed (dropping the call drops the pending `get`/`set`, CF-342). There is no
-//! single-flight: two concurrent identical misses both go upstream and the last write wins
-//! (C-63).
+//! swallowed (dropping the call drops the pending `get`/`set`). There is no
+//! single-flight: two concurrent identical misses both go upstream and the last write wins.
 //!
-//! Cacheability is the one predicate of `verdict::cache` (C-49..C-51), asked on the write path
+//! Cacheability is the one predicate of `verdict::cache`, asked on the write path
 //! of the delivered response and on the read path of the **stored** values.
 //!
 //! Structured calls (`structured::ladder::run_cached`) put the re-ask ladder **inside** the
 //! cache stage: read, then on a miss the whole ladder, then the write of its final validated
-//! answer only; the key carries the structured spec and the round-0 strategy's name (C-44).
+//! answer only; the key carries the structured spec and the round-0 strategy's name.
 
 mod entry;
 mod key;
@@ -43,14 +42,14 @@ pub use memory::MemoryCache;
 
 use crate::verdict::is_cacheable_response;
 
-/// Default entry lifetime (`PGW_CACHE_TTL_S` default 86 400 s, 20 §8.2).
+/// Default entry lifetime (`PGW_CACHE_TTL_S` default 86 400 s).
 pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(86_400);
 
-/// Default memory capacity (`PGW_CACHE_MEMORY_MAX_ENTRIES` default 10 000, 20 §8.2).
+/// Default memory capacity (`PGW_CACHE_MEMORY_MAX_ENTRIES` default 10 000).
 pub const DEFAULT_MEMORY_MAX_ENTRIES: usize = 10_000;
 
 /// The response cache of one chat scope: the backend, the scope's model fingerprint (computed
-/// once here, C-45), the default namespace and salt, and the entry TTL.
+/// once here), the default namespace and salt, and the entry TTL.
 pub struct ChatCache {
     backend: Arc<dyn ResponseCache>,
     fingerprint: String,
@@ -100,7 +99,7 @@ impl ChatCache {
         &self.backend
     }
 
-    /// The scope's model fingerprint (C-45).
+    /// The scope's model fingerprint.
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
     }
@@ -115,7 +114,7 @@ impl ChatCache {
         self.ttl
     }
 
-    /// The key of `request` (C-43..C-48), with `strategy` naming the structured strategy.
+    /// The key of `request`, with `strategy` naming the structured strategy.
     pub fn key_for(&self, request: &ChatRequest, strategy: Option<&str>) -> String {
         KeyParts::of_request(
             request,
@@ -128,8 +127,8 @@ impl ChatCache {
     }
 
     /// This call's view of the cache, or `None` when the call does not use it:
-    /// `CachePolicy::Bypass` (C-41), or a structured request without a strategy to rebuild
-    /// `structured_data` on a hit (C-55 step 7; then the call is neither read nor written).
+    /// `CachePolicy::Bypass`, or a structured request without a strategy to rebuild
+    /// `structured_data` on a hit (then the call is neither read nor written).
     pub fn prepare<'a>(
         &'a self,
         request: &'a ChatRequest,
@@ -197,17 +196,17 @@ impl CacheCall<'_> {
         &self.key
     }
 
-    /// Whether this call reads (`CachePolicy::Use` only, C-41, C-54).
+    /// Whether this call reads (`CachePolicy::Use` only).
     pub fn reads(&self) -> bool {
         self.policy == CachePolicy::Use
     }
 
-    /// The read path (C-54..C-57): `None` (a miss) unless the policy reads, the backend has the
-    /// key, and the stored entry restores (C-55); otherwise the restored, rewritten response
-    /// (C-58) without `call_id` and `call_stats` (the caller sets them). A backend error is a
+    /// The read path: `None` (a miss) unless the policy reads, the backend has the
+    /// key, and the stored entry restores; otherwise the restored, rewritten response
+    /// without `call_id` and `call_stats` (the caller sets them). A backend error is a
     /// warning and a miss; a restore failure is a warning and a miss (the fresh result then
-    /// overwrites the entry, C-56). Every hit is decoded afresh, so hits are independent
-    /// copies (C-57).
+    /// overwrites the entry). Every hit is decoded afresh, so hits are independent
+    /// copies.
     pub async fn read(&self) -> Option<LlmResponse> {
         if !self.reads() {
             return None;
@@ -237,11 +236,11 @@ impl CacheCall<'_> {
         }
     }
 
-    /// The write path (C-52, C-53) for the delivered `response`: skipped unless cacheable in
+    /// The write path for the delivered `response`: skipped unless cacheable in
     /// this call's mode (a debug line), an encode error is a warning naming the error type, a
     /// backend error a warning; nothing is propagated. Runs inside the call deadline (the
     /// governor awaits it before returning): if the deadline expires during `set`, the future
-    /// is dropped and the call fails with `CallDeadlineExceeded` (CF-314).
+    /// is dropped and the call fails with `CallDeadlineExceeded`.
     pub async fn write(&self, response: &LlmResponse) {
         if self.policy == CachePolicy::Bypass {
             return;

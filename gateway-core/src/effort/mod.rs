@@ -1,17 +1,17 @@
-//! Reasoning effort (70 Part B): source intent, the capability table, resolution of a level
+//! Reasoning effort: source intent, the capability table, resolution of a level
 //! against a model, managed roots versus raw overlays, and the contradiction warning.
 //!
-//! - [`source_intent`] / [`effective_effort`] (C-22, C-23): the request level wins; `None`
+//! - [`source_intent`] / [`effective_effort`]: the request level wins; `None`
 //!   inherits the source intent (`REASONING_EFFORT`, else the `ENABLE_THINKING` sugar).
-//! - [`CapabilityEntry`] rows live on the provider profiles of [`ProviderRegistry`] (C-25, C-26);
-//!   the built-in rows are in [`table`]; [`ProviderRegistry::register`] extends them (C-29).
-//! - [`resolve`] (C-27, C-28): supported → send; `nearest` → smallest distance in
+//! - [`CapabilityEntry`] rows live on the provider profiles of [`ProviderRegistry`];
+//!   the built-in rows are in [`table`]; [`ProviderRegistry::register`] extends them.
+//! - [`resolve`]: supported → send; `nearest` → smallest distance in
 //!   `EFFORT_ORDER`, tie → weaker; `error` → an [`EffortRefusal`] naming model, level, supported
 //!   levels, the cheapest usable level and the key to set.
-//! - [`plan_attempt`] (C-24, C-31, C-32): the per-attempt decision the executor applies — the
+//! - [`plan_attempt`]: the per-attempt decision the executor applies — the
 //!   fragment merged into the body, or a `RequestRejected` before any byte.
-//! - [`check_source`] (C-22, C-27, C-31.3): the assembly-time checks of a chat source.
-//! - [`ContradictionThrottle`] (C-36, C-37): one warning per `(source, model, applied level)`.
+//! - [`check_source`] (C-31.3): the assembly-time checks of a chat source.
+//! - [`ContradictionThrottle`]: one warning per `(source, model, applied level)`.
 
 pub mod table;
 
@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use crate::thinking::{ProviderProfile, ProviderRegistry};
 
-/// The wire family of a capability entry (C-29): the shape of the fragment each level sends.
+/// The wire family of a capability entry: the shape of the fragment each level sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ThinkingWire {
@@ -61,7 +61,7 @@ impl ThinkingWire {
     }
 }
 
-/// How an entry's facts were established (C-25).
+/// How an entry's facts were established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EvidenceKind {
     /// Observed against the live provider (a test id names the run).
@@ -70,7 +70,7 @@ pub enum EvidenceKind {
     Documented,
 }
 
-/// Where an entry's facts come from (C-25): required on every entry.
+/// Where an entry's facts come from: required on every entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Evidence {
     /// Measured or documented.
@@ -119,7 +119,7 @@ fn is_iso_date(date: &str) -> bool {
     (1..=days).contains(&d)
 }
 
-/// One row of the capability table (C-25): which levels a model family supports under a
+/// One row of the capability table: which levels a model family supports under a
 /// provider profile, and the JSON fragment each level sends (merged at the payload top level).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapabilityEntry {
@@ -215,7 +215,7 @@ pub fn effort_index(level: Effort) -> usize {
         .unwrap_or_default()
 }
 
-/// The supported level nearest to `level` (C-27 step 2): smallest `|index(l) − index(x)|` in
+/// The supported level nearest to `level`: smallest `|index(l) − index(x)|` in
 /// `EFFORT_ORDER`, a tie going to the weaker level. `None` when `supported` is empty.
 pub fn nearest(level: Effort, supported: &[Effort]) -> Option<Effort> {
     let target = effort_index(level);
@@ -225,7 +225,7 @@ pub fn nearest(level: Effort, supported: &[Effort]) -> Option<Effort> {
         .min_by_key(|x| (effort_index(*x).abs_diff(target), effort_index(*x)))
 }
 
-/// The cheapest usable level (C-27 step 3): the first supported level in `EFFORT_ORDER` other
+/// The cheapest usable level: the first supported level in `EFFORT_ORDER` other
 /// than `none`/`auto`, else the first supported level.
 pub fn cheapest_usable(supported: &[Effort]) -> Option<Effort> {
     let mut sorted = supported.to_vec();
@@ -237,7 +237,7 @@ pub fn cheapest_usable(supported: &[Effort]) -> Option<Effort> {
         .or_else(|| sorted.first().copied())
 }
 
-/// Parses a level from text (C-21): the eight names, ASCII case-insensitive after trimming.
+/// Parses a level from text: the eight names, ASCII case-insensitive after trimming.
 /// Anything else is `InvalidArgument` naming `origin` and listing the eight names.
 pub fn parse_effort(text: &str, origin: &str) -> Result<Effort, GatewayError> {
     Effort::from_wire(&text.trim().to_ascii_lowercase()).ok_or_else(|| {
@@ -252,7 +252,7 @@ pub fn parse_effort(text: &str, origin: &str) -> Result<Effort, GatewayError> {
     })
 }
 
-/// The source-level intent (C-22): `REASONING_EFFORT` if set, else `ENABLE_THINKING`
+/// The source-level intent: `REASONING_EFFORT` if set, else `ENABLE_THINKING`
 /// (`true` → `auto`, `false` → `none`), else `None`.
 pub fn source_intent(source: &SourceConfig) -> Option<Effort> {
     source.reasoning_effort.or(match source.enable_thinking {
@@ -262,12 +262,12 @@ pub fn source_intent(source: &SourceConfig) -> Option<Effort> {
     })
 }
 
-/// The level in effect for `source` (C-23): the request level if `Some`, else the source intent.
+/// The level in effect for `source`: the request level if `Some`, else the source intent.
 pub fn effective_effort(request: Option<Effort>, source: &SourceConfig) -> Option<Effort> {
     request.or_else(|| source_intent(source))
 }
 
-/// Where an effective level came from (it decides which key a refusal names, C-27).
+/// Where an effective level came from (it decides which key a refusal names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LevelOrigin {
     /// `ChatOptions::reasoning_effort`.
@@ -276,19 +276,18 @@ pub enum LevelOrigin {
     Source,
 }
 
-/// What the library sends for reasoning on one attempt (C-24).
+/// What the library sends for reasoning on one attempt.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ThinkingDirective {
     /// The matched entry's wire family; `None` when nothing was resolved.
     pub wire: Option<ThinkingWire>,
     /// Keys merged at the payload top level (after `extra_body` and the overlay).
     pub fragment: JsonObject,
-    /// The level actually encoded (`LlmResponse::applied_effort`, C-34).
+    /// The level actually encoded (`LlmResponse::applied_effort`).
     pub applied: Option<Effort>,
 }
 
-/// A level the model cannot hit under `EFFORT_FALLBACK=error`, or a model without an entry
-/// (C-27 step 3, C-28).
+/// A level the model cannot hit under `EFFORT_FALLBACK=error`, or a model without an entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EffortRefusal {
     /// The source's configured model.
@@ -342,12 +341,12 @@ impl fmt::Display for EffortRefusal {
     }
 }
 
-/// The first entry of `profile` whose pattern matches `model` (C-26: declaration order).
+/// The first entry of `profile` whose pattern matches `model` (declaration order).
 pub fn lookup<'a>(profile: &'a ProviderProfile, model: &str) -> Option<&'a CapabilityEntry> {
     profile.entries.iter().find(|e| e.matches(model))
 }
 
-/// Resolves `level` for `model` under `profile` (C-27, C-28). `None` sends nothing.
+/// Resolves `level` for `model` under `profile`. `None` sends nothing.
 pub fn resolve(
     level: Option<Effort>,
     model: &str,
@@ -399,7 +398,7 @@ pub const MANAGED_ROOTS: [&str; 5] = [
     "reasoning",
 ];
 
-/// The first managed root present in `object` (C-30): a [`MANAGED_ROOTS`] key, the nested
+/// The first managed root present in `object`: a [`MANAGED_ROOTS`] key, the nested
 /// `chat_template_kwargs.enable_thinking`, or a root the profile adds. Returned as a path.
 pub fn managed_root_in(object: &JsonObject, profile: &ProviderProfile) -> Option<String> {
     if let Some(key) = MANAGED_ROOTS.iter().find(|k| object.contains_key(**k)) {
@@ -432,13 +431,13 @@ pub fn source_key(scope: Option<&str>, source_name: &str, field: &str) -> String
     )
 }
 
-/// The per-attempt reasoning decision (C-24, C-27, C-31, C-32) for `request` on `source`.
+/// The per-attempt reasoning decision for `request` on `source`.
 ///
 /// - caller overlay holds a managed root and the source has intent → `RequestRejected` (C-31.2);
 /// - a request level routed to a raw-only source (its `extra_body` holds a managed root) →
 ///   `RequestRejected` (C-31.3);
-/// - a managed root anywhere and no intent → raw-only: nothing added, `applied = None` (C-32);
-/// - otherwise [`resolve`] the effective level; a refusal is `RequestRejected` (C-27).
+/// - a managed root anywhere and no intent → raw-only: nothing added, `applied = None`;
+/// - otherwise [`resolve`] the effective level; a refusal is `RequestRejected`.
 ///
 /// A `RequestRejected` here is raised before any byte is sent.
 pub fn plan_attempt(
@@ -494,7 +493,7 @@ pub fn plan_attempt(
     })
 }
 
-/// The level telemetry records for a chat attempt without a response (C-38): the level that
+/// The level telemetry records for a chat attempt without a response: the level that
 /// was (or would have been) applied on `source` — the request level first, then the source
 /// intent, `nearest` applied; the effective level itself when it would be refused.
 pub fn row_effort(
@@ -509,7 +508,7 @@ pub fn row_effort(
     }
 }
 
-/// Assembly-time checks of one chat source (C-22, C-27, C-31.3), with `key(field)` naming the
+/// Assembly-time checks of one chat source (C-31.3), with `key(field)` naming the
 /// source's keys (`{SCOPE}__{P}__{N}__{FIELD}` or a settings path):
 /// - `ENABLE_THINKING=false` with `REASONING_EFFORT≠none`, or `ENABLE_THINKING=true` with
 ///   `REASONING_EFFORT=none` → `effort.conflict` naming both keys;
@@ -558,7 +557,7 @@ pub fn check_source(
         })
 }
 
-/// C-22: `ENABLE_THINKING=false` with `REASONING_EFFORT≠none`, or `ENABLE_THINKING=true` with
+/// `ENABLE_THINKING=false` with `REASONING_EFFORT≠none`, or `ENABLE_THINKING=true` with
 /// `REASONING_EFFORT=none`, is `effort.conflict` naming both keys (`key(field)` renders them).
 pub fn check_intent_pair(
     source: &SourceConfig,
@@ -584,14 +583,14 @@ pub fn check_intent_pair(
     Ok(())
 }
 
-/// Most keys the contradiction throttle remembers (C-37).
+/// Most keys the contradiction throttle remembers.
 pub const CONTRADICTION_THROTTLE_MAX: usize = 1024;
 
 /// `(source_name, model, applied level)` keys already warned, and whether the saturation notice
 /// was logged.
 type ThrottleState = (HashSet<(String, String, Effort)>, bool);
 
-/// The contradiction warning of C-36, throttled per client (C-37): at most one warning per
+/// The contradiction warning of C-36, throttled per client: at most one warning per
 /// `(source_name, model, applied level)`; bounded at [`CONTRADICTION_THROTTLE_MAX`] keys, with
 /// one saturation notice after which nothing more is remembered (or warned). Names only.
 #[derive(Debug, Default)]
@@ -606,7 +605,7 @@ impl ContradictionThrottle {
     }
 
     /// Checks one delivered attempt: returns the warning text when `applied` and `observation`
-    /// contradict (C-36) and the key was not warned yet; logs it (target
+    /// contradict and the key was not warned yet; logs it (target
     /// `polygateway::effort`). `Unknown` and `applied = None` never warn.
     pub fn check(
         &self,

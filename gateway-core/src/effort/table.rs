@@ -1,4 +1,4 @@
-//! The built-in capability table (70 C-25, C-29): which reasoning levels each provider profile
+//! The built-in capability table: which reasoning levels each provider profile
 //! and model family accepts, and the JSON fragment each level sends.
 //!
 //! Every entry carries [`Evidence`]: the provider documentation page that states the parameter

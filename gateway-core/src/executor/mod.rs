@@ -1,24 +1,23 @@
-//! The production attempt executor (05 R-2): [`ChatExecutor`] drives a `ChatTransport` for one
+//! The production attempt executor: [`ChatExecutor`] drives a `ChatTransport` for one
 //! attempt and turns its wire facts into a judged [`AttemptOutcome`].
 //!
-//! Owns, per attempt (40 S-2, S-3: all state fresh per attempt, never shared):
-//! - the request body (05 R-14, [`build_chat_body`]) and the `WireRequest`;
-//! - `started` (40 S-81) and the runtime watchdogs: TTFT and total while the transport is
-//!   connecting, then TTFT / inter-token / total over the event stream (S-88..S-92), total
-//!   only for a non-stream body (S-93) and for a JSON body answering a streamed request
-//!   (05 R-27);
-//! - frame admission (S-33) and accumulation ([`Accumulator`], S-34..S-76), progress (S-77)
-//!   published on the leg's `watch<u64>` counter (05 R-12), `ttft_ms` / `max_inter_token_ms`
-//!   (S-82, S-83) and stall metering ([`stall_from_times`], 60 H-51);
-//! - cooperative loser cancellation while the transport is pending (05 R-8): the stream is
-//!   dropped (S-10) and the attempt returns [`AttemptOutcome::CancelledAsLoser`];
-//! - post-stream assembly (S-95), the non-stream body (S-111), the verdict
+//! Owns, per attempt (all state fresh per attempt, never shared):
+//! - the request body ([`build_chat_body`]) and the `WireRequest`;
+//! - `started` and the runtime watchdogs: TTFT and total while the transport is
+//!   connecting, then TTFT / inter-token / total over the event stream, total
+//!   only for a non-stream body and for a JSON body answering a streamed request;
+//! - frame admission and accumulation ([`Accumulator`]), progress
+//!   published on the leg's `watch<u64>` counter, `ttft_ms` / `max_inter_token_ms`
+//! and stall metering ([`stall_from_times`]);
+//! - cooperative loser cancellation while the transport is pending: the stream is
+//!   dropped and the attempt returns [`AttemptOutcome::CancelledAsLoser`];
+//! - post-stream assembly, the non-stream body, the verdict
 //!   ([`judge_attempt`], 50) and the failure of each fact through `crate::classify`;
-//! - dialect warnings through the client's [`WarningThrottle`] (S-115; R-27 once per source).
+//! - dialect warnings through the client's [`WarningThrottle`] (R-27 once per source).
 //!
 //! Governance (admission, settlement, write-backs, rows, the generation sample of 60 H-61)
-//! stays in the core's attempt step (`retry_loop`), which wraps every runner alike (30 G-85).
-//! Measuring uses the injected `Clock`; waiting uses `tokio::time` (40 S-4).
+//! stays in the core's attempt step (`retry_loop`), which wraps every runner alike.
+//! Measuring uses the injected `Clock`; waiting uses `tokio::time`.
 
 mod timing;
 
@@ -62,16 +61,16 @@ use timing::{ProgressClock, Watchdogs, expiry};
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ExecutorOptions {
-    /// The clock every measured instant is read from (40 S-4); default [`TokioClock`].
+    /// The clock every measured instant is read from; default [`TokioClock`].
     pub clock: Arc<dyn Clock>,
-    /// The client's dialect-warning throttle (40 S-115: one per client).
+    /// The client's dialect-warning throttle (one per client).
     pub warnings: Arc<WarningThrottle>,
-    /// `PGW_REDACT_IPS` (05 R-34): redact IP addresses in summaries; default `true`.
+    /// `PGW_REDACT_IPS`: redact IP addresses in summaries; default `true`.
     pub redact_ips: bool,
-    /// The scope label, for the keys a reasoning-effort refusal names (70 C-27); `None` renders
+    /// The scope label, for the keys a reasoning-effort refusal names; `None` renders
     /// `{SCOPE}`.
     pub scope: Option<String>,
-    /// The client's reasoning contradiction throttle (70 C-36, C-37: one per client).
+    /// The client's reasoning contradiction throttle (one per client).
     pub contradictions: Arc<ContradictionThrottle>,
 }
 
@@ -110,11 +109,11 @@ impl ExecutorOptions {
     }
 }
 
-/// The production [`AttemptRunner`] of one chat call (05 R-2): the transport, the call's
-/// request, the provider profiles (05 R-48) and the client options. Built once per call by the
+/// The production [`AttemptRunner`] of one chat call: the transport, the call's
+/// request, the provider profiles and the client options. Built once per call by the
 /// facade (cheap: every field is an `Arc`) and borrowed by `Governor::run_chat`.
 ///
-/// Each attempt: build the body → send → judge (see the module docs). The future it
+/// Each attempt: build the body → send → judge (see the module docs). The future it
 /// returns is `Send`, spawns nothing, and leaves nothing behind when dropped.
 #[derive(Clone)]
 pub struct ChatExecutor {
@@ -149,13 +148,13 @@ impl ChatExecutor {
     }
 
     /// The same executor streaming every merged frame to the caller through `gate`
-    /// (README D32, `crate::stream_call`).
+    /// (`crate::stream_call`).
     pub fn with_commit_gate(mut self, gate: Arc<CommitGate>) -> Self {
         self.gate = Some(gate);
         self
     }
 
-    /// The same executor with this provider registry (05 R-48).
+    /// The same executor with this provider registry.
     pub fn with_profiles(mut self, profiles: Arc<ProviderRegistry>) -> Self {
         self.profiles = profiles;
         self
@@ -172,9 +171,9 @@ impl ChatExecutor {
         &self.request
     }
 
-    /// One attempt: the reasoning decision for this source (70 C-24, C-27, C-31; a refusal is
+    /// One attempt: the reasoning decision for this source (a refusal is
     /// `RequestRejected` before any byte), the exchange, then `applied_effort` and the
-    /// contradiction check on a delivered result (C-34, C-36).
+    /// contradiction check on a delivered result.
     async fn attempt(
         &self,
         ctx: AttemptCtx,
@@ -296,11 +295,11 @@ impl Drop for GateRelease<'_> {
 
 /// How one stream stopped being read.
 enum Stop {
-    /// `Done` or `End`: go to post-stream assembly (S-95).
+    /// `Done` or `End`: go to post-stream assembly.
     Ended(StreamTerminal),
     /// A fact failed the attempt (S-33 "stop").
     Failed(Classification),
-    /// A loser cancel while the transport was pending.
+    /// A loser cancel while the transport was pending.
     Cancelled,
 }
 
@@ -370,8 +369,8 @@ impl<'a> Judge<'a> {
         self.warnings.emit(self.source_name, warning);
     }
 
-    /// `Transient(malformed_json)` for a dispatched event that is not JSON (S-26, S-33); the
-    /// message gives the length only, never the payload (CF-099, V-42).
+    /// `Transient(malformed_json)` for a dispatched event that is not JSON; the
+    /// message gives the length only, never the payload.
     fn malformed(&self, len: usize) -> Classification {
         let mut failure = AttemptFailure::new(
             format!(
@@ -385,7 +384,7 @@ impl<'a> Judge<'a> {
         Classification::new(Category::Transient, failure)
     }
 
-    /// The caller-facing delta of one merged frame (README D32).
+    /// The caller-facing delta of one merged frame.
     fn stream_delta(&self, delta: &crate::accumulate::ChatDelta, chunk: &ChunkJson) -> StreamDelta {
         let mut out = StreamDelta::content(delta.content.clone());
         if self.gate.is_some_and(CommitGate::forwards_reasoning) {
@@ -400,7 +399,7 @@ impl<'a> Judge<'a> {
         out
     }
 
-    /// Reads the event stream under the watchdogs (S-33, S-88), then assembles and judges it.
+    /// Reads the event stream under the watchdogs, then assembles and judges it.
     async fn stream(
         &self,
         mut events: WireEventStream,
@@ -553,8 +552,8 @@ impl<'a> Judge<'a> {
         }
     }
 
-    /// A JSON body answering a streamed request (05 R-27): one event then `End`, under the
-    /// total watchdog only, judged as a non-stream body (S-111).
+    /// A JSON body answering a streamed request: one event then `End`, under the
+    /// total watchdog only, judged as a non-stream body.
     async fn json_body(
         &self,
         mut events: WireEventStream,
@@ -607,7 +606,7 @@ impl<'a> Judge<'a> {
         }
     }
 
-    /// A non-stream body (S-111): no stream facts, no timing, no stall (H-55).
+    /// A non-stream body: no stream facts, no timing, no stall.
     fn body(&self, parsed: Result<Accumulated, AccumulateError>) -> AttemptOutcome {
         let accumulated = match parsed {
             Ok(accumulated) => accumulated,
@@ -620,7 +619,7 @@ impl<'a> Judge<'a> {
     }
 
     /// Post-stream assembly from warnings on (S-95 steps 1, 5–12; S-111 steps 6–9): warnings,
-    /// the verdict, the openai snapshot after the verdict (V-38), usage and the result.
+    /// the verdict, the openai snapshot after the verdict, usage and the result.
     fn judge(
         &self,
         accumulated: &Accumulated,

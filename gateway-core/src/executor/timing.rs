@@ -1,8 +1,8 @@
 //! Timing of one streamed attempt (40 §7–§8; 60 §10): the progress clock (`ttft_ms`,
 //! `max_inter_token_ms`, progress timestamps), the watchdog deadlines (TTFT, inter-token,
-//! total) and stall metering (`stall_from_times`, 60 H-51).
+//! total) and stall metering (`stall_from_times`).
 //!
-//! Clock discipline (40 S-4): *measured* instants come from the injected `Clock` port; the
+//! Clock discipline: *measured* instants come from the injected `Clock` port; the
 //! instants that *fire* are `tokio::time::Instant`s. Both are read at the same points, so in
 //! production (and under a paused runtime with `TokioClock`) they agree.
 
@@ -27,13 +27,13 @@ fn duration_ms(d: Duration) -> f64 {
 /// `stall_from_times(times, threshold_ms)` of 60 H-51 over the progress timestamps of one
 /// attempt (any common origin):
 /// 1. fewer than 2 timestamps → `(None, None)` ("cannot observe");
-/// 2. every adjacent gap strictly above `threshold_ms` (H-53: equal is not a stall) adds its
+/// 2. every adjacent gap strictly above `threshold_ms` (equal is not a stall) adds its
 ///    length in ms to the total and 1 to the count;
 /// 3. no such gap → `(Some(0.0), Some(0))` ("observed, no stall", H-56: distinct from `None`).
 ///
-/// `stall_ms` is unrounded (H-58); only gaps *between* progress events exist here, so the TTFT
-/// and the tail are never stalls (H-54). Pinned: `[0.0, 0.3, 2.0, 2.1] s`, 1000 →
-/// `(≈1700.0, 1)` (H-59).
+/// `stall_ms` is unrounded; only gaps *between* progress events exist here, so the TTFT
+/// and the tail are never stalls. Pinned: `[0.0, 0.3, 2.0, 2.1] s`, 1000 →
+/// `(≈1700.0, 1)`.
 pub fn stall_from_times(times: &[Duration], threshold_ms: u32) -> (Option<f64>, Option<u32>) {
     if times.len() < 2 {
         return (None, None);
@@ -55,9 +55,9 @@ pub fn stall_from_times(times: &[Duration], threshold_ms: u32) -> (Option<f64>, 
     }
 }
 
-/// The three watchdog budgets of a source (40 S-88, S-93): `ttft_timeout_s` or else
+/// The three watchdog budgets of a source: `ttft_timeout_s` or else
 /// `timeout_s`; `inter_token_timeout_s` or else `timeout_s`; `timeout_s`. A budget that is not
-/// a finite non-negative number of seconds (validation rejects those, 20 §4) disables that
+/// a finite non-negative number of seconds (validation rejects those) disables that
 /// watchdog rather than panicking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budgets {
@@ -70,7 +70,7 @@ pub struct Budgets {
 }
 
 impl Budgets {
-    /// The budgets of `source` (40 S-88).
+    /// The budgets of `source`.
     pub fn of(source: &SourceConfig) -> Self {
         let secs = |s: f64| Duration::try_from_secs_f64(s).ok();
         let total = secs(source.timeout_s);
@@ -82,18 +82,18 @@ impl Budgets {
     }
 }
 
-/// The armed watchdogs of one attempt (40 S-88..S-93), as runtime deadlines.
+/// The armed watchdogs of one attempt, as runtime deadlines.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Watchdogs {
     ttft_at: Option<Instant>,
     inter_token: Option<Duration>,
     total_at: Option<Instant>,
-    /// `false` for a non-stream body (S-93) and a JSON body on a stream: total only.
+    /// `false` for a non-stream body and a JSON body on a stream: total only.
     streaming: bool,
 }
 
 impl Watchdogs {
-    /// Watchdogs started at `t0` (the runtime instant of `started`, S-81).
+    /// Watchdogs started at `t0` (the runtime instant of `started`).
     pub(crate) fn start(budgets: Budgets, t0: Instant, streaming: bool) -> Self {
         let at = |d: Option<Duration>| d.and_then(|d| t0.checked_add(d));
         Self {
@@ -104,9 +104,9 @@ impl Watchdogs {
         }
     }
 
-    /// Switches to the total watchdog only (R-27: a JSON body answering a streamed request).
+    /// Switches to the total watchdog only (a JSON body answering a streamed request).
     /// Moves every armed deadline `by` later: time the attempt spent waiting for a slow
-    /// streaming consumer is not upstream time (README D32).
+    /// streaming consumer is not upstream time.
     pub(crate) fn pause(&mut self, by: Duration) {
         self.ttft_at = self.ttft_at.and_then(|at| at.checked_add(by));
         self.total_at = self.total_at.and_then(|at| at.checked_add(by));
@@ -118,8 +118,8 @@ impl Watchdogs {
     }
 
     /// The next deadline and its kind, given the runtime instant of the last progress event
-    /// (`None` before the first). When two budgets end at the same instant the kind is `total`
-    /// (S-90). `None` = no watchdog armed.
+    /// (`None` before the first). When two budgets end at the same instant the kind is `total`.
+    /// `None` = no watchdog armed.
     pub(crate) fn next(&self, last_progress: Option<Instant>) -> Option<(Instant, LivenessKind)> {
         let phase = if !self.streaming {
             None
@@ -151,7 +151,7 @@ pub(crate) async fn expiry(deadline: Option<(Instant, LivenessKind)>) -> Livenes
     }
 }
 
-/// Progress bookkeeping of one streamed attempt (40 S-82, S-83, S-87; 05 R-12).
+/// Progress bookkeeping of one streamed attempt.
 pub(crate) struct ProgressClock {
     clock: Arc<dyn Clock>,
     started: Duration,
@@ -174,8 +174,8 @@ impl ProgressClock {
         }
     }
 
-    /// One progress event (S-82): read the clock, append the timestamp, bump the progress
-    /// counter (R-12: first-token and content signal in one), set `ttft_ms` on the first event,
+    /// One progress event: read the clock, append the timestamp, bump the progress
+    /// counter (first-token and content signal in one), set `ttft_ms` on the first event,
     /// else widen the largest gap; restart the inter-token interval.
     pub(crate) fn progress(&mut self, signals: Option<&LegSignals>) {
         let t = self.clock.monotonic();
@@ -196,7 +196,7 @@ impl ProgressClock {
     }
 
     /// The runtime instant of the last progress event (the inter-token interval's start).
-    /// Moves the last progress instant `by` later (consumer wait, README D32).
+    /// Moves the last progress instant `by` later (consumer wait).
     pub(crate) fn pause(&mut self, by: Duration) {
         self.last_runtime = self.last_runtime.and_then(|at| at.checked_add(by));
     }
@@ -206,12 +206,12 @@ impl ProgressClock {
     }
 
     /// `ttft_ms` (None without progress) and `max_inter_token_ms` (`Some` iff `ttft_ms` is;
-    /// `0.0` with exactly one progress event), unrounded (S-83).
+    /// `0.0` with exactly one progress event), unrounded.
     pub(crate) fn ttft_and_gap(&self) -> (Option<f64>, Option<f64>) {
         (self.ttft_ms, self.ttft_ms.map(|_| self.max_gap_ms))
     }
 
-    /// The progress timestamps (S-87), for stall metering.
+    /// The progress timestamps, for stall metering.
     pub(crate) fn times(&self) -> &[Duration] {
         &self.times
     }

@@ -1,9 +1,9 @@
 //! `MemoryCircuitBreaker`: the in-process implementation of the `CircuitBreaker` port
-//! (10 §8.5; 30 §6.4 G-65..G-71, §6.7 G-75, G-76; README D7; 05 ).
+//! (30 §6.4 G-65..G-71, §6.7 G-75).
 //!
 //! Owns, per source (tracked lazily: the breaker is built without a source list), the state
 //! machine `Closed → Open{until} → HalfOpen{probe lease?}`, the epoch, the consecutive-failure
-//! counter, the failure-rate window in 1-second buckets over `window_s` and the open-count
+//! counter, the failure-rate window in 1-second buckets over `window_s` and the open-count
 //! exponent of the doubling cooldown.
 //!
 //! Decisions where the port leaves room (recorded in docs/decisions.md):
@@ -14,10 +14,10 @@
 //!   consecutive counter, and a probe failing that way is released without a transition (G-69,
 //!   G-76); `timeout`, `network_error` and `source_dead` count;
 //! - `force_open` adds the failure sample, then opens from any state; if already open the later
-//!   `until` wins (G-75);
-//! - opening keeps the window (it is only read while closed); closing clears it (G-69);
-//! - `probe_ttl_s = None` (normally resolved at assembly) falls back to 125 s (120 + 5, D7);
-//! - after `close()` `try_enter` and `snapshot` answer `Unavailable` (fail closed, CT-BRK-10);
+//!   `until` wins;
+//! - opening keeps the window (it is only read while closed); closing clears it;
+//! - `probe_ttl_s = None` (normally resolved at assembly) falls back to 125 s (120 + 5);
+//! - after `close()` `try_enter` and `snapshot` answer `Unavailable` (fail closed);
 //!   write-backs keep working so cleanup never fails.
 
 use std::collections::VecDeque;
@@ -33,7 +33,7 @@ use gateway_ports::{
 use rustc_hash::FxHashMap;
 
 /// Probe lease in seconds used when `BreakerConfig::probe_ttl_s` is `None`: the default source
-/// `timeout_s` (120) + 5 (D7).
+/// `timeout_s` (120) + 5.
 pub const DEFAULT_PROBE_TTL_S: f64 = 125.0;
 
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ struct SourceBreaker {
     epoch: u64,
     consecutive: u32,
     buckets: VecDeque<SecondBucket>,
-    /// Open-count exponent `k` (G-68).
+    /// Open-count exponent `k`.
     opens: u32,
     /// Duration of the current (or last) open, seconds.
     last_cooldown_s: f64,
@@ -116,7 +116,7 @@ impl Cfg {
         }
     }
 
-    /// `min(cooldown_s · 2^k, cooldown_max_s)` (G-68).
+    /// `min(cooldown_s · 2^k, cooldown_max_s)`.
     fn cooldown_for(&self, k: u32) -> f64 {
         let factor = 2f64.powi(i32::try_from(k.min(1024)).unwrap_or(1024));
         (self.cooldown_s * factor).min(self.cooldown_max_s)
@@ -130,10 +130,10 @@ struct Inner {
     state: Mutex<(FxHashMap<String, SourceBreaker>, bool)>,
 }
 
-/// The in-memory circuit breaker (10 §8.5; 30 G-65..G-71, G-75, G-76; D7).
+/// The in-memory circuit breaker.
 ///
 /// Built from `(scope, BreakerConfig, Arc<dyn Clock>)`; any source name is accepted.
-/// `release_probe_now` frees the probe synchronously and returns `true` (05 R-9, CT-BRK-12).
+/// `release_probe_now` frees the probe synchronously and returns `true`.
 #[derive(Clone)]
 pub struct MemoryCircuitBreaker {
     inner: Arc<Inner>,
@@ -152,7 +152,7 @@ fn closed_error() -> BackendError {
     BackendError::unavailable("memory breaker is closed")
 }
 
-/// Does `reason` count as a failure in the breaker's channels (G-76)?
+/// Does `reason` count as a failure in the breaker's channels?
 fn counts(reason: FailureReason) -> bool {
     matches!(
         reason,
@@ -167,7 +167,7 @@ impl MemoryCircuitBreaker {
     /// Builds a breaker for `scope` with `config` (D7 defaults in `BreakerConfig::default()`),
     /// reading time from `clock`. Out-of-domain values (validated at assembly, 20) are clamped:
     /// `fail_threshold` and `min_calls` at least 1, `window_s` at least 1 s (rounded up to whole
-    /// seconds, R-46), negative or NaN durations as 0.
+    /// seconds), negative or NaN durations as 0.
     pub fn new(scope: &str, config: BreakerConfig, clock: Arc<dyn Clock>) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -246,7 +246,7 @@ impl MemoryCircuitBreaker {
         b.opens = 0;
     }
 
-    /// Moves an elapsed `Open` to `HalfOpen` and reclaims an expired probe lease (G-67, CT-BRK-06).
+    /// Moves an elapsed `Open` to `HalfOpen` and reclaims an expired probe lease.
     fn refresh(b: &mut SourceBreaker, now: Duration) {
         match &b.phase {
             Phase::Open { until } if now >= *until => {

@@ -1,17 +1,17 @@
 //! `MemoryRateLimiter`: the in-process implementation of the `RateLimiter` port (10 §8.4;
-//! 30 §6.6 G-73, G-74; README D2, D11; 05 ).
+//! 30 §6.6 G-73).
 //!
 //! Owns the six gates (source and global concurrency, RPM, TPM; `0` = unlimited) over exact
-//! per-permit entries in a sliding 60 s window, the reserve-then-settle TPM arithmetic,
+//! per-permit entries in a sliding 60 s window, the reserve-then-settle TPM arithmetic,
 //! and the permit leases that reclaim concurrency slots of holders that never released, whether
-//! or not they settled (D11, CT-LIM-06).
+//! or not they settled.
 //!
 //! All state sits behind one `std::sync::Mutex` that is never held across an await, so
-//! `settle_and_release_now` does the work synchronously and returns `true`. Releases,
+//! `settle_and_release_now` does the work synchronously and returns `true`. Releases,
 //! reclaims and refunding settles signal a `tokio::sync::Notify` (`notify_waiters`) so waiting
-//! picks wake instead of polling; capacity freed by entries ageing out of the window is
+//! picks wake instead of polling; capacity freed by entries ageing out of the window is
 //! not signalled (the caller's `poll_interval_s` bound, or the `wait_hint_s` of a denial, covers
-//! it). Limits are per process: multi-process deployments use the Redis limiter (G-74).
+//! it). Limits are per process: multi-process deployments use the Redis limiter.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -26,7 +26,7 @@ use gateway_ports::{
 use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
-/// Length of the RPM/TPM sliding window (30 G-74).
+/// Length of the RPM/TPM sliding window.
 pub const WINDOW: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -91,7 +91,7 @@ impl State {
         }
     }
 
-    /// Ages entries out of the window and reclaims expired leases (D11).
+    /// Ages entries out of the window and reclaims expired leases.
     fn maintain(&mut self, now: Duration, lease_ttl: Duration) -> bool {
         while let Some(&id) = self.window.front() {
             let Some(r) = self.recs.get(&id).copied() else {
@@ -346,12 +346,12 @@ impl Inner {
     }
 }
 
-/// The in-memory rate limiter (10 §8.4; 30 G-73, G-74; D11).
+/// The in-memory rate limiter.
 ///
 /// Built from `(scope, &[SourceConfig], GlobalLimits, lease_ttl_s, Arc<dyn Clock>)`; only the
-/// sources it was built with are known (others → `SourceNotConfigured`, CT-LIM-08). After
+/// sources it was built with are known (others → `SourceNotConfigured`). After
 /// [`RateLimiter::close`] every entry point (`try_acquire`, `source_stats`, progress) answers
-/// `Unavailable` (fail closed, CT-LIM-09) while permit `settle`/`release` keep working so
+/// `Unavailable` (fail closed) while permit `settle`/`release` keep working so
 /// cleanup never fails.
 #[derive(Clone)]
 pub struct MemoryRateLimiter {
@@ -380,8 +380,8 @@ fn lease_duration(lease_ttl_s: f64) -> Duration {
 impl MemoryRateLimiter {
     /// Builds a limiter for `sources` (their `max_concurrency`, `rpm`, `tpm`; `0` = unlimited)
     /// and the scope-wide `global` limits. `lease_ttl_s` (seconds; default at assembly
-    /// `max timeout_s + 30`, D7) bounds how long a permit may hold its concurrency slots without
-    /// `release` (D11). A duplicate source name keeps the first configuration.
+    /// `max timeout_s + 30`) bounds how long a permit may hold its concurrency slots without
+    /// `release`. A duplicate source name keeps the first configuration.
     pub fn new(
         scope: &str,
         sources: &[SourceConfig],
@@ -434,7 +434,7 @@ impl MemoryRateLimiter {
         }
     }
 
-    /// Uses `notify` as the wakeup handle (e.g. shared with the pacer, 05 R-11). Call it right
+    /// Uses `notify` as the wakeup handle (e.g. shared with the pacer). Call it right
     /// after `new`: on a limiter that was already cloned it changes nothing.
     pub fn with_notify(mut self, notify: Arc<Notify>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
@@ -444,7 +444,7 @@ impl MemoryRateLimiter {
     }
 
     /// The wakeup handle signalled (`notify_waiters`) on every release, lease reclaim and
-    /// refunding settle (05 R-11). A waiter creates and `enable`s its `notified()` future before
+    /// refunding settle. A waiter creates and `enable`s its `notified()` future before
     /// it calls `try_acquire`, then awaits it bounded by `poll_interval_s`.
     pub fn notify(&self) -> Arc<Notify> {
         Arc::clone(&self.inner.notify)
@@ -540,11 +540,11 @@ impl RateLimiter for MemoryRateLimiter {
     }
 }
 
-/// A permit of [`MemoryRateLimiter`] (10 §8.4). Dropping it without `release` is a cancellation:
-/// its slots stay held until its lease expires (D11). `Debug` prints ids only.
+/// A permit of [`MemoryRateLimiter`]. Dropping it without `release` is a cancellation:
+/// its slots stay held until its lease expires. `Debug` prints ids only.
 pub struct MemoryPermit {
     id: u64,
-    /// `"{scope}:{id}"`, formatted on first use (05 R-56: the hot path never reads it).
+    /// `"{scope}:{id}"`, formatted on first use (the hot path never reads it).
     id_text: OnceLock<String>,
     source: Arc<str>,
     est_tokens: u64,

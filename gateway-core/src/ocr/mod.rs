@@ -1,22 +1,21 @@
-//! OCR judgement (90 Part O; 30 G-23; 05 R-4): the attempt runner over an `OcrTransport`, the
+//! OCR judgement: the attempt runner over an `OcrTransport`, the
 //! envelope and archive mapping, and the health judgement.
 //!
 //! The adapter reports wire facts; this module judges them:
 //! - [`OcrRunner`] performs **one** attempt per invocation — a text POST, or a layout POST plus
-//!   its archive download (O-8) — bounded as a whole by the source's `timeout_s` (O-18, a
+//!   its archive download — bounded as a whole by the source's `timeout_s` (a
 //!   timeout is `Transient` with its `cause_type`). Failures go through the common classifier
 //!   with the sub-operation of the stage that failed (`ocr_text`, `parse`, `download_result`;
 //!   O-16, D4/D14 included). A 200 envelope whose `success` is not `true` is `Transient` carrying
-//!   `http_status = 200` and the scrubbed body summary (O-14, G-23); an archive that is foreign,
-//!   too large, unsafe or undecodable, or whose members do not map, is `ResultInvalid` (O-15).
-//!   Successes carry zero usage, `Measured` (O-19); the loop settles 0 on every path
-//!   (`SettleMode::Zero`, O-9). The judged payload (text or layout) is kept by `call_id` in a
+//!   `http_status = 200` and the scrubbed body summary; an archive that is foreign,
+//!   too large, unsafe or undecodable, or whose members do not map, is `ResultInvalid`.
+//!   Successes carry zero usage, `Measured`; the loop settles 0 on every path
+//!   (`SettleMode::Zero`). The judged payload (text or layout) is kept by `call_id` in a
 //!   side channel ([`OcrRunner::take`]), since the loop's result type is the chat
 //!   `TransportResult`; its `content` carries the row's `response` text.
 //! - [`check_health`] probes every source concurrently, each bounded by `min(timeout_s, 10 s)`,
 //!   and maps each answer to a bool with [`judge_health`]; it never raises (a transport error, a
-//!   timeout or a panic is `false`), passes no admission, touches no breaker and writes no row
-//!   (O-17).
+//!   timeout or a panic is `false`), passes no admission, touches no breaker and writes no row.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -42,7 +41,7 @@ use crate::classify::{
 use crate::redact::{ScrubOptions, scrubbed_summary};
 use crate::telemetry::shape::ocr_layout_placeholder;
 
-/// Upper bound of one health probe: 10 s, or the source's `timeout_s` when smaller (O-17).
+/// Upper bound of one health probe: 10 s, or the source's `timeout_s` when smaller.
 pub const HEALTH_PROBE_BOUND: Duration = Duration::from_secs(10);
 
 /// Which OCR call a runner performs.
@@ -55,7 +54,7 @@ pub enum OcrKind {
 }
 
 impl OcrKind {
-    /// The telemetry `operation` of the call (80 T-27: the public method, whatever stage failed).
+    /// The telemetry `operation` of the call (the public method, whatever stage failed).
     pub const fn operation(self) -> CallOperation {
         match self {
             Self::Text => CallOperation::RecognizeText,
@@ -64,7 +63,7 @@ impl OcrKind {
     }
 }
 
-/// The mapped layout of one result archive (90 O-15).
+/// The mapped layout of one result archive.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LayoutParts {
     /// `_content_list.json` items in order.
@@ -98,11 +97,11 @@ pub enum OcrPayload {
 enum EnvelopeFault {
     /// Not a JSON object: `Transient(invalid_json)`, status 200.
     NotJson,
-    /// `success != true`: `Transient`, status 200, the body summary (O-14).
+    /// `success != true`: `Transient`, status 200, the body summary.
     NotSuccess,
 }
 
-/// Reads a 200 envelope (O-12, O-13): a JSON object whose `success` is `true`.
+/// Reads a 200 envelope: a JSON object whose `success` is `true`.
 fn judge_envelope(bytes: &[u8]) -> Result<Map<String, Value>, EnvelopeFault> {
     let value: Value = serde_json::from_slice(bytes).map_err(|_| EnvelopeFault::NotJson)?;
     let Value::Object(object) = value else {
@@ -123,7 +122,7 @@ fn opt_str(item: &Value, key: &str) -> Option<String> {
     item.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// Maps the archive entries (90 O-15). Errors (→ `ResultInvalid`): the `_content_list.json`
+/// Maps the archive entries. Errors (→ `ResultInvalid`): the `_content_list.json`
 /// member absent, not JSON or not an array; a `_middle.json` member that is not JSON, whose
 /// `pdf_info` is not an array, or a page whose `page_size` is not two finite numbers.
 pub fn map_archive(entries: &[ArchiveEntry]) -> Result<LayoutParts, String> {
@@ -178,7 +177,7 @@ pub fn map_archive(entries: &[ArchiveEntry]) -> Result<LayoutParts, String> {
     })
 }
 
-/// The sub-operation of a failed stage (O-16).
+/// The sub-operation of a failed stage.
 pub const fn stage_operation(stage: OcrStage) -> ErrorOperation {
     match stage {
         OcrStage::OcrText => ErrorOperation::OcrText,
@@ -187,7 +186,7 @@ pub const fn stage_operation(stage: OcrStage) -> ErrorOperation {
     }
 }
 
-/// Performs one OCR attempt (90 O-8): see the module docs.
+/// Performs one OCR attempt: see the module docs.
 pub struct OcrRunner {
     transport: Arc<dyn OcrTransport>,
     kind: OcrKind,
@@ -252,7 +251,7 @@ impl OcrRunner {
         failure
     }
 
-    /// A 200 envelope that is not a success (O-14, G-23).
+    /// A 200 envelope that is not a success.
     fn envelope_failure(
         &self,
         source: &SourceConfig,
@@ -460,7 +459,7 @@ impl AttemptRunner for OcrRunner {
     }
 }
 
-/// The health judgement of one `/health` answer (O-17): healthy iff the answer is a 200 JSON
+/// The health judgement of one `/health` answer: healthy iff the answer is a 200 JSON
 /// object with `status == "healthy"` and `model_loaded` not `false`.
 pub fn judge_health(answer: &Result<WireBody, WireFailure>) -> bool {
     let Ok(body) = answer else {
@@ -473,7 +472,7 @@ pub fn judge_health(answer: &Result<WireBody, WireFailure>) -> bool {
         && object.get("model_loaded") != Some(&Value::Bool(false))
 }
 
-/// Probes every source concurrently (O-17), each bounded by `min(timeout_s, 10 s)`; a source
+/// Probes every source concurrently, each bounded by `min(timeout_s, 10 s)`; a source
 /// name maps to `true` iff [`judge_health`] says so. Never raises: a failure, a timeout or a
 /// panicking transport is `false`. No admission, no breaker, no row. Nothing is spawned.
 pub async fn check_health(

@@ -1,4 +1,4 @@
-//! Streaming to the caller (README D32): the per-call [`CommitGate`] between the attempts'
+//! Streaming to the caller: the per-call [`CommitGate`] between the attempts'
 //! accumulators and the caller's bounded event buffer.
 //!
 //! Every attempt of a streamed call hands each merged frame ([`StreamDelta`]) to the gate.
@@ -146,7 +146,7 @@ struct GateState {
     forwarded: PartialOutput,
 }
 
-/// The per-call commit point of a streamed call (README D32); see the module docs.
+/// The per-call commit point of a streamed call; see the module docs.
 pub struct CommitGate {
     state: Mutex<GateState>,
     committed: Notify,

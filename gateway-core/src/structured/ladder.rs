@@ -1,11 +1,11 @@
-//! The re-ask ladder (70 C-10…C-17; 30 G-43; 50 V-50).
+//! The re-ask ladder.
 //!
 //! [`Ladder`] is the pure state machine: which strategy a round uses, what it sends, and what a
 //! round's answer means ([`LadderStep`]). [`run`] drives it over one open logical call
 //! ([`CallHandle`]): every round is a full governance loop ([`CallHandle::run_loop`]: its own
 //! retry budget, reasons, stall clock and hedge evaluation) inside the call's one context (one
-//! `logical_call_id`, attempts accumulating) and **one** deadline (C-15). Only the ladder's own
-//! parse failures re-ask; every error of a loop propagates unchanged (C-14, V-50).
+//! `logical_call_id`, attempts accumulating) and **one** deadline. Only the ladder's own
+//! parse failures re-ask; every error of a loop propagates unchanged.
 
 use std::sync::Arc;
 
@@ -25,17 +25,17 @@ use crate::retry_loop::LoopPolicy;
 use crate::telemetry::RowInput;
 use crate::telemetry::shape::format_bounded_errors;
 
-/// The feedback message up to the error list (C-11, exact text).
+/// The feedback message up to the error list (exact text).
 pub const FEEDBACK_PREFIX: &str =
     "Your previous reply was not valid JSON matching the required schema. Errors: ";
-/// The feedback message after the error list (C-11, exact text).
+/// The feedback message after the error list (exact text).
 pub const FEEDBACK_SUFFIX: &str = ". Reply with ONLY the corrected JSON object.";
-/// The message of the `ResultInvalid` raised when the re-asks are used up (C-13). It never
+/// The message of the `ResultInvalid` raised when the re-asks are used up. It never
 /// contains the validation errors, the repair error or the model text.
 pub const LADDER_EXHAUSTED: &str = "structured output ladder exhausted";
 
 /// `FEEDBACK(errors)` of C-11: the validation errors if any, else the repair error, else none,
-/// bounded by `format_bounded_errors` (C-12: 3 items × 200 characters, `"; "`; empty →
+/// bounded by `format_bounded_errors` (3 items × 200 characters, `"; "`; empty →
 /// `output could not be parsed`).
 pub fn feedback_message(failure: &StructuredFailure) -> String {
     let errors: Vec<String> = if !failure.validation_errors.is_empty() {
@@ -49,7 +49,7 @@ pub fn feedback_message(failure: &StructuredFailure) -> String {
     )
 }
 
-/// The ladder's configuration (C-11, C-16).
+/// The ladder's configuration.
 #[derive(Clone)]
 pub struct LadderOptions {
     /// The strategy of round 0 (default [`super::JsonRepairStrategy`]).
@@ -80,17 +80,17 @@ impl Default for LadderOptions {
     }
 }
 
-/// Default number of re-asks on every assembly path (C-16).
+/// Default number of re-asks on every assembly path.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 
 /// What one round's answer means.
 #[derive(Debug)]
 pub enum LadderStep {
-    /// The answer parsed and validated: the structured value (C-10).
+    /// The answer parsed and validated: the structured value.
     Done(Value),
-    /// The answer failed and a re-ask was prepared (C-11); run the next round.
+    /// The answer failed and a re-ask was prepared; run the next round.
     Reask,
-    /// The answer failed with no re-ask left: `ResultInvalid` (C-13).
+    /// The answer failed with no re-ask left: `ResultInvalid`.
     Exhausted(GatewayError),
 }
 
@@ -120,7 +120,7 @@ impl Ladder {
     }
 
     /// The strategy of the current round: the escalation strategy once a re-ask happened and
-    /// one is configured, else the configured one (C-11).
+    /// one is configured, else the configured one.
     pub fn strategy(&self) -> &Arc<dyn StructuredOutputStrategy> {
         match (&self.options.escalation, self.reasks_used) {
             (Some(escalation), n) if n > 0 => escalation,
@@ -128,19 +128,19 @@ impl Ladder {
         }
     }
 
-    /// The current round's request without injection: its messages are this round's (C-17)
-    /// and its overlay is the caller's sampling intent (C-9).
+    /// The current round's request without injection: its messages are this round's
+    /// and its overlay is the caller's sampling intent.
     pub fn plain_request(&self) -> &ChatRequest {
         &self.current
     }
 
     /// The current round's request as sent: the strategy overlay merged over the caller
-    /// overlay (C-8).
+    /// overlay.
     pub fn round_request(&self) -> ChatRequest {
         super::inject(&self.current, self.strategy().as_ref(), &self.spec)
     }
 
-    /// Judges one round's `content` (the text projection after think-tag handling, C-10).
+    /// Judges one round's `content` (the text projection after think-tag handling).
     pub fn judge(&mut self, content: &str) -> LadderStep {
         let failure = match self.strategy().parse(content, &self.spec) {
             Ok(value) => return LadderStep::Done(value),
@@ -180,19 +180,19 @@ pub fn exhausted_error(failure: StructuredFailure, raw_text: &str) -> GatewayErr
 pub struct LadderSuccess {
     /// The last (successful) round's governed result.
     pub governed: Governed,
-    /// The parsed, validated value (`LlmResponse::structured_data`, C-18).
+    /// The parsed, validated value (`LlmResponse::structured_data`).
     pub value: Value,
     /// Re-asks used.
     pub reasks_used: u32,
 }
 
-/// Drives `ladder` over the open call `handle` (C-10…C-15). `make_runner` builds the attempt
-/// runner of one round from the request that round sends (injected, C-8). Each round's attempt
-/// rows carry that round's messages and the caller's sampling (C-9, C-17).
+/// Drives `ladder` over the open call `handle`. `make_runner` builds the attempt
+/// runner of one round from the request that round sends (injected). Each round's attempt
+/// rows carry that round's messages and the caller's sampling.
 ///
-/// Errors: a loop's error unchanged (C-14; the loop already wrote the terminal row and ended
-/// the call); on exhaustion the `ResultInvalid` of C-13, after writing the call's terminal row
-/// (C-17). The caller ends a successful call with [`CallHandle::finish`].
+/// Errors: a loop's error unchanged (the loop already wrote the terminal row and ended
+/// the call); on exhaustion the `ResultInvalid` of C-13, after writing the call's terminal row.
+/// The caller ends a successful call with [`CallHandle::finish`].
 pub async fn run<R, F>(
     handle: &mut CallHandle,
     ladder: &mut Ladder,
@@ -231,7 +231,7 @@ where
     }
 }
 
-/// The structured call through the response cache (70 C-44, C-50, C-52..C-59; 05 R-4
+/// The structured call through the response cache (05 R-4
 /// `chat → cache → ladder → loop`): the cache stage sits **outside** the ladder.
 ///
 /// Inside the call's one deadline: the read (`cache` built with the call's strategy, so a hit
@@ -245,7 +245,7 @@ where
 /// Returns the response with `structured_data` and `call_stats` set.
 ///
 /// Errors: those of [`run`]; `CallDeadlineExceeded` when the deadline expires during the cache
-/// read or write (the already produced answer is then discarded, CF-314).
+/// read or write (the already produced answer is then discarded).
 pub async fn run_cached<R, F>(
     mut handle: CallHandle,
     ladder: &mut Ladder,

@@ -1,14 +1,14 @@
-//! Structured output (70 Part A): the two built-in strategies, the request injection, entry
+//! Structured output: the two built-in strategies, the request injection, entry
 //! validation of a [`StructuredSpec`], and the re-ask ladder ([`ladder`]).
 //!
 //! - [`JsonRepairStrategy`] (the default) and [`JsonSchemaStrategy`] implement the
-//!   `StructuredOutputStrategy` port of `gateway-ports` (C-4, C-5).
+//!   `StructuredOutputStrategy` port of `gateway-ports`.
 //! - [`repair`] holds the four deleting repair steps of C-6.
-//! - [`validate`] renders each `jsonschema` error as `"<instance path or '/'>: <message>"` (C-7).
+//! - [`validate`] renders each `jsonschema` error as `"<instance path or '/'>: <message>"`.
 //! - [`check_spec`] is the entry check of C-2 step 3 (a compilable schema, a valid name).
 //! - [`inject`] builds the round request: the strategy overlay merged **over** the caller overlay
-//!   (C-8: `extra_body < overlay < injection`); the caller's `sampling` is the request *before*
-//!   injection, so the injected keys never reach the telemetry column or the cache key (C-9).
+//!   (`extra_body < overlay < injection`); the caller's `sampling` is the request *before*
+//!   injection, so the injected keys never reach the telemetry column or the cache key.
 //!
 //! Behind the cargo feature `structured` (on by default; README D34), which gates `jsonschema`.
 
@@ -26,10 +26,10 @@ pub use ladder::{
     feedback_message,
 };
 
-/// Origin named by an invalid structured spec at call entry (C-2 step 3).
+/// Origin named by an invalid structured spec at call entry.
 pub const STRUCTURED_ORIGIN: &str = "ChatRequest::structured";
 
-/// The `response_format` overlay both built-in strategies send (C-5): `Json` →
+/// The `response_format` overlay both built-in strategies send: `Json` →
 /// `{"type":"json_object"}`; `Schema` → `{"type":"json_schema","json_schema":{name, schema,
 /// strict}}`.
 pub fn response_format_overlay(spec: &StructuredSpec) -> Map<String, Value> {
@@ -59,7 +59,7 @@ pub fn array_root(spec: &StructuredSpec) -> bool {
     }
 }
 
-/// Validation of a parsed value (C-7): `Json` requires a JSON object; `Schema` validates with
+/// Validation of a parsed value: `Json` requires a JSON object; `Schema` validates with
 /// `jsonschema` (draft from `$schema`, 2020-12 by default; draft-07 accepted). Errors are
 /// `"<instance path or '/'>: <message>"` in the validator's order. A schema that does not compile
 /// (the entry check normally refuses it first) is reported as one error at `/`.
@@ -107,7 +107,7 @@ fn kind_of(value: &Value) -> &'static str {
 }
 
 /// Parses `text` as JSON: strict (`text.trim()`), then — when `repair` — each repair candidate of
-/// C-6 in order; the first that parses wins. `Err` is the strict parse's error (C-5:
+/// in order; the first that parses wins. `Err` is the strict parse's error (C-5:
 /// `repair_error = <first parse error>`).
 pub fn parse_json(text: &str, spec: &StructuredSpec, repair: bool) -> Result<Value, String> {
     let first = match serde_json::from_str::<Value>(text.trim()) {
@@ -140,8 +140,8 @@ fn parse_and_validate(
     Ok(value)
 }
 
-/// The default strategy (C-5): `response_format` overlay; strict parse, then one repair pass
-/// (C-6), then validation (C-7).
+/// The default strategy: `response_format` overlay; strict parse, then one repair pass,
+/// then validation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonRepairStrategy;
 
@@ -159,8 +159,8 @@ impl StructuredOutputStrategy for JsonRepairStrategy {
     }
 }
 
-/// The strict strategy (C-5): `response_format` overlay; `serde_json::from_str(text.trim())`
-/// without repair, then validation (C-7). Useful as the escalation strategy of a provider that
+/// The strict strategy: `response_format` overlay; `serde_json::from_str(text.trim())`
+/// without repair, then validation. Useful as the escalation strategy of a provider that
 /// honours `json_schema` natively.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonSchemaStrategy;
@@ -184,7 +184,7 @@ pub fn default_strategy() -> Arc<dyn StructuredOutputStrategy> {
     Arc::new(JsonRepairStrategy)
 }
 
-/// `^[A-Za-z0-9_-]{1,64}$` (the OpenAI `json_schema` name rule, C-1).
+/// `^[A-Za-z0-9_-]{1,64}$` (the OpenAI `json_schema` name rule).
 pub fn is_schema_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
@@ -214,10 +214,10 @@ pub fn check_spec(spec: &StructuredSpec) -> Result<(), GatewayError> {
     Ok(())
 }
 
-/// The request one ladder round sends (C-8): `request` with `strategy.request_overlay(spec)`
+/// The request one ladder round sends: `request` with `strategy.request_overlay(spec)`
 /// merged over its overlay (injection wins over the caller overlay, which wins over the source
 /// `extra_body` in the body builder). The caller's `sampling` intent is `request.overlay` as it
-/// was *before* this call (C-9).
+/// was *before* this call.
 pub fn inject(
     request: &ChatRequest,
     strategy: &dyn StructuredOutputStrategy,

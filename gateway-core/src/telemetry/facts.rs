@@ -1,6 +1,6 @@
 //! Constructors of the row facts for code outside `gateway-core` (tests, benches, fixtures):
 //! the fact types are `#[non_exhaustive]`, so other crates cannot write their literals
-//! (feature `testing`, 05 R-21).
+//! (feature `testing`).
 
 use std::sync::Arc;
 

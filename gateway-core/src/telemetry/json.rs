@@ -1,4 +1,4 @@
-//! Allocation-lean JSON text for row columns (issue 9 follow-up; 80 T-12, T-13, T-34; 70 C-46).
+//! Allocation-lean JSON text for row columns (issue 9 follow-up; 80 T-12).
 //!
 //! Writes exactly the bytes `serde_json`'s compact serializer writes (`Value::to_string`), but
 //! straight into one `String` from borrowed values: no intermediate `Value` trees, no map
@@ -46,7 +46,7 @@ pub(crate) fn write_value(out: &mut String, value: &Value) {
     write_json(out, value);
 }
 
-/// Appends `value` as canonical JSON (70 C-46): object keys sorted by code point at every
+/// Appends `value` as canonical JSON: object keys sorted by code point at every
 /// depth, no whitespace.
 pub(crate) fn write_canonical(out: &mut String, value: &Value) {
     match value {
@@ -138,7 +138,7 @@ mod tests {
         }
     }
 
-    /// Canonical output equals sorting every object and printing it (70 C-46).
+    /// Canonical output equals sorting every object and printing it.
     #[test]
     fn c_46_write_canonical_sorts_at_every_depth() {
         let v = json!({"b": {"d": 1, "c": [ {"y": 1, "x": 2} ]}, "a": "s", "B": null});

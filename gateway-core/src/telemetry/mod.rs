@@ -1,18 +1,18 @@
 //! Telemetry: the emitter, row shaping, cost, the pricing file and the `llm_calls` schema
-//! (80; 05 ).
+//! (80; 05 R-3).
 //!
-//! Owns the one exit of telemetry (80 T-1): [`TelemetryEmitter`] implements the core's
+//! Owns the one exit of telemetry: [`TelemetryEmitter`] implements the core's
 //! [`RowSink`] — the retry loop, the hedge orchestrator and the cleanup worker hand it row
 //! *facts*, it shapes them into the 39-field `TelemetryRow` ([`shape`]) and hands each row to
-//! the configured `TelemetryRecorder` through its one synchronous, non-blocking `record`
-//! (README D31): the recorder owns the bounded queue between the call path and its I/O.
+//! the configured `TelemetryRecorder` through its one synchronous, non-blocking `record`:
+//! the recorder owns the bounded queue between the call path and its I/O.
 //!
 //! Why no queue of its own: telemetry never changes a call's outcome or latency beyond shaping
-//! the row (80 T-39; issue "telemetry": "never blocks the call path"). Building a row is
+//! the row (issue "telemetry": "never blocks the call path"). Building a row is
 //! synchronous and infallible; handing it off never waits (the port promises it). A recorder
 //! `Err` (its queue full or closed) is logged as a warning (the 1st, 2nd, 4th, 8th…) and counted
 //! in `dropped_rows`; it is never returned to the caller. The recorder's own degradation (open,
-//! preparation, availability failures, cooldown and recovery, 80 T-56/T-57) shows through
+//! preparation, availability failures, cooldown and recovery) shows through
 //! [`TelemetryEmitter::status`], which adds the emitter's own drops to the recorder's snapshot.
 //!
 //! The core has no runtime of its own (no `tokio::spawn`) and the emitter needs none: rows are
@@ -92,17 +92,17 @@ struct Counters {
     /// Rows the emitter shaped but never handed over (emitted after `close`).
     dropped: AtomicU64,
     /// Rows the recorder refused (`record` returned `Err`); the recorder counts them in its
-    /// own `dropped_rows` (README D31), this count only paces the warnings.
+    /// own `dropped_rows`, this count only paces the warnings.
     refused: AtomicU64,
     /// Set by [`TelemetryEmitter::close`]: later rows are dropped and counted.
     closed: AtomicBool,
 }
 
-/// The telemetry emitter (80 T-1..T-6; 05 R-3): the core's [`RowSink`] that shapes row facts
+/// The telemetry emitter: the core's [`RowSink`] that shapes row facts
 /// into `TelemetryRow`s and hands them to a recorder without blocking the call path.
 ///
 /// Also a [`TelemetryStatusProvider`]: the recorder's snapshot with the emitter's own drops
-/// added to `dropped_rows` (80 T-58).
+/// added to `dropped_rows`.
 #[derive(Clone)]
 pub struct TelemetryEmitter {
     shaper: RowShaper,
@@ -123,7 +123,7 @@ impl TelemetryEmitter {
     /// An emitter over `recorder`. Rows go to the recorder's synchronous `record` as they are
     /// emitted; no task needs spawning.
     ///
-    /// Errors: `ConfigError telemetry.text_cap` when `config.text_cap == Some(0)` (80 T-4).
+    /// Errors: `ConfigError telemetry.text_cap` when `config.text_cap == Some(0)`.
     pub fn new(
         recorder: Arc<dyn TelemetryRecorder>,
         config: EmitterConfig,
@@ -146,7 +146,7 @@ impl TelemetryEmitter {
         &self.recorder
     }
 
-    /// Hands one row to the recorder without waiting (80 T-39, T-50; README D31). A closed
+    /// Hands one row to the recorder without waiting. A closed
     /// emitter drops the row and counts it; a recorder `Err` (the recorder counted the row)
     /// is logged. Either logs a warning for the 1st, 2nd, 4th, 8th… such row.
     pub fn emit(&self, row: TelemetryRow) {
@@ -171,12 +171,12 @@ impl TelemetryEmitter {
     }
 
     /// Resolves when every row emitted before it has been written or dropped by the recorder
-    /// (its `flush`; 05 R-24, 80 T-51).
+    /// (its `flush`; 05 R-24).
     pub async fn flush(&self) {
         self.recorder.flush().await;
     }
 
-    /// Closes the recorder (bounded by the recorder, CT-TEL-07). Idempotent; rows emitted
+    /// Closes the recorder (bounded by the recorder). Idempotent; rows emitted
     /// afterwards are dropped and counted.
     pub async fn close(&self) {
         self.counters.closed.store(true, Ordering::Release);
@@ -191,9 +191,9 @@ impl TelemetryEmitter {
 }
 
 impl TelemetryStatusProvider for TelemetryEmitter {
-    /// The recorder's snapshot plus the emitter's own drops in `dropped_rows` (80 T-58).
+    /// The recorder's snapshot plus the emitter's own drops in `dropped_rows`.
     ///
-    /// A recorder counts the rows it refuses in its own `dropped_rows` too (README D31); the
+    /// A recorder counts the rows it refuses in its own `dropped_rows` too; the
     /// emitter only adds the rows it never handed over (emitted after `close`).
     fn status(&self) -> TelemetryStatus {
         let mut status = self.recorder.status();
@@ -221,7 +221,7 @@ impl RowSink for TelemetryEmitter {
     }
 }
 
-/// A recorder `Err`: a warning for the 1st, 2nd, 4th, 8th… refused row (80 T-39). The row is
+/// A recorder `Err`: a warning for the 1st, 2nd, 4th, 8th… refused row. The row is
 /// counted by the recorder, not here, so `status().dropped_rows` counts it once.
 fn record_failed(counters: &Counters, e: &RecordError) {
     let n = counters.refused.fetch_add(1, Ordering::Relaxed) + 1;

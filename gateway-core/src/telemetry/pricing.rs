@@ -1,4 +1,4 @@
-//! The pricing file (`PGW_PRICING_PATH`, 20 §8.4–§8.5; 80 T-31, T-32): loads and validates
+//! The pricing file (`PGW_PRICING_PATH`, 20 §8.4–§8.5; 80 T-31): loads and validates
 //! `{"<model>": {"input_per_1m": x, "output_per_1m": y, "cached_input_per_1m": z?}}` into a
 //! [`PricingTable`]. Loaded once at assembly; a bad file is a configuration error naming the key,
 //! the file and the model, never a per-call failure.
@@ -8,18 +8,18 @@ use std::path::Path;
 use gateway_ports::{ConfigError, ConfigWarning, ModelPrice, PricingTable};
 use serde_json::{Map, Value};
 
-/// The environment key naming the pricing file (20 §8.4).
+/// The environment key naming the pricing file.
 pub const PRICING_PATH_KEY: &str = "PGW_PRICING_PATH";
 
-/// The stable error code of every invalid pricing file (20 §8.5).
+/// The stable error code of every invalid pricing file.
 pub const PRICING_INVALID: &str = "pricing.invalid";
 
-/// The warning code of an unknown member in a model's entry (20 §8.5, chosen).
+/// The warning code of an unknown member in a model's entry (chosen).
 pub const PRICING_UNKNOWN_MEMBER: &str = "pricing.unknown_member";
 
 const KNOWN_MEMBERS: [&str; 3] = ["input_per_1m", "output_per_1m", "cached_input_per_1m"];
 
-/// Loads the pricing file at `path` (20 §8.5), logging each warning once with `tracing`.
+/// Loads the pricing file at `path`, logging each warning once with `tracing`.
 ///
 /// Errors: `ConfigError { code: "pricing.invalid", origin: "PGW_PRICING_PATH" }` for an
 /// unreadable file, invalid JSON, a non-object, a missing required member or a negative /
@@ -50,7 +50,7 @@ pub fn load_pricing_with_warnings(
     parse_pricing(&text, &file)
 }
 
-/// Parses and validates pricing JSON (20 §8.5). `file` names the source in messages.
+/// Parses and validates pricing JSON. `file` names the source in messages.
 /// An empty object is a valid, empty table.
 pub fn parse_pricing(
     text: &str,

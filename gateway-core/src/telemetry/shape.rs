@@ -1,13 +1,13 @@
-//! Row shaping: facts → the 39-field `TelemetryRow` (80 T-7, T-12..T-36; 05 ).
+//! Row shaping: facts → the 39-field `TelemetryRow`.
 //!
 //! Owns every value decision a row carries — per-kind values, the error columns (one pure
-//! function, T-20), cost (T-30/T-31), caller dimensions (T-34), `sampling` (T-13), the text cap
-//! (T-35/T-36), the message digest (C-47) and the terminal input summary (T-19). Everything here
-//! is synchronous, allocation-bounded and never fails or panics on any input (T-40), so the
+//! function), cost, caller dimensions, `sampling`, the text cap,
+//! the message digest and the terminal input summary. Everything here
+//! is synchronous, allocation-bounded and never fails or panics on any input, so the
 //! emitter can build rows on the call path and hand them off without awaiting I/O.
 //!
 //! Call-level inputs (messages, sampling intent, tenant, meta, session) reach the emitter as a
-//! [`RowInput`] in the opaque `RowCall::input` (05 R-3): governance never reads them.
+//! [`RowInput`] in the opaque `RowCall::input`: governance never reads them.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -29,19 +29,19 @@ use crate::rows::{
     TerminalRowFacts,
 };
 
-/// The environment key of the text cap (20 §8.3).
+/// The environment key of the text cap.
 pub const TEXT_CAP_KEY: &str = "PGW_TELEMETRY_TEXT_CAP";
 
-/// Characters kept of each embedding text in `messages` (80 T-15, T-19).
+/// Characters kept of each embedding text in `messages`.
 pub const EMBED_TEXT_CHARS: usize = 200;
 
-/// Validation errors kept by [`format_bounded_errors`] (70 C-12).
+/// Validation errors kept by [`format_bounded_errors`].
 pub const MAX_FEEDBACK_ERRORS: usize = 3;
 
-/// Characters kept of each validation error and of the repair error (70 C-12; 80 T-26).
+/// Characters kept of each validation error and of the repair error.
 pub const MAX_ERROR_CHARS: usize = 200;
 
-/// Validates the text cap (80 T-4; 20 §11.3 C6, §11.6 F4): `Some(0)` is
+/// Validates the text cap (20 §11.3 C6, §11.6 F4): `Some(0)` is
 /// `ConfigError telemetry.text_cap` "text_cap must be > 0 (leave it unset for no truncation)";
 /// `None` = no truncation.
 pub fn validate_text_cap(cap: Option<usize>) -> Result<Option<usize>, ConfigError> {
@@ -63,7 +63,7 @@ pub fn cut_chars(text: &str, n: usize) -> &str {
     }
 }
 
-/// The text cap (80 T-35): a text longer than `cap` characters keeps its first `cap`
+/// The text cap: a text longer than `cap` characters keeps its first `cap`
 /// characters followed by `…(+N chars)`, N = characters removed; `None` or a short text is
 /// returned unchanged (borrowed).
 pub fn cap_text(text: &str, cap: Option<usize>) -> Cow<'_, str> {
@@ -79,7 +79,7 @@ pub fn cap_text(text: &str, cap: Option<usize>) -> Cow<'_, str> {
     }
 }
 
-/// Canonical JSON (70 C-46): object keys sorted by code point at every depth, no whitespace,
+/// Canonical JSON: object keys sorted by code point at every depth, no whitespace,
 /// numbers as `serde_json` prints them. Equal values give byte-identical text. Written straight
 /// from the borrowed value (no sorted copy is built).
 pub fn canonical_json(value: &Value) -> String {
@@ -88,7 +88,7 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
-/// `digest_messages` (70 C-47): a new value, the input untouched. Every message keeps all
+/// `digest_messages`: a new value, the input untouched. Every message keeps all
 /// fields; an array `content` keeps its `text` parts and replaces every other part with
 /// `{"type": <type>, "sha256": <hex of canonical_json(part)>}`. No raw image is ever stored.
 pub fn digest_messages(messages: &[JsonObject]) -> Vec<JsonObject> {
@@ -114,7 +114,7 @@ pub fn digest_messages(messages: &[JsonObject]) -> Vec<JsonObject> {
         .collect()
 }
 
-/// Applies the text cap to messages (80 T-35, T-36): each string `content` and the `text` of
+/// Applies the text cap to messages: each string `content` and the `text` of
 /// each `type == "text"` part; other fields (tool arguments, names) are untouched. Builds new
 /// values; `None` returns a plain copy.
 pub fn cap_messages(messages: &[JsonObject], cap: Option<usize>) -> Vec<JsonObject> {
@@ -147,9 +147,9 @@ pub fn cap_messages(messages: &[JsonObject], cap: Option<usize>) -> Vec<JsonObje
     out
 }
 
-/// `format_bounded_errors` (70 C-12): the first 3 errors, each cut to 200 characters, joined
+/// `format_bounded_errors`: the first 3 errors, each cut to 200 characters, joined
 /// with `"; "`; an empty list renders `output could not be parsed`. Shared with the terminal-row
-/// detail (80 T-26).
+/// detail.
 pub fn format_bounded_errors(errors: &[String]) -> String {
     if errors.is_empty() {
         return "output could not be parsed".to_owned();
@@ -162,7 +162,7 @@ pub fn format_bounded_errors(errors: &[String]) -> String {
         .join("; ")
 }
 
-/// What a row's error columns are derived from (80 T-20).
+/// What a row's error columns are derived from.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum ErrorInput<'a> {
@@ -170,30 +170,30 @@ pub enum ErrorInput<'a> {
     None,
     /// A label (`cancelled`, `hedge_cancelled`): never parsed for diagnostics.
     Label(&'a str),
-    /// A failed attempt's error; `scrub` removes secrets from its body (05 R-34).
+    /// A failed attempt's error; `scrub` removes secrets from its body.
     Attempt(&'a GatewayError, ScrubOptions<'a>),
     /// The error that ended the call (terminal row): no status, cause or body.
     Terminal(&'a GatewayError),
 }
 
-/// The five error columns of one row (80 T-20..T-26).
+/// The five error columns of one row.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ErrorFields {
-    /// `error` (T-21, T-26).
+    /// `error`.
     pub error: Option<String>,
-    /// `error_type` (T-22).
+    /// `error_type`.
     pub error_type: Option<&'static str>,
-    /// `cause_type` (T-23): attempt rows only.
+    /// `cause_type`: attempt rows only.
     pub cause_type: Option<CauseKind>,
-    /// `http_status_code` (T-24): attempt rows only, as received.
+    /// `http_status_code`: attempt rows only, as received.
     pub http_status_code: Option<i32>,
-    /// `error_body` (T-25): the scrubbed body summary, empty → `None`; attempt rows only.
+    /// `error_body`: the scrubbed body summary, empty → `None`; attempt rows only.
     pub error_body: Option<String>,
 }
 
 /// The one pure function of 80 T-20: error columns from the row's error input. `operation` is
-/// the call site's (T-27); OCR rows use the class-prefixed `"<type name>: <message>"` (T-21).
+/// the call site's; OCR rows use the class-prefixed `"<type name>: <message>"`.
 pub fn error_fields(input: ErrorInput<'_>, operation: CallOperation) -> ErrorFields {
     match input {
         ErrorInput::None => ErrorFields::default(),
@@ -254,7 +254,7 @@ const fn is_ocr(operation: CallOperation) -> bool {
     )
 }
 
-/// What the call was about, for the `messages` column (80 T-12, T-15, T-19).
+/// What the call was about, for the `messages` column.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub enum RowSubject {
@@ -318,14 +318,14 @@ impl<'a> ChatRowRequest<'a> for &'a Arc<ChatRequest> {
 }
 
 /// Call-level row inputs (80 T-12 "the call's" columns): what the facade puts in
-/// `CallOptions::row_input` / `RowCall::input` for the emitter (05 R-3). Validation of tenant
-/// and meta (T-33) happens before the call, not here.
+/// `CallOptions::row_input` / `RowCall::input` for the emitter. Validation of tenant
+/// and meta happens before the call, not here.
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct RowInput {
     /// What the call was about.
     pub subject: RowSubject,
-    /// The caller's sampling intent (chat: the overlay before structured injection, T-13);
+    /// The caller's sampling intent (chat: the overlay before structured injection);
     /// empty for embedding and OCR.
     pub sampling: JsonObject,
     /// The request-level effort (cache-hit and terminal rows; fallback for failed attempts).
@@ -334,9 +334,9 @@ pub struct RowInput {
     pub session_id: Option<String>,
     /// Caller correlation id.
     pub parent_call_id: Option<String>,
-    /// Tenant (`''` when absent, T-34).
+    /// Tenant (`''` when absent).
     pub tenant_id: Option<String>,
-    /// Caller meta (canonical JSON, `'{}'` when empty, T-34).
+    /// Caller meta (canonical JSON, `'{}'` when empty).
     pub meta: Meta,
     /// `messages` JSON of attempt rows, computed once per cap.
     attempt_messages: OnceLock<(Option<usize>, String)>,
@@ -399,12 +399,12 @@ impl RowInput {
     }
 }
 
-/// The `response` placeholder of a successful embedding attempt (80 T-15, chosen).
+/// The `response` placeholder of a successful embedding attempt (chosen).
 pub fn embed_response_placeholder(vectors: usize, dim: usize) -> String {
     format!("<embed vectors={vectors} dim={dim}>")
 }
 
-/// The `response` placeholder of a successful `parse_layout` attempt (80 T-15, chosen).
+/// The `response` placeholder of a successful `parse_layout` attempt (chosen).
 pub fn ocr_layout_placeholder(elements: usize, pages: usize) -> String {
     format!("<ocr:layout elements={elements} pages={pages}>")
 }
@@ -435,7 +435,7 @@ fn messages_json(items: Vec<Value>) -> String {
     out
 }
 
-/// The `messages` JSON of a chat call (80 T-12, T-35, T-36; 70 C-47): byte for byte
+/// The `messages` JSON of a chat call: byte for byte
 /// `cap_messages(&digest_messages(messages), cap)` printed compactly, written in one pass over
 /// the borrowed messages (no copy of the messages is built).
 fn chat_messages_json(messages: &[JsonObject], cap: Option<usize>) -> String {
@@ -471,8 +471,8 @@ fn chat_messages_json(messages: &[JsonObject], cap: Option<usize>) -> String {
     out
 }
 
-/// One message's `content`: a string is capped (T-35); in an array, `text` parts keep their
-/// (capped, T-36) text and every other part becomes its C-47 digest.
+/// One message's `content`: a string is capped; in an array, `text` parts keep their
+/// (capped) text and every other part becomes its C-47 digest.
 fn write_chat_content(out: &mut String, content: &Value, cap: Option<usize>) {
     match content {
         Value::String(text) => json::write_str(out, &cap_text(text, cap)),
@@ -518,7 +518,7 @@ fn write_chat_content(out: &mut String, content: &Value, cap: Option<usize>) {
     }
 }
 
-/// Process-wide set of models already warned about as unpriced (80 T-30: one warning per
+/// Process-wide set of models already warned about as unpriced (one warning per
 /// unknown model per process, chosen).
 fn warn_unknown_model(model: &str) {
     static WARNED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
@@ -540,7 +540,7 @@ fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// The `meta` column (80 T-34): canonical JSON of the caller's meta, `'{}'` when empty. `Meta`
+/// The `meta` column: canonical JSON of the caller's meta, `'{}'` when empty. `Meta`
 /// is a `BTreeMap`, so its keys are already in canonical order.
 fn canonical_meta(meta: &Meta) -> String {
     if meta.is_empty() {
@@ -563,13 +563,13 @@ fn canonical_meta(meta: &Meta) -> String {
     out
 }
 
-/// Canonical JSON of `object`, `None` when empty (the `sampling` column, T-13).
+/// Canonical JSON of `object`, `None` when empty (the `sampling` column).
 fn canonical_object(object: &JsonObject) -> Option<String> {
     canonical_merged(&JsonObject::new(), object)
 }
 
 /// Canonical JSON of `base` overlaid by `over` (a key of `over` replaces the same key of
-/// `base`), `None` when both are empty: the attempt row's `sampling` (T-13), without building
+/// `base`), `None` when both are empty: the attempt row's `sampling`, without building
 /// the merged map.
 fn canonical_merged(base: &JsonObject, over: &JsonObject) -> Option<String> {
     if base.is_empty() && over.is_empty() {
@@ -601,7 +601,7 @@ struct OwnedTexts {
     model_reported: Option<Option<String>>,
 }
 
-/// Turns row facts into `TelemetryRow`s (80 T-12): holds the price table, the text cap and the
+/// Turns row facts into `TelemetryRow`s: holds the price table, the text cap and the
 /// scrub setting. Cheap to clone; pure and infallible.
 #[derive(Debug, Clone)]
 pub struct RowShaper {
@@ -625,7 +625,7 @@ impl RowShaper {
     /// A shaper with this price table (`PGW_PRICING_PATH`), text cap
     /// (`PGW_TELEMETRY_TEXT_CAP`, characters) and `PGW_REDACT_IPS` setting.
     ///
-    /// Errors: `ConfigError telemetry.text_cap` for `Some(0)` (80 T-4).
+    /// Errors: `ConfigError telemetry.text_cap` for `Some(0)`.
     pub fn new(
         pricing: Option<PricingTable>,
         text_cap: Option<usize>,
@@ -643,7 +643,7 @@ impl RowShaper {
         self.text_cap
     }
 
-    /// Cost of a successful attempt (80 T-30 rules 2–4, T-31): `None` for `unavailable`
+    /// Cost of a successful attempt (80 T-30 rules 2–4): `None` for `unavailable`
     /// usage, OCR, an empty model, no price table or an unknown model (warned once per model
     /// per process).
     pub fn cost(
@@ -664,7 +664,7 @@ impl RowShaper {
         cost
     }
 
-    /// The `messages` column of attempt rows (80 T-12, T-15).
+    /// The `messages` column of attempt rows.
     fn attempt_messages(&self, input: &RowInput, operation: CallOperation) -> String {
         if let Some((cap, json)) = input.attempt_messages.get()
             && *cap == self.text_cap
@@ -691,7 +691,7 @@ impl RowShaper {
         json
     }
 
-    /// The `messages` column of terminal rows: the call's input summary (80 T-19).
+    /// The `messages` column of terminal rows: the call's input summary.
     fn terminal_messages(&self, input: &RowInput, operation: CallOperation) -> String {
         match &input.subject {
             RowSubject::Embed { texts, batch_size } => {
@@ -712,7 +712,7 @@ impl RowShaper {
         }
     }
 
-    /// One attempt row (80 T-12 columns "attempt ✓ / ✗ / ⊘"; T-13..T-16, T-28..T-31).
+    /// One attempt row (80 T-12 columns "attempt ✓ / ✗ / ⊘"; T-13..T-16).
     pub fn attempt_row(&self, facts: &AttemptRowFacts) -> TelemetryRow {
         self.build_attempt_row(facts, OwnedTexts::default())
     }
@@ -733,7 +733,7 @@ impl RowShaper {
         self.build_attempt_row(&facts, owned)
     }
 
-    /// `text` capped (T-35): the owned string itself when the cap keeps it whole.
+    /// `text` capped: the owned string itself when the cap keeps it whole.
     fn capped(&self, owned: Option<String>, borrowed: &str) -> String {
         match owned {
             Some(text) => match cap_text(&text, self.text_cap) {
@@ -910,7 +910,7 @@ impl RowShaper {
 /// The input of a call that carries none (or another type): every field empty.
 static EMPTY_INPUT: LazyLock<RowInput> = LazyLock::new(RowInput::default);
 
-/// The call-level part every row shares (80 T-12): ids, tenant, `meta`, scope, operation,
+/// The call-level part every row shares: ids, tenant, `meta`, scope, operation,
 /// `logical_call_id`, `messages` and the row kind; everything measured is empty (no source,
 /// usage `unavailable`, latency 0, thinking `unknown`, every nullable column NULL). Each row
 /// builder overrides what its kind carries.
@@ -1072,7 +1072,7 @@ mod tests {
         assert_eq!(kept.tenant_id, copied.tenant_id);
     }
 
-    /// `sampling` (T-13): caller keys override `extra_body` keys, keys sorted, `None` when
+    /// `sampling`: caller keys override `extra_body` keys, keys sorted, `None` when
     /// both are empty; equal to canonical JSON of the merged map.
     // covers: T-13
     #[test]
@@ -1097,7 +1097,7 @@ mod tests {
         );
     }
 
-    /// `meta` (T-34): canonical JSON of every value kind, `'{}'` when empty.
+    /// `meta`: canonical JSON of every value kind, `'{}'` when empty.
     // covers: T-34
     #[test]
     fn t_34_meta_written_canonically() {

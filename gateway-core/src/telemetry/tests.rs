@@ -1,4 +1,4 @@
-//! Unit tests of the emitter, row shaping, cost, pricing and schema (80; 95 §14, §15).
+//! Unit tests of the emitter, row shaping, cost, pricing and schema (80; 95 §14).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -964,7 +964,7 @@ fn t_47_manual_warning_text() {
 
 // ---- emitter -------------------------------------------------------------------------------
 
-/// A recorder like the SQLite one (README D31): `record` only queues (rows become visible in
+/// A recorder like the SQLite one: `record` only queues (rows become visible in
 /// `written` at its `flush`); `fail` refuses every row and counts it, as a full queue would.
 #[derive(Debug, Default)]
 struct FakeRecorder {

@@ -1,11 +1,11 @@
 //! Cacheability: the ONE predicate shared by the cache write and read paths (50 §10,
-//! V-57..V-60; 70 C-49..C-51; 05 ).
+//! V-57..V-60; 70 C-49..C-51; 05 R-23).
 //!
 //! *Cacheable ⊂ deliverable*: only delivered results are ever asked, and of those only a natural
 //! or absent finish with a body, not salvaged, may enter the TTL — replaying an accident for a
 //! whole TTL would turn it into a certainty. Every entry point below funnels into the same
 //! private judgement, so the write path, the read path and the verdict's `cacheable` flag can
-//! never disagree (V-60).
+//! never disagree.
 
 use gateway_ports::{FinishClass, LlmResponse, OpenAiChatCompletion, ResponseMode, StreamEnd};
 use serde::de::IgnoredAny;
@@ -21,7 +21,7 @@ use super::summary::summarize_message;
 /// 3. openai mode: `completion` is none; otherwise, with `raw` = `completion.message.content`
 ///    when it is a string else `""` and `summary = summarize_message(message, raw)`, not
 ///    (`summary.body_output` and (`content.trim() != ""` or complete tools present)); and
-///    any tool call's `function.arguments` string fails to parse as JSON;
+/// any tool call's `function.arguments` string fails to parse as JSON;
 /// 4. text mode: `content.trim() == ""`.
 ///
 /// `content` is the delivered text projection (`LlmResponse.content`).
@@ -43,7 +43,7 @@ pub fn is_cacheable(
 }
 
 /// [`is_cacheable`] over the assembled message instead of the snapshot, for the verdict, which
-/// runs before the snapshot is constructed (50 V-38). `finish_reason` is the attempt's finish
+/// runs before the snapshot is constructed. `finish_reason` is the attempt's finish
 /// (on a fresh attempt the top-level and the completion's finish are the same value, so it is
 /// the effective finish); `message` is the openai message (`None` in text mode).
 pub fn is_cacheable_message(
@@ -63,7 +63,7 @@ pub fn is_cacheable_message(
 }
 
 /// [`is_cacheable`] of a delivered response (its `content`, `finish_reason`, `stream_end` and
-/// `completion`): the cache write path (70 C-52) and the read path after decoding (V-62; judged
+/// `completion`): the cache write path and the read path after decoding (judged
 /// on the stored values, before the hit override).
 pub fn is_cacheable_response(mode: ResponseMode, response: &LlmResponse) -> bool {
     is_cacheable(
@@ -75,10 +75,10 @@ pub fn is_cacheable_response(mode: ResponseMode, response: &LlmResponse) -> bool
     )
 }
 
-/// [`is_cacheable`] over raw cache-entry values (05 R-23: the DTO holds raw `Value`s until
+/// [`is_cacheable`] over raw cache-entry values (the DTO holds raw `Value`s until
 /// judged): `stream_end` absent or `null` is none, a string of the `StreamEnd` domain is that
 /// value, anything else (`"bogus"`, a number) is not cacheable; `finish_reason` absent, `null`
-/// or `""` falls back to the completion's finish (V-59), a string is classified by V-2, and any
+/// or `""` falls back to the completion's finish, a string is classified by V-2, and any
 /// other value (e.g. `5`) is `Unknown` and therefore not cacheable.
 pub fn is_cacheable_raw(
     mode: ResponseMode,
@@ -109,8 +109,8 @@ pub fn is_cacheable_raw(
     )
 }
 
-/// `true` when every tool call's `function.arguments` string in `message` parses as JSON
-/// (05 R-42). Null elements, non-object tools and non-string arguments are skipped (they fail
+/// `true` when every tool call's `function.arguments` string in `message` parses as JSON.
+/// Null elements, non-object tools and non-string arguments are skipped (they fail
 /// the snapshot check of V-24 instead). An empty string is not JSON, so a parameterless call
 /// that sent `""` is delivered but not cached.
 pub fn tool_arguments_parse(message: &Map<String, Value>) -> bool {

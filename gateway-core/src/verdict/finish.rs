@@ -1,15 +1,15 @@
-//! Finish classes and the effective finish (50 §1, V-2..V-5, V-59; README D12).
+//! Finish classes and the effective finish.
 //!
-//! The raw `finish_reason` is never normalised (V-5): these functions only *classify* it. The
+//! The raw `finish_reason` is never normalised: these functions only *classify* it. The
 //! typed classification itself lives on [`FinishReason::class`] in `gateway-ports`; this module
-//! adds the forms the verdict's call sites hold — a raw `&str` (where `""` is absent, D12), a raw
-//! cache `Value` (05 R-23: non-strings are `unknown`), and the effective finish of a cached entry.
+//! adds the forms the verdict's call sites hold — a raw `&str` (where `""` is absent), a raw
+//! cache `Value` (non-strings are `unknown`), and the effective finish of a cached entry.
 
 use gateway_ports::{FinishClass, FinishReason, OpenAiChatCompletion};
 use serde_json::Value;
 
-/// The finish class of a raw `finish_reason` (50 V-2), case-sensitive: `None` and `""` are
-/// `Absent` (README D12); `stop`/`tool_calls`/`function_call` `Natural`; `length` `Truncated`;
+/// The finish class of a raw `finish_reason`, case-sensitive: `None` and `""` are
+/// `Absent`; `stop`/`tool_calls`/`function_call` `Natural`; `length` `Truncated`;
 /// `content_filter`/`sensitive` `Filtered`; `network_error`/`error` `UpstreamError`; every other
 /// string (`STOP`, `end_turn`, …) `Unknown`.
 pub fn classify_finish(finish_reason: Option<&str>) -> FinishClass {
@@ -19,7 +19,7 @@ pub fn classify_finish(finish_reason: Option<&str>) -> FinishClass {
     }
 }
 
-/// The finish class of a raw JSON value as found in a cache entry (50 V-2, V-58 step 2; 05 R-23):
+/// The finish class of a raw JSON value as found in a cache entry:
 /// absent or `null` → `Absent`; a string → [`classify_finish`]; any other value (e.g. `5`) →
 /// `Unknown`.
 pub fn classify_finish_value(value: Option<&Value>) -> FinishClass {
@@ -30,7 +30,7 @@ pub fn classify_finish_value(value: Option<&Value>) -> FinishClass {
     }
 }
 
-/// The effective finish of a response (50 V-59, 70 C-51): the top-level value unless it is none
+/// The effective finish of a response: the top-level value unless it is none
 /// or `""`, else the completion's `finish_reason` when a completion exists (also `""` → none),
 /// else none. The same function serves the cache write and read paths (entries written by 1.3.9
 /// had no top-level finish).

@@ -1,8 +1,8 @@
-//! The completion verdict kernel (spec 50; 05; README D12, D13): is an attempt's
+//! The completion verdict kernel (spec 50; 05 R-23): is an attempt's
 //! result complete, is it delivered or does it fail (as which category, with which reason code),
 //! and may a delivered result be cached.
 //!
-//! Everything here is a pure function over plain facts (50 V-1): no I/O, no logging, no errors,
+//! Everything here is a pure function over plain facts: no I/O, no logging, no errors,
 //! no cancellation. Four call sites share it — the streaming path, the non-stream path, the cache
 //! write path and the cache read path — so they can never disagree. The attempt executor gathers
 //! the facts from the accumulator and the transport into [`AttemptFacts`] and calls
@@ -10,14 +10,14 @@
 //! [`is_cacheable_raw`], which are the same predicate as [`Delivery::cacheable`].
 //!
 //! The pipeline of [`judge_attempt`] (40 S-95 steps 4–9, S-111 steps 5–9):
-//! 1. streams only: completeness ([`judge_completeness`], V-8, V-14) → `Done`,
+//! 1. streams only: completeness ([`judge_completeness`]) → `Done`,
 //!    `EofAfterFinish`, `Salvaged`, or a truncation failure;
-//! 2. the output summary ([`summarize_text`] / [`summarize_message`], V-20..V-29);
-//! 3. the first-match outcome table ([`judge_outcome`], V-30);
-//! 4. usage resolution ([`resolve_usage_source`], 40 S-105) and cacheability (V-58, R-42).
+//! 2. the output summary ([`summarize_text`] / [`summarize_message`]);
+//! 3. the first-match outcome table ([`judge_outcome`]);
+//! 4. usage resolution ([`resolve_usage_source`]) and cacheability.
 //!
-//! Submodules: `finish` (V-2, V-59), `completeness` (§2–§3), `summary` (§4), `outcome` (§5),
-//! `registry` (§7), `cache` (§10). Their items are re-exported here.
+//! Submodules: `finish`, `completeness` (§2–§3), `summary`, `outcome`,
+//! `registry`, `cache`. Their items are re-exported here.
 
 mod cache;
 mod completeness;
@@ -50,65 +50,65 @@ use serde_json::{Map, Value};
 
 use crate::classify::Classification;
 
-/// Every fact the verdict needs about one attempt that reached a 200 response (50 V-1, V-3,
-/// V-20; 40 S-95, S-111). Built by the attempt executor; `Default` gives a text-mode,
+/// Every fact the verdict needs about one attempt that reached a 200 response (V-3,
+/// V-20; 40 S-95). Built by the attempt executor; `Default` gives a text-mode,
 /// non-stream attempt with no output, no finish and no usage.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct AttemptFacts<'a> {
     /// `text` or `openai` (fidelity).
     pub mode: ResponseMode,
-    /// The source's `MISSING_DONE` (`retry` default, `salvage`); ignored in openai mode (V-14).
+    /// The source's `MISSING_DONE` (`retry` default, `salvage`); ignored in openai mode.
     pub missing_done: MissingDone,
-    /// Stream facts; `None` for a non-stream response, which skips step 1 (V-7).
+    /// Stream facts; `None` for a non-stream response, which skips step 1.
     pub stream: Option<StreamFacts>,
-    /// The recorded raw `finish_reason` (V-3); `""` counts as none (D12).
+    /// The recorded raw `finish_reason`; `""` counts as none.
     pub finish_reason: Option<&'a str>,
-    /// The projected, think-stripped content (40 S-100).
+    /// The projected, think-stripped content.
     pub content: &'a str,
-    /// The projected thinking (40 S-98..S-100); only its length is ever reported (V-39).
+    /// The projected thinking; only its length is ever reported.
     pub thinking: &'a str,
-    /// The assembled openai message (before the snapshot, V-38); `None` in text mode. In
+    /// The assembled openai message (before the snapshot); `None` in text mode. In
     /// openai mode a missing message falls back to the text summary.
     pub message: Option<&'a Map<String, Value>>,
-    /// The last non-null usage object is measured (40 S-104, V-9).
+    /// The last non-null usage object is measured.
     pub usage_measured: bool,
-    /// The accumulated `refusal` text (README D22); `""` when none.
+    /// The accumulated `refusal` text; `""` when none.
     pub refusal: &'a str,
-    /// Text mode: the answer carried at least one tool call (README D27).
+    /// Text mode: the answer carried at least one tool call.
     pub tool_calls_in_text: bool,
 }
 
-/// A deliverable attempt and what it carries besides the content (50 V-55, V-58, S-105).
+/// A deliverable attempt and what it carries besides the content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Delivery {
     /// `Done` | `EofAfterFinish` | `Salvaged`; `None` for non-stream.
     pub stream_end: Option<StreamEnd>,
-    /// Token trust level (40 S-105): `Measured` when the last usage is measured (and not
+    /// Token trust level: `Measured` when the last usage is measured (and not
     /// salvaged), `Estimated` when salvaged with a measured usage, else `Unavailable`.
     pub usage_source: UsageSource,
-    /// The finish class (`Unknown` → the caller's one-per-value dialect warning, V-4).
+    /// The finish class (`Unknown` → the caller's one-per-value dialect warning).
     pub finish_class: FinishClass,
     /// The output summary the outcome table judged.
     pub summary: OutputSummary,
-    /// The one cacheability predicate (V-58, R-42) applied to this attempt.
+    /// The one cacheability predicate applied to this attempt.
     pub cacheable: bool,
 }
 
 /// A failure decided by the verdict (completeness or the outcome table), with what its message
-/// needs (50 V-39..V-41, V-45).
+/// needs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct VerdictFailure {
     /// One of [`VERDICT_CODES`] or [`COMPLETENESS_CODES`].
     pub code: ReasonCode,
     /// The code's category by the registry (`Transient` or `ResultInvalid`).
     pub category: Category,
-    /// The mode (the two `missing_done` messages differ, V-45).
+    /// The mode (the two `missing_done` messages differ).
     pub mode: ResponseMode,
-    /// The raw finish (`""` is none, D12).
+    /// The raw finish (`""` is none).
     pub finish_reason: Option<String>,
-    /// Unicode scalar values of the projected thinking (V-39); the text itself is never kept.
+    /// Unicode scalar values of the projected thinking; the text itself is never kept.
     pub thinking_len: usize,
-    /// `refused` only (README D22): the refusal text, scrubbed and capped like a body summary.
+    /// `refused` only: the refusal text, scrubbed and capped like a body summary.
     pub detail: Option<String>,
 }
 
@@ -130,14 +130,14 @@ impl VerdictFailure {
         }
     }
 
-    /// The message of the registry (50 V-39, V-45):
+    /// The message of the registry:
     /// - outcome-table codes: `{source} {code}: finish_reason={finish}, thinking_len={n}` with
     ///   `{finish}` the JSON encoding of the raw finish (`"stop"`) or `null`;
     /// - `missing_done`, openai: `{source}: fidelity stream truncated, salvage not allowed
     ///   (missing_done)`; text: `{source}: SSE stream truncated without [DONE] (missing_done)`;
     /// - `early_eof`: `{source}: SSE stream ended with zero output (early_eof)`.
     ///
-    /// Reasoning text, tool arguments and payloads are never echoed (V-42).
+    /// Reasoning text, tool arguments and payloads are never echoed.
     pub fn message(&self, source_name: &str) -> String {
         match (self.code, self.mode) {
             (ReasonCode::MissingDone, ResponseMode::OpenAi) => format!(
@@ -170,10 +170,10 @@ impl VerdictFailure {
         }
     }
 
-    /// The classification of this failure (50 V-40, V-41; 30 G-28, G-30): the category, the
+    /// The classification of this failure: the category, the
     /// message, `source_name`, operation `chat`, the `reason_code`, no status, hint, body or
-    /// cause. Its failure reason is `bad_response` (README D27) for `Transient` and none for
-    /// `ResultInvalid` (V-48: a neutral breaker success).
+    /// cause. Its failure reason is `bad_response` for `Transient` and none for
+    /// `ResultInvalid` (a neutral breaker success).
     pub fn into_classification(self, source_name: &str) -> Classification {
         let mut failure = AttemptFailure::new(self.message(source_name), ErrorOperation::Chat);
         failure.source_name = Some(source_name.to_owned());
@@ -181,15 +181,15 @@ impl VerdictFailure {
         Classification::new(self.category, failure)
     }
 
-    /// The `GatewayError` of this failure (50 V-40): `Transient`, or `ResultInvalid` with
+    /// The `GatewayError` of this failure: `Transient`, or `ResultInvalid` with
     /// `raw_text = ""` (reasoning is never echoed) and no validation data. A `ResultInvalid`
-    /// reaches the caller directly, never wrapped in `AllSourcesExhausted` (V-49).
+    /// reaches the caller directly, never wrapped in `AllSourcesExhausted`.
     pub fn into_error(self, source_name: &str) -> GatewayError {
         self.into_classification(source_name).into_error()
     }
 }
 
-/// The verdict on one attempt (50 V-1).
+/// The verdict on one attempt.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Verdict {
@@ -197,7 +197,7 @@ pub enum Verdict {
     Deliver(Delivery),
     /// The verdict failed the attempt (completeness or the outcome table).
     Fail(VerdictFailure),
-    /// A terminal wire fact failed the stream before completeness (V-7): `read_error`,
+    /// A terminal wire fact failed the stream before completeness: `read_error`,
     /// `response_too_large` or `liveness_timeout`. Build the failure with `crate::classify`,
     /// which holds the fault, the limit or the watchdog kind (cause `ReadError`/…,
     /// `StreamLivenessTimeout`).
@@ -227,13 +227,13 @@ impl Verdict {
         }
     }
 
-    /// The category of a failure by the registry (V-45); `None` when delivered.
+    /// The category of a failure by the registry; `None` when delivered.
     pub fn category(&self) -> Option<Category> {
         self.reason_code().and_then(reason_category)
     }
 }
 
-/// Usage resolution of a delivered attempt (40 S-105; 50 V-17, V-70): a salvaged stream
+/// Usage resolution of a delivered attempt: a salvaged stream
 /// downgrades a measured usage to `Estimated`; otherwise a measured usage is `Measured`; no
 /// measured usage is `Unavailable`.
 pub const fn resolve_usage_source(
@@ -247,9 +247,9 @@ pub const fn resolve_usage_source(
     }
 }
 
-/// The verdict on one attempt (50 V-1; 40 S-95 steps 5–9, S-111 steps 7–9): completeness for
+/// The verdict on one attempt (40 S-95 steps 5–9, S-111 steps 7–9): completeness for
 /// streams, then the outcome table on the (possibly salvaged) output, then usage resolution and
-/// cacheability. Invariants (V-70, checked by property tests): `EofAfterFinish ⇒ Measured`;
+/// cacheability. Invariants (checked by property tests): `EofAfterFinish ⇒ Measured`;
 /// `Salvaged ⇒ Estimated | Unavailable`; `Estimated ⇒ Salvaged`; openai mode never salvages;
 /// `cacheable ⇒` a natural or absent finish, a body, not salvaged.
 pub fn judge_attempt(facts: &AttemptFacts<'_>) -> Verdict {

@@ -1,4 +1,4 @@
-//! Step 2 of the verdict: the first-match outcome table (50 §5, V-30..V-37).
+//! Step 2 of the verdict: the first-match outcome table.
 //!
 //! One pure function over (mode, output summary, finish class) decides deliver or fail, and with
 //! which reason code. Rows are evaluated top to bottom and the first matching row wins, so the
@@ -9,7 +9,7 @@ use gateway_ports::{Category, FinishClass, ReasonCode, ResponseMode};
 use super::registry::reason_category;
 use super::summary::OutputSummary;
 
-/// The outcome of step 2 (50 V-30): deliver, or fail with a verdict reason code (one of the
+/// The outcome of step 2: deliver, or fail with a verdict reason code (one of the
 /// seven of V-43; its category is [`reason_category`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -33,13 +33,13 @@ impl Outcome {
         }
     }
 
-    /// The failure's category by the registry (V-45), `None` when delivered.
+    /// The failure's category by the registry, `None` when delivered.
     pub fn category(self) -> Option<Category> {
         self.reason_code().and_then(reason_category)
     }
 }
 
-/// `judge_outcome(mode, summary, finish_class)` (50 V-30; pinned truth table V-36, V-37). First
+/// `judge_outcome(mode, summary, finish_class)` (pinned truth table V-36). First
 /// matching row wins:
 ///
 /// | row | condition | text | openai |

@@ -1,4 +1,4 @@
-//! The reason-code registry (50 §7, V-43..V-46): which category every stable reason code
+//! The reason-code registry: which category every stable reason code
 //! belongs to, and which codes each layer may raise.
 //!
 //! The category of a code is fixed by the registry table of V-45; the classifier
@@ -7,7 +7,7 @@
 
 use gateway_ports::{Category, ReasonCode};
 
-/// The verdict kernel's codes, exactly (50 V-43): the outcome table's failures.
+/// The verdict kernel's codes, exactly: the outcome table's failures.
 pub const VERDICT_CODES: [ReasonCode; 7] = [
     ReasonCode::UpstreamFinishError,
     ReasonCode::ToolTruncated,
@@ -18,10 +18,10 @@ pub const VERDICT_CODES: [ReasonCode; 7] = [
     ReasonCode::EmptyCompletion,
 ];
 
-/// The codes raised by stream completeness (50 V-14, V-44).
+/// The codes raised by stream completeness.
 pub const COMPLETENESS_CODES: [ReasonCode; 2] = [ReasonCode::MissingDone, ReasonCode::EarlyEof];
 
-/// The codes of terminal wire facts that fail a stream before completeness (50 V-7, V-44;
+/// The codes of terminal wire facts that fail a stream before completeness (V-44;
 /// `super::StreamTerminal::failure_code`).
 pub const TERMINAL_CODES: [ReasonCode; 3] = [
     ReasonCode::ReadError,
@@ -34,8 +34,8 @@ pub const TERMINAL_CODES: [ReasonCode; 3] = [
 /// `upstream_error_frame`, `rate_limited`, `malformed_json`, `protocol_error`, `read_error`,
 /// `liveness_timeout`, `empty_response`, `invalid_json`; `ResultInvalid` for `tool_truncated`,
 /// `tool_arguments_null`, `length_without_content`, `filtered_without_content`,
-/// `response_too_large` (V-48, V-53), `refused` (README D22), `tool_calls_in_text_mode`
-/// (D27), `malformed_item` (D30); `RequestRejected` for `context_length_exceeded` (D14).
+/// `response_too_large`, `refused`, `tool_calls_in_text_mode`,
+/// `malformed_item`; `RequestRejected` for `context_length_exceeded`.
 ///
 /// `None` only for a code added to `ReasonCode` after this registry (the enum is
 /// `#[non_exhaustive]`); a test walks `ReasonCode::ALL` so that cannot ship silently.

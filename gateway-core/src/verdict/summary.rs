@@ -1,19 +1,19 @@
-//! Output summaries (50 §4, V-20..V-29): the only input of the outcome table besides the mode and
+//! Output summaries: the only input of the outcome table besides the mode and
 //! the finish class.
 //!
 //! Text mode summarises the projected strings; fidelity (`openai`) mode summarises the assembled
-//! message, including the tool-call snapshot check (V-24) and the "only `arguments: null`"
-//! dialect (V-25). Nothing here rewrites the delivered message.
+//! message, including the tool-call snapshot check and the "only `arguments: null`"
+//! dialect. Nothing here rewrites the delivered message.
 
 use serde_json::{Map, Value};
 
-/// What an attempt produced, as the outcome table sees it (50 V-20).
+/// What an attempt produced, as the outcome table sees it.
 ///
 /// `null_arguments` defaults to `false`. Test tuples in the spec are written
 /// `(any_output, body_output, tools_present, tools_ok)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct OutputSummary {
-    /// Anything at all was produced (whitespace counts; V-21, V-22).
+    /// Anything at all was produced (whitespace counts; V-21).
     pub any_output: bool,
     /// A body: non-blank projected content, or (openai) complete tool calls.
     pub body_output: bool,
@@ -21,12 +21,12 @@ pub struct OutputSummary {
     pub tools_present: bool,
     /// (openai) [`tool_snapshot_ok`]; always `true` in text mode.
     pub tools_ok: bool,
-    /// (openai) the tools' only defect is `function.arguments: null` (V-25).
+    /// (openai) the tools' only defect is `function.arguments: null`.
     pub null_arguments: bool,
 }
 
 impl OutputSummary {
-    /// A summary from the spec's four-tuple, with `null_arguments = false` (V-20).
+    /// A summary from the spec's four-tuple, with `null_arguments = false`.
     pub const fn new(
         any_output: bool,
         body_output: bool,
@@ -42,17 +42,17 @@ impl OutputSummary {
         }
     }
 
-    /// `NONE = (F,F,F,T)`: no output at all (V-36).
+    /// `NONE = (F,F,F,T)`: no output at all.
     pub const NONE: Self = Self::new(false, false, false, true);
-    /// `THINK = (T,F,F,T)`: output without a body, e.g. reasoning only (V-36).
+    /// `THINK = (T,F,F,T)`: output without a body, e.g. reasoning only.
     pub const THINK: Self = Self::new(true, false, false, true);
-    /// `BODY = (T,T,F,T)`: a body (V-36).
+    /// `BODY = (T,T,F,T)`: a body.
     pub const BODY: Self = Self::new(true, true, false, true);
-    /// `BAD_TOOL = (T,T,T,F)`: a broken tool call next to a body (V-36).
+    /// `BAD_TOOL = (T,T,T,F)`: a broken tool call next to a body.
     pub const BAD_TOOL: Self = Self::new(true, true, true, false);
 }
 
-/// Text-mode summary of the projected strings (50 V-21, pinned V-28): `any_output = content != ""
+/// Text-mode summary of the projected strings (pinned V-28): `any_output = content != ""
 /// || thinking != ""` (whitespace counts); `body_output = content.trim() != ""`; no tools.
 pub fn summarize_text(content: &str, thinking: &str) -> OutputSummary {
     OutputSummary::new(
@@ -63,7 +63,7 @@ pub fn summarize_text(content: &str, thinking: &str) -> OutputSummary {
     )
 }
 
-/// Fidelity-mode summary of the assembled message (50 V-22, pinned V-29):
+/// Fidelity-mode summary of the assembled message (pinned V-29):
 /// - `tools_present` = `tool_calls` is an array with at least one non-null element;
 /// - `tools_ok` = [`tool_snapshot_ok`];
 /// - `any_output` = `tools_present` or [`has_string`] of the message without `role` and
@@ -72,7 +72,7 @@ pub fn summarize_text(content: &str, thinking: &str) -> OutputSummary {
 /// - `null_arguments` = not `tools_ok` and `tool_snapshot_ok(fill_null_arguments(message))`.
 ///
 /// `projected_content` is the think-stripped projection on the transport paths and the raw
-/// `message.content` inside the cacheability predicate (V-27).
+/// `message.content` inside the cacheability predicate.
 pub fn summarize_message(message: &Map<String, Value>, projected_content: &str) -> OutputSummary {
     let tools_present = matches!(
         message.get("tool_calls"),
@@ -95,7 +95,7 @@ pub fn summarize_message(message: &Map<String, Value>, projected_content: &str) 
     }
 }
 
-/// `has_string` (50 V-23): a string → non-empty; an object → any value qualifies; an array → any
+/// `has_string`: a string → non-empty; an object → any value qualifies; an array → any
 /// element qualifies; anything else → `false`. Whitespace counts.
 pub fn has_string(value: &Value) -> bool {
     match value {
@@ -106,7 +106,7 @@ pub fn has_string(value: &Value) -> bool {
     }
 }
 
-/// The tool-call snapshot invariant (50 V-24, pinned there): `tool_calls` absent or `null` →
+/// The tool-call snapshot invariant (pinned there): `tool_calls` absent or `null` →
 /// `true`; present and not an array → `false`; otherwise every element is `null` (skipped) or
 /// an object with `id` a non-empty string not seen before in this message, `type == "function"`,
 /// and `function` an object with `name` a non-empty string and `arguments` a string (may be
@@ -155,8 +155,8 @@ pub fn tool_snapshot_ok(message: &Map<String, Value>) -> bool {
     true
 }
 
-/// A copy of `message` in which every tool's `function.arguments: null` is replaced by `""`
-/// (50 V-25), *for classification only*: the delivered message is never rewritten. Only an
+/// A copy of `message` in which every tool's `function.arguments: null` is replaced by `""`,
+/// *for classification only*: the delivered message is never rewritten. Only an
 /// explicit `null` is filled; a missing `arguments` key stays a defect.
 pub fn fill_null_arguments(message: &Map<String, Value>) -> Map<String, Value> {
     let mut filled = message.clone();

@@ -1,12 +1,12 @@
-//! Stage A — parsing a scope out of an environment map (20 §2, §3, §11.1; 05 ).
+//! Stage A — parsing a scope out of an environment map.
 //!
 //! Owns the key grammar (two-segment scope keys, three-segment group keys under the reserved
-//! segments, four-segment source fields `{SCOPE}__{PROVIDER}__{N}__{FIELD}`), the legacy flat keys
-//! (§6), the process-wide keys (§8), unknown-key warnings (§2.5), the `${NAME}` references of
+//! segments, four-segment source fields `{SCOPE}__{PROVIDER}__{N}__{FIELD}`), the legacy flat keys,
+//! the process-wide keys, unknown-key warnings, the `${NAME}` references of
 //! `HEADERS` and the one-time read of `API_KEY_FILE`. Only [`process_env`] reads the process
-//! environment, and only when `from_env` is called (20 §1.1); nothing here reads a `.env` file.
+//! environment, and only when `from_env` is called; nothing here reads a `.env` file.
 //!
-//! Errors name the key that matched (20 §2.4). Stages B–E run afterwards on the struct;
+//! Errors name the key that matched. Stages B–E run afterwards on the struct;
 //! [`Parsed::rewrite`] turns the struct origins of their errors back into environment keys so
 //! that every error of this path names a key.
 

@@ -1,13 +1,12 @@
 //! Settings: every value of 20 §4–§8 for one scope, the stage C/E validation shared by the
 //! environment and settings-struct assembly paths, and the environment parser (stage A).
 //!
-//! Owns `GatewaySettings`, `EmbeddingSettings`, `OcrSettings` (20 §9.1), their validated forms,
-//! and the process-wide backend choices (20 §8). The three assembly paths of 20 §9.2 all end in
+//! Owns `GatewaySettings`, `EmbeddingSettings`, `OcrSettings`, their validated forms,
+//! and the process-wide backend choices. The three assembly paths of 20 §9.2 all end in
 //! the same guard functions: stage B is `gateway_core::config::validate_source`, stage C is
 //! [`GatewaySettings::validate`], stage D is `gateway_core::hedge::check_hedge_assembly`, stage E is
 //! [`EmbeddingSettings::validate`] / [`OcrSettings::validate`]; stage F is in `crate::assembly`.
-//! Validation logs nothing: warnings are returned as data; client assembly logs them once
-//! (20 §9.2, §10).
+//! Validation logs nothing: warnings are returned as data; client assembly logs them once.
 
 mod env;
 pub mod pricing;
@@ -123,7 +122,7 @@ word_enum! {
 }
 
 word_enum! {
-    /// Telemetry schema mode (D6): unset → SQLite `auto`, Postgres `manual`.
+    /// Telemetry schema mode: unset → SQLite `auto`, Postgres `manual`.
     pub enum SchemaMode {
         /// `auto`: ALTER-append missing columns.
         Auto => "auto",
@@ -170,17 +169,17 @@ pub struct GatewaySettings {
     pub call_deadline_s: Option<f64>,
     /// `{SCOPE}__MAX_WAITERS` (default 10 000).
     pub max_waiters: u32,
-    /// `{SCOPE}__RETRY__*` (D3 defaults).
+    /// `{SCOPE}__RETRY__*` (defaults).
     pub retry: RetryPolicy,
-    /// `{SCOPE}__BREAKER__*` (D7 defaults); `probe_ttl_s` is resolved by validation.
+    /// `{SCOPE}__BREAKER__*` (defaults); `probe_ttl_s` is resolved by validation.
     pub breaker: BreakerConfig,
-    /// `{SCOPE}__BACKPRESSURE__*` (D7 defaults).
+    /// `{SCOPE}__BACKPRESSURE__*` (defaults).
     pub backpressure: BackpressurePolicy,
     /// `{SCOPE}__GLOBAL__*` (`0` = no global limit).
     pub global_limits: GlobalLimits,
     /// `{SCOPE}__HEDGE__AFTER_S` in seconds; `None` = first-token hedging off.
     pub hedge_after_s: Option<f64>,
-    /// `{SCOPE}__HEDGE__MAX_EXTRA` (default 1; domain [1, 3]; > 1 acts as 1, D1).
+    /// `{SCOPE}__HEDGE__MAX_EXTRA` (default 1; domain [1, 3]; > 1 acts as 1).
     pub hedge_max_extra: u32,
     /// `{SCOPE}__HEDGE__STALL_AFTER_S` in seconds; `None` = stall hedging off.
     pub hedge_stall_after_s: Option<f64>,
@@ -213,7 +212,7 @@ pub struct GatewaySettings {
     pub telemetry_pg_pool_max: u32,
     /// `PGW_TELEMETRY_PG_WRITE_TIMEOUT_S` in seconds (default 5).
     pub telemetry_pg_write_timeout_s: f64,
-    /// `PGW_TELEMETRY_SCHEMA_MODE`; `None` = derived from the backend (D6).
+    /// `PGW_TELEMETRY_SCHEMA_MODE`; `None` = derived from the backend.
     pub telemetry_schema_mode: Option<SchemaMode>,
     /// `PGW_TELEMETRY_TEXT_CAP` in characters; `None` = no truncation.
     pub telemetry_text_cap: Option<u32>,
@@ -221,7 +220,7 @@ pub struct GatewaySettings {
     pub pricing_path: Option<PathBuf>,
     /// `PGW_STRUCTURED_MAX_RETRIES` (default 2).
     pub structured_max_retries: u32,
-    /// `PGW_LEASE_TTL_S` in seconds; `None` resolves to max `timeout_s` + 30 (D7).
+    /// `PGW_LEASE_TTL_S` in seconds; `None` resolves to max `timeout_s` + 30.
     pub lease_ttl_s: Option<f64>,
     /// `PGW_REDACT_IPS` (default `true`).
     pub redact_ips: bool,
@@ -290,7 +289,7 @@ impl ValidatedSettings {
         first.append(&mut self.warnings);
         self.warnings = first;
     }
-    /// The assembly warnings, in stage order (A7, B2w, C6w, C8, D9, D12, D13, E3).
+    /// The assembly warnings, in stage order .
     pub fn warnings(&self) -> &[ConfigWarning] {
         &self.warnings
     }

@@ -1,4 +1,4 @@
-//! The pricing file (20 §8.5): a JSON object keyed by configured model name, each value holding
+//! The pricing file: a JSON object keyed by configured model name, each value holding
 //! `input_per_1m`, `output_per_1m` and optionally `cached_input_per_1m` (finite ≥ 0).
 //!
 //! Loaded and validated at assembly (stage C6); an invalid file is `pricing.invalid` naming the

@@ -1,8 +1,8 @@
-//! Value parsing by type for the environment path (20 §2.2, §2.3): one function per type, each
+//! Value parsing by type for the environment path: one function per type, each
 //! returning `config.parse` (A1) or `config.domain` (A2) with the key as origin.
 //!
 //! Parsing ("is it a number?") and the domain check ("is it a finite positive number?") are
-//! separate steps that report the same origin [20 §2.3]. Messages never echo the value of a
+//! separate steps that report the same origin. Messages never echo the value of a
 //! secret key; they echo other values only to help find the typo.
 
 use serde_json::{Map, Value};

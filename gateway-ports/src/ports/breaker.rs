@@ -1,5 +1,4 @@
-//! Circuit breaker port: `CircuitBreaker`, `GateDecision`, `BreakerSnapshot`, `ProbeLease`
-//! (10 §8.5; D7; 05 ).
+//! Circuit breaker port: `CircuitBreaker`, `GateDecision`, `BreakerSnapshot`, `ProbeLease`.
 //!
 //! The breaker gates each attempt per source, opens on consecutive failures or a failure rate,
 //! admits one half-open probe at a time under a lease, and fences stale writes by epoch. It fails
@@ -11,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::BackendError;
 use crate::vocab::{BreakerState, FailureReason};
 
-/// The breaker's answer for one attempt (10 §8.5).
+/// The breaker's answer for one attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateDecision {
     /// The source.
@@ -22,14 +21,14 @@ pub struct GateDecision {
     pub allowed: bool,
     /// This attempt holds the half-open probe.
     pub is_probe: bool,
-    /// Epoch the decision was taken in (fencing, CT-BRK-08).
+    /// Epoch the decision was taken in (fencing).
     pub epoch: u64,
-    /// Remaining cooldown in seconds when denied (`Some(0.0)` in half-open, 05 R-45).
+    /// Remaining cooldown in seconds when denied (`Some(0.0)` in half-open).
     pub retry_after_s: Option<f64>,
 }
 
 impl GateDecision {
-    /// The probe this decision holds, if `is_probe` (05 R-9).
+    /// The probe this decision holds, if `is_probe`.
     pub fn probe_lease(&self) -> Option<ProbeLease> {
         self.is_probe.then(|| ProbeLease {
             source: self.source.clone(),
@@ -39,7 +38,7 @@ impl GateDecision {
     }
 }
 
-/// The half-open probe a `GateDecision` with `is_probe` holds (05 R-9); released by
+/// The half-open probe a `GateDecision` with `is_probe` holds; released by
 /// `release_probe_now` or the async `release_probe`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ProbeLease {
@@ -51,7 +50,7 @@ pub struct ProbeLease {
     pub epoch: u64,
 }
 
-/// Breaker state of one source (10 §8.5). Seconds.
+/// Breaker state of one source. Seconds.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct BreakerSnapshot {
@@ -71,12 +70,12 @@ pub struct BreakerSnapshot {
     pub current_cooldown_s: f64,
 }
 
-/// The circuit breaker port (10 §8.5). Constructible from `(scope, BreakerConfig, Arc<dyn Clock>)`.
+/// The circuit breaker port. Constructible from `(scope, BreakerConfig, Arc<dyn Clock>)`.
 #[async_trait]
 pub trait CircuitBreaker: Send + Sync + 'static {
     /// Gate one attempt of `source` owned by `owner` (the attempt's `call_id`).
     async fn try_enter(&self, source: &str, owner: &str) -> Result<GateDecision, BackendError>;
-    /// Records a success; `count_attempt = false` adds no window sample (CT-BRK-09).
+    /// Records a success; `count_attempt = false` adds no window sample.
     async fn record_success(
         &self,
         entry: &GateDecision,
@@ -89,14 +88,14 @@ pub trait CircuitBreaker: Send + Sync + 'static {
         reason: FailureReason,
         force_open: bool,
     ) -> Result<(), BackendError>;
-    /// Frees the probe slot without an outcome; idempotent; no-op for non-probes (CT-BRK-07).
+    /// Frees the probe slot without an outcome; idempotent; no-op for non-probes.
     async fn release_probe(&self, entry: &GateDecision) -> Result<(), BackendError>;
     /// State of `source`.
     async fn snapshot(&self, source: &str) -> Result<BreakerSnapshot, BackendError>;
     /// Releases backend resources; idempotent.
     async fn close(&self) {}
-    /// 05 R-9 synchronous fast path of `release_probe`: `true` = freed before returning (memory
-    /// backend); `false` (default) = nothing done, use the async path (CT-BRK-12).
+    /// synchronous fast path of `release_probe`: `true` = freed before returning (memory
+    /// backend); `false` (default) = nothing done, use the async path.
     fn release_probe_now(&self, probe: &ProbeLease) -> bool {
         let _ = probe;
         false

@@ -1,9 +1,9 @@
-//! Rate limiter port: `RateLimiter`, `Permit` and their values (10 §8.4; D2, D11; 05 ).
+//! Rate limiter port: `RateLimiter`, `Permit` and their values.
 //!
 //! A grant takes the "six gates" atomically (source and global concurrency, RPM, TPM); a denial
 //! changes nothing. The core's single exit is `settle` then `release`, once per permit on every
 //! path; a lease reclaims permits whose holder died. `settle_and_release_now` is the synchronous
-//! fast path guards try first (05 R-9).
+//! fast path guards try first.
 
 use std::fmt;
 
@@ -13,7 +13,7 @@ use crate::error::BackendError;
 use crate::vocab::wire_enum;
 
 wire_enum! {
-    /// The first gate that refused a grant (10 §8.4, CT-LIM-02).
+    /// The first gate that refused a grant.
     pub enum LimitGate {
         /// `"source_concurrency"`.
         SourceConcurrency => "source_concurrency",
@@ -30,7 +30,7 @@ wire_enum! {
     }
 }
 
-/// The outcome of `RateLimiter::try_acquire` (10 §8.4).
+/// The outcome of `RateLimiter::try_acquire`.
 #[derive(Debug)]
 pub enum Acquire {
     /// Granted: the holder must `settle` then `release` exactly once (or use the fast path).
@@ -44,7 +44,7 @@ pub enum Acquire {
     },
 }
 
-/// Usage of one source (10 §8.4, CT-LIM-11).
+/// Usage of one source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct SourceStats {
@@ -67,7 +67,7 @@ impl SourceStats {
     }
 }
 
-/// The rate limiter port (10 §8.4). Constructible from
+/// The rate limiter port. Constructible from
 /// `(scope, &[SourceConfig], GlobalLimits, lease_ttl_s, Arc<dyn Clock>)`.
 #[async_trait]
 pub trait RateLimiter: Send + Sync + 'static {
@@ -76,7 +76,7 @@ pub trait RateLimiter: Send + Sync + 'static {
     async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError>;
     /// Current usage of `source`.
     async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError>;
-    /// Records scope-wide progress (CT-LIM-12).
+    /// Records scope-wide progress.
     async fn mark_progress(&self) -> Result<(), BackendError>;
     /// Seconds since the last progress mark (since construction if none).
     async fn progress_age_s(&self) -> Result<f64, BackendError>;
@@ -84,7 +84,7 @@ pub trait RateLimiter: Send + Sync + 'static {
     async fn close(&self) {}
 }
 
-/// One granted reservation (10 §8.4). `Debug` must not print secrets.
+/// One granted reservation. `Debug` must not print secrets.
 #[async_trait]
 pub trait Permit: Send + Sync + fmt::Debug {
     /// Permit id (lease key).
@@ -94,9 +94,9 @@ pub trait Permit: Send + Sync + fmt::Debug {
     /// Tokens pre-deducted at grant time.
     fn est_tokens(&self) -> u64;
     /// Applies `actual_tokens − est_tokens` to the reservation; at most once; no-op after
-    /// `release` (CT-LIM-03, -04).
+    /// `release` (-04).
     async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError>;
-    /// Frees the concurrency slots; idempotent (CT-LIM-05).
+    /// Frees the concurrency slots; idempotent.
     async fn release(&self) -> Result<(), BackendError>;
     /// `settle(actual_tokens)` then `release()` as one operation: the core's single exit when
     /// the fast path declined. Networked backends override it to do both in one round trip;
@@ -107,9 +107,9 @@ pub trait Permit: Send + Sync + fmt::Debug {
         let released = self.release().await;
         settled.and(released)
     }
-    /// 05 R-9 synchronous fast path: `settle(actual_tokens)` then `release()` without I/O.
+    /// synchronous fast path: `settle(actual_tokens)` then `release()` without I/O.
     /// `true` = applied before returning (memory backend); `false` (default) = nothing done,
-    /// use the async path (CT-LIM-15).
+    /// use the async path.
     fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
         let _ = actual_tokens;
         false

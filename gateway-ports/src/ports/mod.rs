@@ -1,9 +1,9 @@
-//! The port traits (10 §8) and their boundary value types.
+//! The port traits and their boundary value types.
 //!
 //! Every trait is `#[async_trait]`, object-safe and `Send + Sync + 'static`; the core holds them
-//! as `Arc<dyn Trait>` (10 §8.0). Ports report facts and never judge, retry, sleep for capacity,
+//! as `Arc<dyn Trait>`. Ports report facts and never judge, retry, sleep for capacity,
 //! panic on bad data or read the environment. Dropping any future they return leaves the backend
-//! consistent (cancellation safety); the synchronous fast paths of 05 R-9
+//! consistent (cancellation safety); the synchronous fast paths
 //! (`Permit::settle_and_release_now`, `CircuitBreaker::release_probe_now`) let guards clean up
 //! without a task.
 

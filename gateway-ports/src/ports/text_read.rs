@@ -1,5 +1,5 @@
 //! The fields of the common chat chunk and body shapes, read straight from the JSON text
-//! (05 R-56; issue 21: read during the transport's JSON check, so a frame is scanned once).
+//! (issue 21: read during the transport's JSON check, so a frame is scanned once).
 //!
 //! Parsing every SSE frame into a `serde_json::Value` (a map per object, a hash per key) was a
 //! third of the stream overhead of a governed call. Text mode needs only a handful of fields, so
@@ -21,7 +21,7 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-/// The top-level fields text mode reads from a chunk or a body (40 S-34..S-42, S-111); `C` reads
+/// The top-level fields text mode reads from a chunk or a body; `C` reads
 /// `choices`.
 #[derive(Debug)]
 pub struct Envelope<'a, C> {
@@ -31,11 +31,11 @@ pub struct Envelope<'a, C> {
     pub model: Option<Cow<'a, str>>,
     /// `choices`, or `None` when absent or `null`.
     pub choices: Option<C>,
-    /// `usage`: an object, or `None` when absent or `null` (S-37).
+    /// `usage`: an object, or `None` when absent or `null`.
     pub usage: Option<Map<String, Value>>,
 }
 
-/// One streamed chunk: `choices` keeps the first selectable choice (S-46, S-47).
+/// One streamed chunk: `choices` keeps the first selectable choice.
 pub type TextFrame<'a> = Envelope<'a, ChoicePick<'a>>;
 
 /// The text fields of a delta (stream) or a message (body), each `null` → `None` or a string.
@@ -52,7 +52,7 @@ pub struct Fragments<'a> {
 /// The fields text mode reads from one streamed choice.
 #[derive(Debug, Default)]
 pub struct TextChoice<'a> {
-    /// `index` is absent, `null` or the integer 0 (S-46, text mode).
+    /// `index` is absent, `null` or the integer 0 (text mode).
     pub selectable: bool,
     /// `delta`; empty when absent or `null`.
     pub delta: Fragments<'a>,
@@ -60,7 +60,7 @@ pub struct TextChoice<'a> {
     pub finish_reason: Option<Cow<'a, str>>,
 }
 
-/// A non-stream body in text mode (S-111 step 4): `choices[0]` only.
+/// A non-stream body in text mode: `choices[0]` only.
 #[derive(Debug)]
 pub struct TextBody<'a> {
     /// `id`, `model`, `usage`.
@@ -222,7 +222,7 @@ impl<'de> Deserialize<'de> for ChoicePick<'de> {
 }
 
 /// `choices` of a body: a non-empty array whose first element is a choice object; the others
-/// are not read (S-111 step 4, text mode).
+/// are not read (text mode).
 #[derive(Debug)]
 pub struct FirstChoice<'a> {
     /// `message`; empty when absent or `null`.
@@ -325,7 +325,7 @@ impl<'de> Deserialize<'de> for BodyChoice<'de> {
 
 /// A delta (`STRICT`: only `role`, `content`, `reasoning_content`, `reasoning`; anything else —
 /// tool calls included — is the `Value` reading's business) or a message (other keys ignored,
-/// as text mode ignores them, S-111).
+/// as text mode ignores them).
 struct FragmentsOf<'a, const STRICT: bool>(Fragments<'a>);
 
 impl<'de, const STRICT: bool> Deserialize<'de> for FragmentsOf<'de, STRICT> {

@@ -1,9 +1,9 @@
 //! Transport ports: `ChatTransport`, `EmbeddingTransport`, `OcrTransport` and the wire facts
-//! they exchange with the core (10 §8.1–§8.3, 40 §2; 05 ).
+//! they exchange with the core (10 §8.1–§8.3).
 //!
 //! A transport performs one HTTP exchange and reports what happened — status, headers, body
-//! bytes or SSE events — without judging completeness, category or retry (README principle,
-//! 40 S-1). The core builds every request body and sends it verbatim (05 R-14).
+//! bytes or SSE events — without judging completeness, category or retry (adapters report wire
+//! facts, the core judges). The core builds every request body and sends it verbatim.
 
 use std::fmt;
 use std::pin::Pin;
@@ -20,7 +20,7 @@ use crate::ports::text_read::{KeptFrame, TextFrame};
 use crate::vocab::wire_enum;
 
 wire_enum! {
-    /// The OpenAI-compatible endpoint of a request (10 §8.1).
+    /// The OpenAI-compatible endpoint of a request.
     pub enum Endpoint {
         /// `POST {base_url}/chat/completions`.
         ChatCompletions => "chat_completions",
@@ -39,13 +39,13 @@ impl Endpoint {
     }
 }
 
-/// One request for a chat or embedding transport (10 §8.1). `Debug` is secret-free because
+/// One request for a chat or embedding transport. `Debug` is secret-free because
 /// `SourceConfig` redacts its key and headers.
 #[derive(Debug, Clone)]
 pub struct WireRequest {
     /// The source (base_url, key, auth style, headers, query, trust_env, timeouts).
     pub source: Arc<SourceConfig>,
-    /// This attempt's id; sent as `X-Request-Id` (05 R-33).
+    /// This attempt's id; sent as `X-Request-Id`.
     pub call_id: String,
     /// Which endpoint.
     pub endpoint: Endpoint,
@@ -55,7 +55,7 @@ pub struct WireRequest {
     pub stream: bool,
 }
 
-/// A whole 200 response body with its headers (10 §8.1); the core parses it.
+/// A whole 200 response body with its headers; the core parses it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WireBody {
     /// Response headers, names lower-cased, values as received.
@@ -64,13 +64,13 @@ pub struct WireBody {
     pub bytes: Bytes,
 }
 
-/// A boxed stream of wire events, ending with exactly one terminal event (CT-CHAT-06).
+/// A boxed stream of wire events, ending with exactly one terminal event.
 pub type WireEventStream = Pin<Box<dyn Stream<Item = WireEvent> + Send>>;
 
-/// A 200 response of a chat transport (10 §8.1; 05 R-27).
+/// A 200 response of a chat transport.
 pub enum WireResponse {
     /// Status 200 and `stream = true`: the event stream plus the response headers and content
-    /// type, so the core can judge a JSON body sent to a streamed request (05 R-27, 40 S-111).
+    /// type, so the core can judge a JSON body sent to a streamed request.
     Events {
         /// Response headers, names lower-cased, values as received.
         headers: Vec<(String, String)>,
@@ -100,7 +100,7 @@ impl fmt::Debug for WireResponse {
     }
 }
 
-/// Keep-alive kinds; never progress (40 S-19, S-23).
+/// Keep-alive kinds; never progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeepAliveKind {
     /// An SSE comment line.
@@ -109,7 +109,7 @@ pub enum KeepAliveKind {
     EmptyData,
 }
 
-/// Framing notices (40 S-26).
+/// Framing notices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireNotice {
     /// The split-data-lines recovery happened; the recovered events follow.
@@ -117,7 +117,7 @@ pub enum WireNotice {
 }
 
 /// `true` for a JSON media type: `application/json` or any `+json` suffix, whatever the
-/// top-level type; parameters (`; charset=utf-8`) and ASCII case are ignored (05 R-27). The one
+/// top-level type; parameters (`; charset=utf-8`) and ASCII case are ignored. The one
 /// test both the transport (whether to SSE-frame a body) and the core (whether to judge it as a
 /// non-stream body) use, so they never disagree.
 pub fn is_json_content_type(content_type: &str) -> bool {
@@ -135,7 +135,7 @@ pub fn is_json_content_type(content_type: &str) -> bool {
             .is_some_and(|suffix| suffix.eq_ignore_ascii_case(b"+json"))
 }
 
-/// `bytes` as text, invalid UTF-8 replaced by U+FFFD, never an error (40 S-16). The strict
+/// `bytes` as text, invalid UTF-8 replaced by U+FFFD, never an error. The strict
 /// check runs first: on valid text it is several times cheaper than the lossy scan and borrows.
 pub fn lossy_utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     match std::str::from_utf8(bytes) {
@@ -144,12 +144,12 @@ pub fn lossy_utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The text of a whole body: one leading UTF-8 BOM removed (40 S-14), then [`lossy_utf8`].
+/// The text of a whole body: one leading UTF-8 BOM removed, then [`lossy_utf8`].
 pub fn body_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     lossy_utf8(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes))
 }
 
-/// README D20: when `text` is one JSON value followed only by whitespace, blank lines, SSE `:`
+/// when `text` is one JSON value followed only by whitespace, blank lines, SSE `:`
 /// comment lines and `data: [DONE]` lines (at least one such line), the JSON value's text;
 /// otherwise `None` (also when `text` is plain JSON: nothing needed rescuing). Servers that
 /// answer a non-stream request with a complete JSON body and then an event-stream trailer send
@@ -181,12 +181,12 @@ pub fn json_before_trailing_sse(text: &str) -> Option<&str> {
     if trailer { text.get(..end) } else { None }
 }
 
-/// The data of one dispatched SSE event (or a whole JSON body, 05 R-27): one complete JSON text of
-/// any type, checked when built and kept as text (40 S-25).
+/// The data of one dispatched SSE event (or a whole JSON body): one complete JSON text of
+/// any type, checked when built and kept as text.
 ///
 /// The adapter only checks that the data is JSON (a wire fact); the core decides how to read it.
 /// Keeping the text rather than a parsed `Value` lets the core read the common chunk shapes
-/// without building a map per object (05 R-56: parsing every frame into a `Value` was a third of
+/// without building a map per object (parsing every frame into a `Value` was a third of
 /// the stream overhead) and fall back to [`ChunkJson::to_value`] for everything else.
 ///
 /// The check is the same scan that reads the common chunk fields ([`TextFrame::read`]); their
@@ -204,7 +204,7 @@ pub struct ChunkJson {
 
 impl ChunkJson {
     /// Checks that `text` is exactly one JSON text (surrounding whitespace allowed) and keeps it.
-    /// Errors: the `serde_json` syntax error (the caller reports only the length, 40 S-26).
+    /// Errors: the `serde_json` syntax error (the caller reports only the length).
     ///
     /// One scan: the common chunk shapes are read and checked together ([`TextFrame::read`]
     /// accepts only complete JSON texts); any other text is checked on its own.
@@ -274,17 +274,17 @@ impl fmt::Debug for ChunkJson {
     }
 }
 
-/// One SSE fact (10 §8.1, 40 §2). Terminal: `Done`, `FrameTooLarge`, `End`, `ReadError`.
+/// One SSE fact. Terminal: `Done`, `FrameTooLarge`, `End`, `ReadError`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WireEvent {
-    /// Data of one dispatched event: one JSON text of any type (40 S-25).
+    /// Data of one dispatched event: one JSON text of any type.
     Chunk(ChunkJson),
     /// `[DONE]`; terminal.
     Done,
     /// A keep-alive; never progress.
     KeepAlive(KeepAliveKind),
-    /// An event of type `error`, an SSE `error:` field (D18), or a non-SSE line that is a JSON
-    /// object with a top-level `error` key (05 R-26); `data` is the raw text.
+    /// An event of type `error`, an SSE `error:` field, or a non-SSE line that is a JSON
+    /// object with a top-level `error` key; `data` is the raw text.
     ErrorEvent {
         /// The event data or the whole line.
         data: String,
@@ -296,7 +296,7 @@ pub enum WireEvent {
     },
     /// A framing notice.
     Notice(WireNotice),
-    /// A non-SSE line, ≤ 4 096 bytes per stream in total (40 S-30).
+    /// A non-SSE line, ≤ 4 096 bytes per stream in total.
     Unrecognized {
         /// Excerpt of the line.
         excerpt: String,
@@ -313,8 +313,8 @@ pub enum WireEvent {
 }
 
 impl WireEvent {
-    /// The one data event of a 200 JSON body answering a streamed request (05 R-27; 40 S-111
-    /// step 2), interpreted as S-23/S-25/S-26 would: [`body_text`]; empty or whitespace only →
+    /// The one data event of a 200 JSON body answering a streamed request,
+    /// interpreted as an SSE event's data would be: [`body_text`]; empty or whitespace only →
     /// `KeepAlive(EmptyData)`; one JSON text → `Chunk`; anything else → `MalformedFrame { len }`
     /// (the length of `bytes`, never the payload).
     pub fn from_json_body(bytes: &[u8]) -> Self {
@@ -332,7 +332,7 @@ impl WireEvent {
         }
     }
 
-    /// `true` for the four terminal events (CT-CHAT-06).
+    /// `true` for the four terminal events.
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
@@ -341,7 +341,7 @@ impl WireEvent {
     }
 }
 
-/// The chat transport port (10 §8.1).
+/// The chat transport port.
 #[async_trait]
 pub trait ChatTransport: Send + Sync + 'static {
     /// One HTTP exchange. Resolves when the status is known: with an event stream
@@ -350,14 +350,14 @@ pub trait ChatTransport: Send + Sync + 'static {
     async fn send(&self, request: WireRequest) -> Result<WireResponse, WireFailure>;
 }
 
-/// The embedding transport port (10 §8.2); always non-stream.
+/// The embedding transport port; always non-stream.
 #[async_trait]
 pub trait EmbeddingTransport: Send + Sync + 'static {
     /// One `POST {base_url}/embeddings`; the 200 body unjudged.
     async fn send(&self, request: WireRequest) -> Result<WireBody, WireFailure>;
 }
 
-/// One OCR request (10 §8.3).
+/// One OCR request.
 #[derive(Debug, Clone)]
 pub struct OcrWireRequest {
     /// The source.
@@ -368,7 +368,7 @@ pub struct OcrWireRequest {
     pub image: Bytes,
 }
 
-/// One member of the decoded result archive (10 §8.3).
+/// One member of the decoded result archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchiveEntry {
     /// Member path inside the archive.
@@ -377,7 +377,7 @@ pub struct ArchiveEntry {
     pub bytes: Bytes,
 }
 
-/// The layout response: the parse envelope and the fetched archive (10 §8.3).
+/// The layout response: the parse envelope and the fetched archive.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OcrLayoutWire {
     /// The parse response, unjudged.
@@ -386,7 +386,7 @@ pub struct OcrLayoutWire {
     pub archive: Option<Result<Vec<ArchiveEntry>, ArchiveFault>>,
 }
 
-/// The OCR sub-operation that failed (10 §8.3; maps to `ErrorOperation`).
+/// The OCR sub-operation that failed (maps to `ErrorOperation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OcrStage {
     /// The text POST.
@@ -397,7 +397,7 @@ pub enum OcrStage {
     DownloadResult,
 }
 
-/// An OCR failure fact with its stage (10 §8.3).
+/// An OCR failure fact with its stage.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{stage:?}: {failure}")]
 pub struct OcrWireFailure {
@@ -407,7 +407,7 @@ pub struct OcrWireFailure {
     pub failure: WireFailure,
 }
 
-/// The OCR transport port (10 §8.3, 90 O-12..O-18).
+/// The OCR transport port.
 #[async_trait]
 pub trait OcrTransport: Send + Sync + 'static {
     /// Multipart `POST {base_url}/ocr/text`; the 200 body unjudged.

@@ -372,7 +372,7 @@ pub fn render_embedding(dim: u32, facts: &RequestFacts) -> Plan {
 }
 
 /// Renders one scripted response for a request (the shared core of the server and of
-/// gateway-core's `ScriptedWire`, 05 R-30).
+/// gateway-core's `ScriptedWire`).
 ///
 /// `request_index` is the 0-based number of the request among those the script answered; it
 /// makes completion ids distinct (`chatcmpl-sim-<index>`). The body kind decides the body:

@@ -68,7 +68,7 @@ pub struct Script {
     /// Per-request fault injection for load runs; absent means no faults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<Faults>,
-    /// Keep-alive idle timeout in milliseconds (README D29; case 041): a request that arrives on
+    /// Keep-alive idle timeout in milliseconds (case 041): a request that arrives on
     /// a kept-alive connection which stayed idle at least this long is dropped unanswered and
     /// the connection closed — the race a client sees when it reuses a pooled connection the
     /// server has just closed. The request is neither recorded nor counted (the server "never

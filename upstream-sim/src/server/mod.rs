@@ -57,7 +57,7 @@ impl Shared {
         lock(&self.runner).next_plan(facts)
     }
 
-    /// The script's keep-alive idle timeout (README D29), if any.
+    /// The script's keep-alive idle timeout, if any.
     pub(crate) fn keep_alive_idle_ms(&self) -> Option<u64> {
         lock(&self.runner).script().keep_alive_idle_ms
     }
@@ -231,7 +231,7 @@ impl SimHandle {
         format!("http://{}/v1", self.addr)
     }
 
-    /// The requests received so far, in arrival order, with secrets redacted (05 R-59).
+    /// The requests received so far, in arrival order, with secrets redacted.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
     }

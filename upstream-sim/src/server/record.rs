@@ -1,4 +1,4 @@
-//! Recorded requests with secrets redacted (05 R-59): the raw API key is never stored or
+//! Recorded requests with secrets redacted: the raw API key is never stored or
 //! printed; `authorization` keeps `Bearer <redacted:XXXXXXXX>` (the first 8 hex digits of the
 //! key's SHA-256) and only the key's digest is kept for [`RecordedRequest::auth_matches`].
 
