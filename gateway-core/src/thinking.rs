@@ -22,7 +22,7 @@ pub const QWEN: &str = "qwen";
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
-/// A provider profile, minimal form (70 C-29 note): the provider name and whether its
+/// A provider profile, minimal form : the provider name and whether its
 /// models write reasoning inline as `<think>…</think>` in the content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderProfile {
@@ -66,7 +66,7 @@ impl ProviderProfile {
     }
 }
 
-/// The provider-profile registry (70 C-29 "registrable at runtime"). Lookup is by
+/// The provider-profile registry (providers can be registered at run time). Lookup is by
 /// provider name, ASCII case-insensitive (the configuration lower-cases the provider segment,
 /// 20 §3.3; a registered `"Qwen"` therefore serves `qwen`). `Default` is [`Self::builtin`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +88,8 @@ impl ProviderRegistry {
         }
     }
 
-    /// The built-in registry: one profile per provider of the capability table (70 C-25;
-    /// `crate::effort::table`), `qwen` with inline think tags; every other provider
+    /// The built-in registry: one profile per provider of the capability table
+    /// (`crate::effort::table`), `qwen` with inline think tags; every other provider
     /// plain.
     pub fn builtin() -> Self {
         let mut registry = Self::empty();
@@ -143,7 +143,7 @@ pub fn builtin_registry() -> &'static ProviderRegistry {
 }
 
 /// The process-wide built-in registry as a shared `Arc` (built once, so a call that uses the
-/// built-in table allocates nothing for it; 05 R-56).
+/// built-in table allocates nothing for it).
 pub fn shared_builtin_registry() -> &'static std::sync::Arc<ProviderRegistry> {
     static BUILTIN: std::sync::OnceLock<std::sync::Arc<ProviderRegistry>> =
         std::sync::OnceLock::new();
@@ -186,7 +186,7 @@ pub fn strip_think_tags(content: &str) -> ThinkSplit {
     split
 }
 
-/// `finalize_text(content parts, thinking parts, profile)` of 40 S-100, over the concatenated
+/// `finalize_text(content parts, thinking parts, profile)` over the concatenated
 /// parts: without inline think tags the result is `(content_raw, thinking_raw)`; with them, the
 /// spans of [`strip_think_tags`] move from the content to the end of the thinking. Returns
 /// `(content, thinking)`. Never applied to the openai `completion.message`.
