@@ -159,7 +159,7 @@ local function free_slot(id, r)
   add('gi', -1)
   redis.call('ZREM', K_LEASE, id)
 end
--- Ages entries out of the 60 s window, then reclaims expired leases (D11).
+-- Ages entries out of the 60 s window, then reclaims expired leases (whether or not settled).
 local function maintain(now)
   local old = redis.call('ZRANGEBYSCORE', K_WIN, '-inf', fmt(now - WINDOW))
   for _, id in ipairs(old) do
