@@ -21,7 +21,7 @@ use super::summary::summarize_message;
 /// 3. openai mode: `completion` is none; otherwise, with `raw` = `completion.message.content`
 ///    when it is a string else `""` and `summary = summarize_message(message, raw)`, not
 ///    (`summary.body_output` and (`content.trim() != ""` or complete tools present)); and
-/// any tool call's `function.arguments` string fails to parse as JSON;
+///    any tool call's `function.arguments` string fails to parse as JSON;
 /// 4. text mode: `content.trim() == ""`.
 ///
 /// `content` is the delivered text projection (`LlmResponse.content`).
