@@ -239,7 +239,7 @@ wire_enum! {
 
 wire_enum! {
     /// The breaker/health reason vocabulary and the value type of `per_source_reasons`.
-    /// The breaker port only ever receives the five attempt-failure reasons
+    ///The breaker port only ever receives the five attempt-failure reasons
     /// (`RateLimited`, `Timeout`, `NetworkError`, `SourceDead`, and
     /// `BadResponse`).
     pub enum FailureReason {

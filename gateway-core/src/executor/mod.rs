@@ -6,12 +6,12 @@
 //! - `started` and the runtime watchdogs: TTFT and total while the transport is
 //!   connecting, then TTFT / inter-token / total over the event stream, total
 //!   only for a non-stream body and for a JSON body answering a streamed request;
-//!   - frame admission and accumulation ([`Accumulator`]), progress
+//! - frame admission and accumulation ([`Accumulator`]), progress
 //!   published on the leg's `watch<u64>` counter, `ttft_ms` / `max_inter_token_ms`
 //!   and stall metering ([`stall_from_times`]);
-//!   - cooperative loser cancellation while the transport is pending: the stream is
+//! - cooperative loser cancellation while the transport is pending: the stream is
 //!   dropped and the attempt returns [`AttemptOutcome::CancelledAsLoser`];
-//!   - post-stream assembly, the non-stream body, the verdict
+//! - post-stream assembly, the non-stream body, the verdict
 //!   ([`judge_attempt`], 50) and the failure of each fact through `crate::classify`;
 //! - dialect warnings through the client's [`WarningThrottle`] (R-27 once per source).
 //!
