@@ -57,9 +57,9 @@ fn spec_refs(text: &str) -> Vec<String> {
             }
         }
         // The decisions of the specification's README: `D9`, `README D31`, `D19–D36`.
-        if rest.starts_with('D') {
-            let digits = rest[1..].bytes().take_while(u8::is_ascii_digit).count();
-            let after = rest.as_bytes().get(1 + digits);
+        if let Some(after_d) = rest.strip_prefix('D') {
+            let digits = after_d.bytes().take_while(u8::is_ascii_digit).count();
+            let after = after_d.as_bytes().get(digits);
             if (1..=2).contains(&digits) && !after.is_some_and(u8::is_ascii_alphanumeric) {
                 found.push(rest[..1 + digits].to_owned());
             }
