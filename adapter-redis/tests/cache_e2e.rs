@@ -16,9 +16,7 @@ use std::time::Duration;
 use common::{REDIS_URL, connection, require_redis};
 use fred::prelude::{Builder, ClientLike, Config, KeysInterface};
 use gateway_core::cache::{KeyParts, model_fingerprint};
-use polygateway::{
-    CacheNamespace, ChatOptions, ChatRequest, EnvMap, GatewayClient, ResponseMode, StreamEnd,
-};
+use polygateway::{ChatOptions, ChatRequest, EnvMap, GatewayClient, ResponseMode, StreamEnd};
 use serde_json::{Value, json};
 use upstream_sim::script::Script;
 use upstream_sim::{Sim, SimHandle};
