@@ -21,8 +21,7 @@ use gateway_core::cache::MemoryCache;
 use gateway_core::clock::TokioClock;
 use gateway_ports::{CacheError, ResponseCache};
 use polygateway::{
-    CacheNamespace, CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap, GatewayClient,
-    GatewayError,
+    CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap, GatewayClient, GatewayError,
 };
 use serde_json::{Value, json};
 use upstream_sim::SimHandle;
