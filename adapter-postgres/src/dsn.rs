@@ -28,7 +28,7 @@ impl fmt::Display for DsnError {
 }
 
 /// Removes a SQLAlchemy-style driver suffix: `postgresql+asyncpg://…` → `postgresql://…`.
-///Any other text is returned unchanged.
+/// Any other text is returned unchanged.
 pub fn strip_driver_suffix(dsn: &str) -> String {
     for base in ["postgresql", "postgres"] {
         if let Some(rest) = dsn.strip_prefix(base)

@@ -559,7 +559,7 @@ async fn write_batch(
 }
 
 /// After a batch was rejected for a value: each row alone, so only the rejected rows drop,
-///all within the batch's remaining budget.
+/// all within the batch's remaining budget.
 async fn rows_one_by_one(
     client: Object,
     plan: &Plan,

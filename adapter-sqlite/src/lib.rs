@@ -12,7 +12,7 @@
 //! Failures never propagate: an open, preparation or availability failure makes
 //! the recorder *degraded* — rows are dropped and counted with no disk traffic until the cooldown
 //! (60 s) ends; the first row after it re-runs preparation, and success heals the recorder.
-//!A full queue drops the row and counts it; `record` never waits. Dropped rows are
+//! A full queue drops the row and counts it; `record` never waits. Dropped rows are
 //! logged at most once per interval (default 10 s), one line with the count. The writer binds
 //! `created_at` itself (UTC, `YYYY-MM-DD HH:MM:SS.SSS`, the text the column default writes)
 //! through one cached INSERT statement. Everything shows in

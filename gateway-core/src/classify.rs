@@ -269,7 +269,7 @@ pub fn classify_wire_failure(failure: &WireFailure, ctx: &ClassifyContext<'_>) -
 /// `SourceDead`; 429 with `insufficient_quota` → `SourceDead` (no hint parsed, no warning);
 /// other 429 → `Transient` `rate_limited` with the retry hint; 400/404/422 with a model-missing
 /// marker → `SourceDead`; 400/409 with a capacity marker → `Transient` with the hint;
-///then any status but 400/401/403/404 that carries a usable hint is a
+/// then any status but 400/401/403/404 that carries a usable hint is a
 /// `Transient` deferral with that hint; 5xx → `Transient` (503, 522, 524 with
 /// the hint; 504 `timeout`); 408/425 → `Transient`; 402/404/405/501/505/3xx → `SourceDead`;
 /// other 4xx → `RequestRejected`; other values → `Transient`.
@@ -405,7 +405,7 @@ pub fn classify_read_error(fault: &NetworkFault, ctx: &ClassifyContext<'_>) -> C
 }
 
 /// Classifies a frame or 200 body over the framing cap: `ResultInvalid(response_too_large)`.
-///`limit_bytes` is the cap that was exceeded.
+/// `limit_bytes` is the cap that was exceeded.
 pub fn classify_frame_too_large(limit_bytes: usize, ctx: &ClassifyContext<'_>) -> Classification {
     let mut failure = base_failure(
         ctx,

@@ -5,7 +5,7 @@
 //! boundary of every call: the closed check (`ClientClosed`), the per-call deadline
 //! resolution (before the statistics boundary), the call context and its `CallGuard`,
 //! the deadline wrapper, the retry loop, and the terminal row of a failed call.
-//!`run_chat` / `run_embed` / `run_ocr` are the same loop with different
+//! `run_chat` / `run_embed` / `run_ocr` are the same loop with different
 //! [`LoopPolicy`] and settlement. A call of several serial loops (an embedding call's
 //! batches) opens one [`CallHandle`] with [`Governor::begin_call`] and runs one
 //! loop per batch in it: one context, one logical id, one deadline, at most one terminal row.
@@ -388,7 +388,7 @@ impl GovernorBuilder {
     }
 
     /// An extra wakeup handle for waiting picks, e.g. the memory limiter's release `Notify`.
-    ///The pacer's own handle is added automatically.
+    /// The pacer's own handle is added automatically.
     pub fn wakeup(mut self, notify: Arc<Notify>) -> Self {
         self.wakeups.push(notify);
         self
@@ -880,7 +880,7 @@ impl Governor {
     }
 
     /// Waits until the cleanup queue holds no pending job, then flushes the row sink.
-    ///Keeps accepting calls.
+    /// Keeps accepting calls.
     pub async fn quiesce(&self) {
         self.inner.queue.wait_idle().await;
         self.inner.sink.flush().await;

@@ -15,12 +15,12 @@
 //! Why here and not in the loop: the loop only sees one [`RoundOutcome`] per round. The
 //! orchestrator owns the primary's progress receiver, the two-phase trigger window
 //! (on runtime timers only), at most one trigger per round reaching admission,
-//!the hedge pick with the primary's source excluded and no `on_no_runnable` (H-25..H-28,
+//! the hedge pick with the primary's source excluded and no `on_no_runnable` (H-25..H-28,
 //! G-84), the phase-3.5 release, and the adjudication of the two legs. Both
 //! leg futures are polled inline in one biased `select!` loop, never spawned; the loser is
 //! cancelled cooperatively through its [`LegControl`] and polled until it has run its own
 //! cleanup. Each leg returns its [`LegDelta`]; the loop applies them after adjudication.
-//!Dropping the round (external cancellation, the call deadline) drops both leg futures;
+//! Dropping the round (external cancellation, the call deadline) drops both leg futures;
 //! their guards label the rows from the loser flag.
 
 use std::collections::{BTreeMap, HashMap};
@@ -49,7 +49,7 @@ pub const MAX_EXTRA_LIMIT: u32 = 3;
 /// Build it with [`HedgeConfig::off`] plus [`HedgeConfig::with_after`] /
 /// [`HedgeConfig::with_stall_after`] / [`HedgeConfig::with_max_extra`], or from a validated
 /// [`HedgeAssembly`] ([`HedgeAssembly::config`]). Thresholds are runtime-timer durations.
-///Implements 60 H-1, H-6, H-9, H-12.
+/// Implements 60 H-1, H-6, H-9, H-12.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HedgeConfig {
@@ -556,7 +556,7 @@ fn retryable(leg: LegResult) -> (GatewayError, bool, Option<LegDelta>) {
 
 /// No winner: a raised error propagates (the primary's first); two retryable
 /// failures combine into one carrying both legs' deltas. `hedge_won := false`;
-///the generation sample is kept.
+/// the generation sample is kept.
 fn no_winner(ctx: &CallContext, primary: LegResult, hedge: LegResult) -> RoundOutcome {
     ctx.set_hedge_won(false);
     match (primary, hedge) {

@@ -46,7 +46,7 @@ pub fn build_chat_body(source: &SourceConfig, request: &ChatRequest, stream: boo
 }
 
 /// [`build_chat_body`] plus the reasoning `fragment` of the attempt's `ThinkingDirective`,
-///merged after the overlay: a managed encoding is never overridden by a raw key
+/// merged after the overlay: a managed encoding is never overridden by a raw key
 /// (C-31.4 — a raw managed root together with managed intent is refused before this point).
 pub fn build_chat_body_with(
     source: &SourceConfig,

@@ -6,7 +6,7 @@
 //! into the stall account), `SourceDead` → immediate switch without backoff, `RequestRejected` /
 //! `ResultInvalid` propagate at once, `AllSourcesExhausted` with reason, per-source reasons and
 //! `last_failure`, `NoSources`, the stall death rule before every non-productive wait,
-//!the nothing-runnable policies, the optional R-35 hint cap and the R-35 scope
+//! the nothing-runnable policies, the optional R-35 hint cap and the R-35 scope
 //! retry budget ([`crate::budget::RetryBudget`]: a loop's first round deposits, every further
 //! round withdraws — 429 rounds and `SourceDead` switches included — and a refusal ends the
 //! loop as `AllSourcesExhausted { retry_exhausted }` carrying the last failure).
@@ -338,7 +338,7 @@ async fn run_loop_inner<R: AttemptRunner>(
 }
 
 /// One round from an admitted candidate to its outcome, and the bookkeeping of a failed round:
-///`Ok(Some)` = the call succeeded, `Ok(None)` = pick again,
+/// `Ok(Some)` = the call succeeded, `Ok(None)` = pick again,
 /// `Err` = the call ends.
 ///
 /// A failed round holds its source(s) out of this loop's picks for the backoff delay (which

@@ -1,7 +1,7 @@
 //! `GatewayClient`: the governed chat client.
 //!
 //! Owns the public chat entry point: the three assembly paths ending in one [`Runtime`],
-//!the per-call options ([`ChatOptions`]) and the call-boundary guards of 20 §11.8
+//! the per-call options ([`ChatOptions`]) and the call-boundary guards
 //! (`InvalidArgument` before the statistics boundary, no I/O, no row), the production runner
 //! (`gateway_core::executor::ChatExecutor`) driven by the core's `Governor`, and the mapping of
 //! the governed result into an [`LlmResponse`] with its `call_stats`.

@@ -389,7 +389,7 @@ fn sqlite_recorder(
 
 /// The Postgres recorder of `PGW_TELEMETRY_BACKEND=postgres`: no connection
 /// at assembly; an unparseable DSN makes the recorder fatal (status), never an assembly error.
-///Schema mode unset → `manual`.
+/// Schema mode unset → `manual`.
 #[cfg(feature = "postgres")]
 fn postgres_recorder(
     settings: &ValidatedSettings,

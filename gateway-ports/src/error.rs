@@ -2,7 +2,7 @@
 //! `ConfigError`/`ConfigWarning`, and the *facts* ports report at their boundary
 //! (`WireFailure`, `NetworkFault`, `BackendError`, `CacheError`, `RecordError`, `ArchiveFault`).
 //!
-//! Owns the taxonomy's shape (30 §1.2–§1.4). Ports return facts, never
+//! Owns the taxonomy's shape. Ports return facts, never
 //! `GatewayError`: one classifier in `gateway-core` turns facts into categories.
 //! `GatewayError` boxes every payload so `Result<T, GatewayError>` stays two words;
 //! callers ask questions (`category()`, `reason_code()`, `retry_after_s()`, …) instead of

@@ -2,7 +2,7 @@
 //!
 //! One source for SQLite and Postgres: the recorders execute these strings and
 //! [`telemetry_schema_sql`] prints them, so the shipped script and the executed DDL cannot drift.
-//!Pure functions; no I/O. Lives beside [`TelemetryRow`] in the ports crate, so the
+//! Pure functions; no I/O. Lives beside [`TelemetryRow`] in the ports crate, so the
 //! recorder adapters (which depend on ports only) and the CLI share it without linking the core
 //! or a database driver.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::{ConfigError, TelemetryRow};
 
-/// The table name (20 §8.3 fixed constant).
+/// The table name (fixed).
 pub const TABLE: &str = "llm_calls";
 
 /// Recovery cooldown of a degraded recorder: 60 s.
@@ -223,7 +223,7 @@ pub fn backfill_column(name: &str) -> Option<&'static ColumnDef> {
 }
 
 /// `CREATE TABLE IF NOT EXISTS llm_calls (…)` with all 40 columns in physical order.
-///One column per line.
+/// One column per line.
 pub fn create_table_sql(backend: SqlBackend) -> String {
     let mut sql = format!("CREATE TABLE IF NOT EXISTS {TABLE} (\n");
     let all: Vec<&ColumnDef> = BASE_COLUMNS.iter().chain(BACKFILL_COLUMNS.iter()).collect();
@@ -246,7 +246,7 @@ pub fn backfill_statement(backend: SqlBackend, column: &ColumnDef) -> String {
 }
 
 /// The INSERT for any column subset, in the given order, placeholders numbered without gaps:
-///SQLite `INSERT OR IGNORE INTO llm_calls (…) VALUES (?, …)`; Postgres
+/// SQLite `INSERT OR IGNORE INTO llm_calls (…) VALUES (?, …)`; Postgres
 /// `INSERT INTO llm_calls (…) VALUES ($1, …) ON CONFLICT DO NOTHING` (no conflict target, so a
 /// table partitioned on `(call_id, created_at)` works). Idempotent on `call_id`.
 pub fn insert_sql(backend: SqlBackend, columns: &[&str]) -> String {

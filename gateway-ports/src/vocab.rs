@@ -239,7 +239,7 @@ wire_enum! {
 
 wire_enum! {
     /// The breaker/health reason vocabulary and the value type of `per_source_reasons`.
-    ///The breaker port only ever receives the five attempt-failure reasons
+    /// The breaker port only ever receives the five attempt-failure reasons
     /// (`RateLimited`, `Timeout`, `NetworkError`, `SourceDead`, and
     /// `BadResponse`).
     pub enum FailureReason {
@@ -423,7 +423,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// The kind of scope a source belongs to (20 §11.2 stage B): it only changes the identity
+    /// The kind of scope a source belongs to (checked at validation): it only changes the identity
     /// check (an OCR source may have no key).
     pub enum ScopeKind {
         /// `"chat"`.

@@ -84,7 +84,7 @@ impl AccumulateOptions {
 }
 
 /// Why a chunk or body broke the protocol: `Transient(protocol_error)` with this reason.
-///[`ProtocolViolation::reason`] is the spec's reason text.
+/// [`ProtocolViolation::reason`] is the spec's reason text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProtocolViolation {

@@ -119,7 +119,7 @@ impl Watchdogs {
 
     /// The next deadline and its kind, given the runtime instant of the last progress event
     /// (`None` before the first). When two budgets end at the same instant the kind is `total`.
-    ///`None` = no watchdog armed.
+    /// `None` = no watchdog armed.
     pub(crate) fn next(&self, last_progress: Option<Instant>) -> Option<(Instant, LivenessKind)> {
         let phase = if !self.streaming {
             None

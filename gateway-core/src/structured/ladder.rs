@@ -192,7 +192,7 @@ pub struct LadderSuccess {
 ///
 /// Errors: a loop's error unchanged (the loop already wrote the terminal row and ended
 /// the call); on exhaustion the `ResultInvalid` of C-13, after writing the call's terminal row.
-///The caller ends a successful call with [`CallHandle::finish`].
+/// The caller ends a successful call with [`CallHandle::finish`].
 pub async fn run<R, F>(
     handle: &mut CallHandle,
     ladder: &mut Ladder,

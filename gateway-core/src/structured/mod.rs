@@ -141,7 +141,7 @@ fn parse_and_validate(
 }
 
 /// The default strategy: `response_format` overlay; strict parse, then one repair pass,
-///then validation.
+/// then validation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonRepairStrategy;
 

@@ -5,7 +5,7 @@
 //! [`RowSink`] — the retry loop, the hedge orchestrator and the cleanup worker hand it row
 //! *facts*, it shapes them into the 39-field `TelemetryRow` ([`shape`]) and hands each row to
 //! the configured `TelemetryRecorder` through its one synchronous, non-blocking `record`:
-//!the recorder owns the bounded queue between the call path and its I/O.
+//! the recorder owns the bounded queue between the call path and its I/O.
 //!
 //! Why no queue of its own: telemetry never changes a call's outcome or latency beyond shaping
 //! the row (issue "telemetry": "never blocks the call path"). Building a row is

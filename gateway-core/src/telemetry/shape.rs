@@ -2,7 +2,7 @@
 //!
 //! Owns every value decision a row carries — per-kind values, the error columns (one pure
 //! function), cost, caller dimensions, `sampling`, the text cap,
-//!the message digest and the terminal input summary. Everything here
+//! the message digest and the terminal input summary. Everything here
 //! is synchronous, allocation-bounded and never fails or panics on any input, so the
 //! emitter can build rows on the call path and hand them off without awaiting I/O.
 //!

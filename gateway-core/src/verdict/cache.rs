@@ -110,7 +110,7 @@ pub fn is_cacheable_raw(
 }
 
 /// `true` when every tool call's `function.arguments` string in `message` parses as JSON.
-///Null elements, non-object tools and non-string arguments are skipped (they fail
+/// Null elements, non-object tools and non-string arguments are skipped (they fail
 /// the snapshot check of V-24 instead). An empty string is not JSON, so a parameterless call
 /// that sent `""` is delivered but not cached.
 pub fn tool_arguments_parse(message: &Map<String, Value>) -> bool {

@@ -35,7 +35,7 @@ pub const TERMINAL_CODES: [ReasonCode; 3] = [
 /// `liveness_timeout`, `empty_response`, `invalid_json`; `ResultInvalid` for `tool_truncated`,
 /// `tool_arguments_null`, `length_without_content`, `filtered_without_content`,
 /// `response_too_large`, `refused`, `tool_calls_in_text_mode`,
-///`malformed_item`; `RequestRejected` for `context_length_exceeded`.
+/// `malformed_item`; `RequestRejected` for `context_length_exceeded`.
 ///
 /// `None` only for a code added to `ReasonCode` after this registry (the enum is
 /// `#[non_exhaustive]`); a test walks `ReasonCode::ALL` so that cannot ship silently.

@@ -156,7 +156,7 @@ pub fn tool_snapshot_ok(message: &Map<String, Value>) -> bool {
 }
 
 /// A copy of `message` in which every tool's `function.arguments: null` is replaced by `""`,
-///*for classification only*: the delivered message is never rewritten. Only an
+/// *for classification only*: the delivered message is never rewritten. Only an
 /// explicit `null` is filled; a missing `arguments` key stays a defect.
 pub fn fill_null_arguments(message: &Map<String, Value>) -> Map<String, Value> {
     let mut filled = message.clone();

@@ -2,7 +2,7 @@
 //!
 //! Owns the key grammar (two-segment scope keys, three-segment group keys under the reserved
 //! segments, four-segment source fields `{SCOPE}__{PROVIDER}__{N}__{FIELD}`), the legacy flat keys,
-//!the process-wide keys, unknown-key warnings, the `${NAME}` references of
+//! the process-wide keys, unknown-key warnings, the `${NAME}` references of
 //! `HEADERS` and the one-time read of `API_KEY_FILE`. Only [`process_env`] reads the process
 //! environment, and only when `from_env` is called; nothing here reads a `.env` file.
 //!

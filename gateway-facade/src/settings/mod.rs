@@ -1,8 +1,8 @@
-//! Settings: every value of 20 §4–§8 for one scope, the stage C/E validation shared by the
+//! Settings: every configuration value of one scope, the stage C/E validation shared by the
 //! environment and settings-struct assembly paths, and the environment parser (stage A).
 //!
 //! Owns `GatewaySettings`, `EmbeddingSettings`, `OcrSettings`, their validated forms,
-//! and the process-wide backend choices. The three assembly paths of 20 §9.2 all end in
+//! and the process-wide backend choices. The three assembly paths all end in
 //! the same guard functions: stage B is `gateway_core::config::validate_source`, stage C is
 //! [`GatewaySettings::validate`], stage D is `gateway_core::hedge::check_hedge_assembly`, stage E is
 //! [`EmbeddingSettings::validate`] / [`OcrSettings::validate`]; stage F is in `crate::assembly`.

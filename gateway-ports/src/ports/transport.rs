@@ -1,5 +1,5 @@
 //! Transport ports: `ChatTransport`, `EmbeddingTransport`, `OcrTransport` and the wire facts
-//! they exchange with the core (10 §8.1–§8.3).
+//! they exchange with the core.
 //!
 //! A transport performs one HTTP exchange and reports what happened — status, headers, body
 //! bytes or SSE events — without judging completeness, category or retry (adapters report wire
