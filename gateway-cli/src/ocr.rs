@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::config::{self, ConfigArgs, SCHEMA_VERSION};
 use crate::exit;
 use crate::out;
+use crate::signals;
 
 /// Largest input file read: 64 MiB.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -129,10 +130,13 @@ pub async fn run(args: OcrArgs) -> u8 {
     };
     let result = tokio::select! {
         result = call => result,
-        _ = tokio::signal::ctrl_c() => {
-            out::stderr_line("pgw: interrupted; draining");
+        signal = signals::interrupted() => {
+            out::stderr_line(&format!("pgw: interrupted by {}; draining", signal.name()));
             client.close().await;
-            return exit::INTERRUPTED;
+            if args.json {
+                out::stdout_json(&signal.json());
+            }
+            return signal.exit_code();
         }
     };
     let code = match &result {
@@ -211,7 +215,10 @@ pub async fn doctor(args: &crate::doctor::DoctorArgs) -> u8 {
     let started = tokio::time::Instant::now();
     let health = tokio::select! {
         health = client.check_health() => health,
-        _ = tokio::signal::ctrl_c() => return exit::INTERRUPTED,
+        signal = signals::interrupted() => {
+            client.close().await;
+            return signal.exit_code();
+        }
     };
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     client.close().await;
