@@ -116,6 +116,33 @@ struct ScopeLocal {
     sources: HashMap<String, SourceLocal>,
 }
 
+/// The local state of scope `tag`, created on first use. Looks up before it inserts, so the
+/// common case (the entry exists) allocates no key string on the call path.
+fn scope_local<'a>(local: &'a mut HashMap<String, ScopeLocal>, tag: &str) -> &'a mut ScopeLocal {
+    if !local.contains_key(tag) {
+        local.insert(tag.to_owned(), ScopeLocal::default());
+    }
+    local
+        .get_mut(tag)
+        .unwrap_or_else(|| unreachable!("inserted above"))
+}
+
+/// The local state of `source` in scope `tag`, created on first use; like [`scope_local`], no
+/// allocation when it exists (every script reply refreshes the mirror through it).
+fn source_local<'a>(
+    local: &'a mut HashMap<String, ScopeLocal>,
+    tag: &str,
+    source: &str,
+) -> &'a mut SourceLocal {
+    let sources = &mut scope_local(local, tag).sources;
+    if !sources.contains_key(source) {
+        sources.insert(source.to_owned(), SourceLocal::default());
+    }
+    sources
+        .get_mut(source)
+        .unwrap_or_else(|| unreachable!("inserted above"))
+}
+
 /// What a script carries from the buffer, and what its reply refreshes.
 pub(crate) struct Carry {
     /// Age in µs of the buffered progress mark ('' = none).
@@ -457,7 +484,7 @@ impl RedisConnection {
 
     /// Records that a breaker with these script config arguments works on `tag`.
     pub(crate) fn register_breaker(&self, tag: &str, cfg: Arc<[String]>) {
-        self.local().entry(tag.to_owned()).or_default().breaker_cfg = Some(cfg);
+        scope_local(&mut self.local(), tag).breaker_cfg = Some(cfg);
     }
 
     /// Takes what the next script of `tag` carries: the buffered mark (if `mark`), and — when a
@@ -494,12 +521,7 @@ impl RedisConnection {
         let at = self.now();
         let full = {
             let mut local = self.local();
-            let s = local
-                .entry(tag.to_owned())
-                .or_default()
-                .sources
-                .entry(source.to_owned())
-                .or_default();
+            let s = source_local(&mut local, tag, source);
             s.samples.push(Sample { epoch, count, at });
             s.samples.len() >= MAX_PENDING_SAMPLES
         };
@@ -512,7 +534,7 @@ impl RedisConnection {
     /// Buffers a progress mark of `tag`.
     pub(crate) fn push_mark(&self, tag: &str) {
         let at = self.now();
-        self.local().entry(tag.to_owned()).or_default().mark_at = Some(at);
+        scope_local(&mut self.local(), tag).mark_at = Some(at);
         self.schedule_flush();
     }
 
@@ -532,12 +554,7 @@ impl RedisConnection {
     pub(crate) fn mirror_drop(&self, tag: &str, source: &str) {
         let seq = self.next_seq();
         let mut local = self.local();
-        let s = local
-            .entry(tag.to_owned())
-            .or_default()
-            .sources
-            .entry(source.to_owned())
-            .or_default();
+        let s = source_local(&mut local, tag, source);
         s.mirror = None;
         s.floor_seq = s.floor_seq.max(seq);
     }
@@ -558,12 +575,7 @@ impl RedisConnection {
             return;
         }
         let mut local = self.local();
-        let s = local
-            .entry(tag.to_owned())
-            .or_default()
-            .sources
-            .entry(source.to_owned())
-            .or_default();
+        let s = source_local(&mut local, tag, source);
         match (phase, epoch.parse::<u64>()) {
             ("c", Ok(ep)) if seq > s.floor_seq => {
                 s.mirror = Some((ep, sent_at));

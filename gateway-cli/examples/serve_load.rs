@@ -13,10 +13,8 @@
 //!
 //! The generator runs on one thread (a current-thread runtime), so it takes at most one core.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a benchmark tool")]
-
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -34,20 +32,40 @@ struct Samples {
     errors: u64,
 }
 
-fn parse_target(spec: &str) -> Target {
+/// `name=url|token|model`; the error names the argument that is not of that form.
+fn parse_target(spec: &str) -> Result<Target, String> {
     let (name, rest) = spec
         .split_once('=')
-        .expect("TARGET is name=url|token|model");
+        .ok_or_else(|| format!("target `{spec}` is not name=url|token|model"))?;
     let mut parts = rest.split('|');
-    let url = parts.next().expect("url").trim_end_matches('/').to_owned();
+    let url = parts
+        .next()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| format!("target `{name}` has no url"))?
+        .trim_end_matches('/')
+        .to_owned();
     let token = parts.next().filter(|t| *t != "-").map(str::to_owned);
     let model = parts.next().unwrap_or("m").to_owned();
-    Target {
+    Ok(Target {
         name: name.to_owned(),
         url: format!("{url}/chat/completions"),
         token,
         model,
+    })
+}
+
+/// The value after `flag`, parsed as a finite positive number of seconds or requests/s.
+fn number(flag: &str, value: Option<String>) -> Result<f64, String> {
+    let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
+    match value.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{flag}: `{value}` is not a positive number")),
     }
+}
+
+/// The samples, also after a task panicked while holding the lock (its sample is lost only).
+fn lock(samples: &Mutex<Samples>) -> MutexGuard<'_, Samples> {
+    samples.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// `true` once `text` holds a delta with non-empty `content`.
@@ -130,7 +148,7 @@ async fn run(
         );
         tasks.push(tokio::spawn(async move {
             let r = one(&client, &t, &body, stream).await;
-            let mut s = samples.lock().unwrap();
+            let mut s = lock(&samples);
             match r {
                 Some(ms) if record => s.ms.push(ms),
                 Some(_) => {}
@@ -142,7 +160,7 @@ async fn run(
     for task in tasks {
         let _ = task.await;
     }
-    let s = std::mem::take(&mut *samples.lock().unwrap());
+    let s = std::mem::take(&mut *lock(&samples));
     (s, n as f64 / issued.max(1e-9))
 }
 
@@ -154,30 +172,62 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
-fn main() {
-    let mut targets = Vec::new();
-    let mut rates = Vec::new();
-    let mut duration_s = 5.0;
-    let mut warmup_s = 1.0;
-    let mut stream = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--rate" => rates.push(args.next().unwrap().parse::<f64>().unwrap()),
-            "--duration-s" => duration_s = args.next().unwrap().parse().unwrap(),
-            "--warmup-s" => warmup_s = args.next().unwrap().parse().unwrap(),
-            "--stream" => stream = true,
-            spec => targets.push(Arc::new(parse_target(spec))),
+fn main() -> std::process::ExitCode {
+    match parse_args(std::env::args().skip(1)).and_then(|args| bench(&args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!(
+                "serve_load: {message} (usage: see the top of gateway-cli/examples/serve_load.rs)"
+            );
+            std::process::ExitCode::from(2)
         }
     }
-    assert!(
-        !targets.is_empty() && !rates.is_empty(),
-        "usage: see the module docs"
-    );
+}
+
+struct Args {
+    targets: Vec<Arc<Target>>,
+    rates: Vec<f64>,
+    duration_s: f64,
+    warmup_s: f64,
+    stream: bool,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args {
+        targets: Vec::new(),
+        rates: Vec::new(),
+        duration_s: 5.0,
+        warmup_s: 1.0,
+        stream: false,
+    };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--rate" => parsed.rates.push(number("--rate", args.next())?),
+            "--duration-s" => parsed.duration_s = number("--duration-s", args.next())?,
+            "--warmup-s" => {
+                let value = args.next().ok_or("--warmup-s needs a value")?;
+                parsed.warmup_s = match value.parse::<f64>() {
+                    Ok(v) if v.is_finite() && v >= 0.0 => v,
+                    _ => return Err(format!("--warmup-s: `{value}` is not a number ≥ 0")),
+                };
+            }
+            "--stream" => parsed.stream = true,
+            spec => parsed.targets.push(Arc::new(parse_target(spec)?)),
+        }
+    }
+    if parsed.targets.is_empty() || parsed.rates.is_empty() {
+        return Err("at least one TARGET and one --rate are needed".to_owned());
+    }
+    Ok(parsed)
+}
+
+fn bench(args: &Args) -> Result<(), String> {
+    let (targets, duration_s, warmup_s, stream) =
+        (&args.targets, args.duration_s, args.warmup_s, args.stream);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async {
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -185,9 +235,9 @@ fn main() {
             .tcp_nodelay(true)
             .pool_max_idle_per_host(4096)
             .build()
-            .unwrap();
-        for rate in rates {
-            for t in &targets {
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        for &rate in &args.rates {
+            for t in targets {
                 if warmup_s > 0.0 {
                     run(&client, t, rate, warmup_s, stream, false).await;
                 }
@@ -210,5 +260,6 @@ fn main() {
                 );
             }
         }
-    });
+        Ok(())
+    })
 }
