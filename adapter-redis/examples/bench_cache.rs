@@ -28,89 +28,16 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use adapter_redis::{RedisCache, RedisConnection, RedisOptions};
-use gateway_core::attempt::{
-    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
-};
 use gateway_core::cache::{ChatCache, MemoryCache};
-use gateway_core::cleanup::run_cleanup_worker;
 use gateway_core::clock::TokioClock;
-use gateway_core::governor::{CallOptions, Governor, GovernorBuilder};
-use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
-use gateway_ports::{
-    BreakerConfig, ChatRequest, Clock, FinishReason, GlobalLimits, JsonObject, ResponseCache,
-    SourceConfig, StreamEnd,
-};
-use serde_json::Value;
+use gateway_core::governor::{CallOptions, Governor};
+use gateway_ports::{ChatRequest, Clock, ResponseCache};
 use tokio::time::Instant;
 
-#[derive(Debug)]
-struct InstantRunner {
-    result: TransportResult,
-}
+#[path = "../../gateway-core/benches/support/governed_call.rs"]
+mod governed_call;
 
-impl AttemptRunner for InstantRunner {
-    async fn run(
-        &self,
-        _ctx: AttemptCtx,
-        _signals: Option<LegSignals>,
-        _control: LegControl,
-    ) -> AttemptOutcome {
-        AttemptOutcome::Success(Box::new(self.result.clone()))
-    }
-}
-
-fn sources() -> Vec<SourceConfig> {
-    let mut s = SourceConfig::new("s1", "bench", "http://127.0.0.1:9", None, "m");
-    s.max_concurrency = 128;
-    s.est_tokens = Some(400);
-    vec![s]
-}
-
-fn governor(clock: Arc<dyn Clock>) -> Governor {
-    let sources = sources();
-    let limiter = Arc::new(MemoryRateLimiter::new(
-        "llm",
-        &sources,
-        GlobalLimits::default(),
-        100.0,
-        clock.clone(),
-    ));
-    let breaker = Arc::new(MemoryCircuitBreaker::new(
-        "llm",
-        BreakerConfig::default(),
-        clock.clone(),
-    ));
-    let (gov, rx) = GovernorBuilder::new("llm", sources, limiter.clone(), breaker)
-        .clock(clock)
-        .wakeup(limiter.notify())
-        .build();
-    tokio::spawn(run_cleanup_worker(rx));
-    gov
-}
-
-fn request(user: &str) -> ChatRequest {
-    let msg = |role: &str, content: String| {
-        let mut m = JsonObject::new();
-        m.insert("role".into(), Value::from(role));
-        m.insert("content".into(), Value::from(content));
-        m
-    };
-    ChatRequest::new(vec![
-        msg("system", "You are a terse assistant.".to_owned()),
-        msg(
-            "user",
-            format!("{user} {}", "lorem ipsum dolor sit amet ".repeat(10)),
-        ),
-    ])
-}
-
-fn answer() -> TransportResult {
-    let mut r = TransportResult::ok(60, 40);
-    r.content = "A short cached answer of about eighty characters, as a typical reply.".into();
-    r.finish_reason = FinishReason::new("stop");
-    r.stream_end = Some(StreamEnd::Done);
-    r
-}
+use governed_call::{InstantRunner, answer, governor, request, sources};
 
 /// One governed call through `cache` (or none); returns whether it was a hit.
 async fn call(
