@@ -66,7 +66,8 @@ pub struct ClientPlan {
     /// Validated sources with the stall threshold distributed (F3).
     pub sources: Vec<SourceConfig>,
     /// The validated scope policy: hedge thresholds normalized by stage D, `probe_ttl_s`
-    /// resolved on the settings path, `stall_threshold_ms` already written into `sources`.
+    /// resolved on the settings path, `stall_threshold_ms` already written into `sources`
+    /// (so `None` here, whichever path built the plan).
     pub policy: ScopePolicy,
     /// The assembled call deadline (`None` = none): `policy.call_deadline_s` as a `Duration`.
     pub call_deadline: Option<Duration>,
@@ -138,7 +139,8 @@ fn plan_from_validated(v: &ValidatedSettings, prefix: &str) -> Result<ClientPlan
         .call_deadline(&format!("{prefix}call_deadline_s"))?;
     let mut policy = v.policy;
     let mut sources = v.sources.clone();
-    if let Some(ms) = policy.stall_threshold_ms {
+    // F3: the threshold moves into the sources (the plan's policy keeps `None`).
+    if let Some(ms) = policy.stall_threshold_ms.take() {
         for source in &mut sources {
             source.stall_threshold_ms = ms;
         }

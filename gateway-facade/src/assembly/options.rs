@@ -102,8 +102,9 @@ impl CoreOptions {
                 "the builder has no sources: every call fails with AllSourcesExhausted(no_sources)",
             ));
         }
-        // F3: distribute an explicit threshold, then stage B (B4 included) for every source.
-        if let Some(ms) = policy.stall_threshold_ms {
+        // F3: distribute an explicit threshold (the plan keeps `None`: it lives in the sources
+        // from here on), then stage B (B4 included) for every source.
+        if let Some(ms) = policy.stall_threshold_ms.take() {
             if ms == 0 {
                 return Err(ConfigError::new(
                     "source.stall_threshold",
