@@ -464,3 +464,62 @@ fn plan_pacer_ceiling_and_secrets() {
     let s = settings(vec![source("qwen_1", 120.0)]);
     assert!(!format!("{s:?}").contains("sk-test-secret"));
 }
+
+/// One scope policy: the builder's `.policy(..)` sets every knob the single setters set, the
+/// settings path and the builder give the same plan from the same policy, and the policy rules
+/// keep each path's origin spelling (05 R-19).
+#[test]
+fn r_19_one_scope_policy_on_every_path() {
+    let two = || vec![source("qwen_1", 120.0), source("qwen_2", 120.0)];
+    let policy = ScopePolicy {
+        call_deadline_s: Some(30.0),
+        hedge_after_s: Some(8.0),
+        max_waiters: 7,
+        retry: RetryPolicy::new(4, 0.5, 8.0, None, Some(0.5)).unwrap(),
+        stall_threshold_ms: Some(700),
+        ..ScopePolicy::default()
+    };
+    let whole = build(builder(two()).policy(policy)).unwrap();
+    let single = build(
+        builder(two())
+            .call_deadline(Duration::from_secs(30))
+            .hedge_after_s(8.0)
+            .max_waiters(7)
+            .retry(policy.retry)
+            .stall_threshold_ms(Some(700)),
+    )
+    .unwrap();
+    assert_eq!(whole, single);
+    assert_eq!(whole.call_deadline, Some(Duration::from_secs(30)));
+    assert_eq!(whole.hedge.after, Some(Duration::from_secs(8)));
+    assert!(whole.sources.iter().all(|s| s.stall_threshold_ms == 700));
+    assert_eq!(whole.policy.stall_threshold_ms, None);
+    let by_settings = ClientPlan::from_settings(&GatewaySettings {
+        policy,
+        ..settings(two())
+    })
+    .unwrap();
+    assert_eq!(
+        (by_settings.policy.retry, by_settings.policy.max_waiters),
+        (whole.policy.retry, 7)
+    );
+    assert_eq!(by_settings.sources, whole.sources);
+    let bad = ScopePolicy {
+        max_waiters: 0,
+        ..policy
+    };
+    assert_err(
+        &err(build(builder(two()).policy(bad))),
+        "settings.policy",
+        "GatewayClientBuilder::max_waiters",
+    );
+    assert_err(
+        &err(GatewaySettings {
+            policy: bad,
+            ..settings(two())
+        }
+        .validate()),
+        "settings.policy",
+        "GatewaySettings.max_waiters",
+    );
+}
