@@ -23,6 +23,7 @@ pub mod hedge;
 pub mod memory;
 pub mod ocr;
 pub mod pacer;
+pub mod policy;
 pub mod redact;
 pub mod request;
 pub mod retry_after;
