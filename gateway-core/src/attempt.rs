@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use gateway_ports::{AttemptError, 
-    CallOperation, Effort, FinishReason, OpenAiChatCompletion, SourceConfig,
+use gateway_ports::{
+    AttemptError, CallOperation, Effort, FinishReason, OpenAiChatCompletion, SourceConfig,
     StreamEnd, ThinkingObservation, Usage, UsageSource,
 };
 use tokio::sync::watch;

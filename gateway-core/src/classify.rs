@@ -29,8 +29,8 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use gateway_ports::{AttemptError, 
-    AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, NetworkFault,
+use gateway_ports::{
+    AttemptError, AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, NetworkFault,
     ReasonCode, WireFailure,
 };
 use serde_json::{Map, Value};

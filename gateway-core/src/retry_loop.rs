@@ -24,9 +24,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use gateway_ports::{AttemptError, 
-    AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError, ScopeReason,
-    SourceConfig, Unavailable,
+use gateway_ports::{
+    AttemptError, AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError,
+    ScopeReason, SourceConfig, Unavailable,
 };
 use tracing::Instrument;
 
@@ -804,14 +804,12 @@ fn warn_quiet(source: &str, op: &'static str, err: &dyn std::fmt::Display) {
 /// out, no pooled connection)? Such an attempt used no tokens, so its TPM reservation settles
 /// at 0 instead of the estimate.
 fn never_reached_server(err: &AttemptError) -> bool {
-    err.failure()
-        .cause
-        .is_some_and(|c| {
-            matches!(
-                c,
-                CauseKind::ConnectError | CauseKind::ConnectTimeout | CauseKind::PoolTimeout
-            )
-        })
+    err.failure().cause.is_some_and(|c| {
+        matches!(
+            c,
+            CauseKind::ConnectError | CauseKind::ConnectTimeout | CauseKind::PoolTimeout
+        )
+    })
 }
 
 /// Marks `error` as a post-commit failure when the streamed call passed its commit point.

@@ -15,7 +15,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use gateway_ports::{AttemptError, CallOperation, CallStats, GatewayError, LlmResponse, SourceConfig};
+use gateway_ports::{
+    AttemptError, CallOperation, CallStats, GatewayError, LlmResponse, SourceConfig,
+};
 
 use crate::attempt::TransportResult;
 

@@ -10,7 +10,7 @@ use gateway_core::deadline::{ensure_call_deadline_s, resolve_call_deadline, with
 use gateway_core::governor::CallOptions;
 use gateway_core::rows::CancelLabel;
 use gateway_core::testing::Script;
-use gateway_ports::{GatewayError, GlobalLimits, RateLimiter};
+use gateway_ports::{AttemptError, GatewayError, GlobalLimits, RateLimiter};
 use support::*;
 
 fn ok() -> Script {
@@ -128,7 +128,7 @@ async fn d25_deadline_after_three_429s_carries_the_last_429() {
     }
     .build();
     let mut last = rate_limited(None);
-    if let GatewayError::Transient(f) = &mut last {
+    if let AttemptError::Transient(f) = &mut last {
         f.message = "s: rate limited: 429 (third)".to_owned();
     }
     fx.runner.push_all([

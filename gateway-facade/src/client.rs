@@ -303,7 +303,10 @@ impl ChatOutcome {
     /// the error.
     fn of(result: Result<LlmResponse, GatewayError>) -> Self {
         let attempts = match &result {
-            Ok(response) => response.call_stats.as_ref().map_or(0, |stats| stats.attempts),
+            Ok(response) => response
+                .call_stats
+                .as_ref()
+                .map_or(0, |stats| stats.attempts),
             Err(error) => error.attempts(),
         };
         Self { result, attempts }
@@ -610,13 +613,12 @@ impl GatewayClient {
             )
         });
         let mut state = Ladder::new(request, options.clone());
-        let result =
-            ladder::run_cached(handle, &mut state, cache.as_ref(), |round| {
-                ChatExecutor::new(Arc::clone(&inner.transport), round)
-                    .with_options(inner.executor_options.clone())
-                    .with_profiles(Arc::clone(&inner.profiles))
-            })
-            .await;
+        let result = ladder::run_cached(handle, &mut state, cache.as_ref(), |round| {
+            ChatExecutor::new(Arc::clone(&inner.transport), round)
+                .with_options(inner.executor_options.clone())
+                .with_profiles(Arc::clone(&inner.profiles))
+        })
+        .await;
         ChatOutcome::of(result)
     }
 

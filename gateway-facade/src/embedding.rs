@@ -42,10 +42,10 @@ use gateway_core::retry_loop::LoopPolicy;
 use gateway_core::stats::new_uuid_v4;
 use gateway_core::telemetry::RowInput;
 use gateway_core::telemetry::shape::embed_response_placeholder;
-use gateway_ports::{AttemptError, 
-    AttemptFailure, CallStats, Clock, ConfigError, ConfigWarning, EmbedRequest, EmbeddingResponse,
-    EmbeddingTransport, Endpoint, ErrorOperation, GatewayError, ReasonCode, ResultInvalidDetails,
-    SourceConfig, TelemetryStatus, Usage, UsageSource, WireRequest,
+use gateway_ports::{
+    AttemptError, AttemptFailure, CallStats, Clock, ConfigError, ConfigWarning, EmbedRequest,
+    EmbeddingResponse, EmbeddingTransport, Endpoint, ErrorOperation, GatewayError, ReasonCode,
+    ResultInvalidDetails, SourceConfig, TelemetryStatus, Usage, UsageSource, WireRequest,
 };
 use serde_json::Value;
 

@@ -32,9 +32,7 @@ use tokio::sync::mpsc;
 
 pub use gateway_core::stream_call::{StreamDelta, StreamEvent, ToolCallFragment};
 
-use crate::client::{
-    CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions, GatewayClient, check_chat,
-};
+use crate::client::{CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions, GatewayClient, check_chat};
 
 /// Options of a streamed call that `chat` does not have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

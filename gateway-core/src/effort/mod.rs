@@ -21,9 +21,9 @@ use std::sync::Mutex;
 
 use gateway_ports::config::SourceConfig;
 use gateway_ports::request::{ChatRequest, JsonObject};
-use gateway_ports::{AttemptError, 
-    AttemptFailure, ConfigError, EFFORT_ORDER, Effort, EffortFallback, ErrorOperation,
-    GatewayError, ThinkingObservation,
+use gateway_ports::{
+    AttemptError, AttemptFailure, ConfigError, EFFORT_ORDER, Effort, EffortFallback,
+    ErrorOperation, GatewayError, ThinkingObservation,
 };
 use serde_json::Value;
 

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::FutureExt as _;
-use gateway_ports::{AttemptError, 
-    ArchiveEntry, ArchiveFault, AttemptFailure, CallOperation, Clock, ErrorOperation,
+use gateway_ports::{
+    ArchiveEntry, ArchiveFault, AttemptError, AttemptFailure, CallOperation, Clock, ErrorOperation,
     OcrLayoutElement, OcrStage, OcrTransport, OcrWireRequest, PageSize, ReasonCode,
     ResultInvalidDetails, SourceConfig, UsageSource, WireBody, WireFailure,
 };

@@ -13,9 +13,9 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
-use gateway_ports::{AttemptError, 
-    CallOperation, CauseKind, ChatRequest, ConfigError, Effort, EmbedRequest, EventKind,
-    GatewayError, JsonObject, Meta, MetaValue, OcrRequest, PricingTable, TelemetryRow,
+use gateway_ports::{
+    AttemptError, CallOperation, CauseKind, ChatRequest, ConfigError, Effort, EmbedRequest,
+    EventKind, GatewayError, JsonObject, Meta, MetaValue, OcrRequest, PricingTable, TelemetryRow,
     ThinkingObservation, Usage, UsageSource,
 };
 use serde_json::{Map, Value};

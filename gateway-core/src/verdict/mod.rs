@@ -42,8 +42,8 @@ pub use summary::{
     tool_snapshot_ok,
 };
 
-use gateway_ports::{AttemptError, 
-    AttemptFailure, Category, ErrorOperation, FinishClass, MissingDone, ReasonCode,
+use gateway_ports::{
+    AttemptError, AttemptFailure, Category, ErrorOperation, FinishClass, MissingDone, ReasonCode,
     ResponseMode, StreamEnd, UsageSource,
 };
 use serde_json::{Map, Value};

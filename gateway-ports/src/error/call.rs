@@ -64,6 +64,16 @@ impl CallFailure {
         &self.cause
     }
 
+    /// The cause's failure (`ResultInvalid`: its inner failure): message, source, status.
+    pub fn failure(&self) -> &AttemptFailure {
+        self.cause.failure()
+    }
+
+    /// The cause's `ResultInvalid` details (validation and repair errors, raw text).
+    pub fn result_invalid_details(&self) -> Option<&ResultInvalidDetails> {
+        self.cause.result_invalid_details()
+    }
+
     /// The output forwarded before a post-commit failure.
     pub fn partial_output(&self) -> Option<&PartialOutput> {
         self.partial.as_ref()
