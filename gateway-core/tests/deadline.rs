@@ -148,6 +148,11 @@ async fn d25_deadline_after_three_429s_carries_the_last_429() {
         e.per_source_reasons().and_then(|r| r.get("s1")),
         Some(&gateway_ports::FailureReason::RateLimited)
     );
+    assert_eq!(
+        e.attempts(),
+        u32::try_from(fx.runner.call_count()).unwrap(),
+        "the attempt count travels with the error"
+    );
 }
 
 // covers: G-102

@@ -229,6 +229,7 @@ async fn g_47_d25_single_source_dead_then_circuit_open_keeps_the_401() {
     // G-12: max(poll, remaining cooldown reported) = 60 s.
     assert!((u.retry_after_s - 60.0).abs() < 1e-6, "{}", u.retry_after_s);
     assert_eq!(fx.runner.call_count(), 1);
+    assert_eq!(e.attempts(), 1, "the attempt count travels with the error");
 }
 
 // covers: G-5, G-24, CF-304
