@@ -22,7 +22,7 @@ use gateway_core::executor::ChatExecutor;
 use gateway_core::verdict::is_cacheable;
 use gateway_ports::config::SourceConfig;
 use gateway_ports::{
-    Category, ChatRequest, GatewayError, MissingDone, ReasonCode, ResponseMode, StreamEnd,
+    AttemptError, Category, ChatRequest, MissingDone, ReasonCode, ResponseMode, StreamEnd,
     UsageSource,
 };
 use serde_json::{Map, Value, json};
@@ -98,7 +98,7 @@ fn ok(outcome: &AttemptOutcome) -> &TransportResult {
     }
 }
 
-fn err(outcome: &AttemptOutcome) -> &GatewayError {
+fn err(outcome: &AttemptOutcome) -> &AttemptError {
     match outcome {
         AttemptOutcome::Failed(e) => e,
         other => panic!("expected failure, got {other:?}"),
@@ -109,7 +109,7 @@ fn fails(outcome: &AttemptOutcome, category: Category, code: ReasonCode) {
     let e = err(outcome);
     assert_eq!(
         (e.category(), e.reason_code()),
-        (Some(category), Some(code)),
+        (category, Some(code)),
         "{e:?}"
     );
 }

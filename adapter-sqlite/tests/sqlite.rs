@@ -22,9 +22,9 @@ use gateway_core::telemetry::{EmitterConfig, RowInput, TelemetryEmitter};
 use gateway_core::testing::{Script, ScriptedRunner};
 use gateway_ports::schema::{BACKFILL_COLUMNS, BASE_COLUMNS, SchemaMode, SqlBackend};
 use gateway_ports::{
-    AttemptFailure, BreakerConfig, CallOperation, ChatRequest, CircuitBreaker, Clock,
-    ErrorOperation, GatewayError, GlobalLimits, LlmResponse, ModelPrice, PricingTable, RetryPolicy,
-    SourceConfig, TelemetryRecorder, TelemetryRow, TelemetryStatusProvider, Usage,
+    AttemptError, AttemptFailure, BreakerConfig, CallOperation, ChatRequest, CircuitBreaker, Clock,
+    ErrorOperation, GlobalLimits, LlmResponse, ModelPrice, PricingTable, RetryPolicy, SourceConfig,
+    TelemetryRecorder, TelemetryRow, TelemetryStatusProvider, Usage,
 };
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlV;
@@ -871,12 +871,12 @@ fn options() -> CallOptions {
     CallOptions::default().with_row_input(Arc::new(RowInput::chat(&req)))
 }
 
-fn transient_503() -> GatewayError {
+fn transient_503() -> AttemptError {
     let mut f = AttemptFailure::new("openai_1: HTTP 503 | overloaded", ErrorOperation::Chat);
     f.source_name = Some("openai_1".into());
     f.http_status = Some(503);
     f.body_text = Some("overloaded, retry from 192.168.1.10".into());
-    GatewayError::transient(f)
+    AttemptError::transient(f)
 }
 
 const ROW_SQL: &str = "SELECT event_kind, error, error_type, http_status_code, cost, latency_ms, \

@@ -25,7 +25,8 @@ pub const DOCTOR_MODEL_MISSING: u8 = 14;
 pub const INTERRUPTED: u8 = 130;
 
 /// The exit code of a call error by its stable type name. `TransientError` and
-/// `SourceDeadError` never reach a caller; seen here they are an internal error (1).
+/// `SourceDeadError` reach a caller only as the cause of a stream that broke after its first
+/// token (`GatewayError::Committed` reports its cause's type name): 1.
 pub fn for_type_name(type_name: &str) -> u8 {
     match type_name {
         "ConfigError" => CONFIG,

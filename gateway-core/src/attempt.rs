@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use gateway_ports::{
-    CallOperation, Effort, FinishReason, GatewayError, OpenAiChatCompletion, SourceConfig,
+    AttemptError, CallOperation, Effort, FinishReason, OpenAiChatCompletion, SourceConfig,
     StreamEnd, ThinkingObservation, Usage, UsageSource,
 };
 use tokio::sync::watch;
@@ -253,7 +253,7 @@ pub enum AttemptOutcome {
     /// The attempt produced a deliverable result.
     Success(Box<TransportResult>),
     /// The attempt failed; the error is already classified (one of the four categories).
-    Failed(GatewayError),
+    Failed(AttemptError),
     /// The runner honoured a loser cancel while its transport was pending.
     CancelledAsLoser,
 }

@@ -30,8 +30,8 @@ use std::fmt;
 use std::time::SystemTime;
 
 use gateway_ports::{
-    AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError, NetworkFault,
-    ReasonCode, ResultInvalidDetails, WireFailure,
+    AttemptError, AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, NetworkFault,
+    ReasonCode, WireFailure,
 };
 use serde_json::{Map, Value};
 
@@ -209,21 +209,14 @@ impl Classification {
         self.failure_reason == Some(FailureReason::RateLimited)
     }
 
-    /// The `GatewayError` of this verdict: `Transient`, `SourceDead`,
+    /// The `AttemptError` of this verdict: `Transient`, `SourceDead`,
     /// `RequestRejected`, or `ResultInvalid` wrapping the failure with no validation data.
-    pub fn into_error(self) -> GatewayError {
-        match self.category {
-            Category::Transient => GatewayError::transient(self.failure),
-            Category::SourceDead => GatewayError::source_dead(self.failure),
-            Category::RequestRejected => GatewayError::request_rejected(self.failure),
-            Category::ResultInvalid => {
-                GatewayError::result_invalid(ResultInvalidDetails::new(self.failure))
-            }
-        }
+    pub fn into_error(self) -> AttemptError {
+        AttemptError::of_category(self.category, self.failure)
     }
 }
 
-impl From<Classification> for GatewayError {
+impl From<Classification> for AttemptError {
     fn from(classification: Classification) -> Self {
         classification.into_error()
     }
@@ -644,9 +637,9 @@ pub fn is_bad_response_code(code: ReasonCode) -> bool {
     )
 }
 
-/// [`failure_reason`] of a `GatewayError`: `None` outside the four categories.
-pub fn failure_reason_of(error: &GatewayError) -> Option<FailureReason> {
-    failure_reason(error.category()?, error.attempt_failure()?)
+/// [`failure_reason`] of an `AttemptError`.
+pub fn failure_reason_of(error: &AttemptError) -> Option<FailureReason> {
+    failure_reason(error.category(), error.failure())
 }
 
 /// `compose(prefix, summary)` of 30 G-16: `prefix` alone when the summary is empty, else

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use gateway_ports::{CircuitBreaker, Clock, GateDecision, GatewayError, Permit, SourceConfig};
+use gateway_ports::{AttemptError, CircuitBreaker, Clock, GateDecision, Permit, SourceConfig};
 use tokio::sync::{Notify, mpsc};
 
 use crate::pacer::Pacer;
@@ -459,7 +459,7 @@ impl AttemptGuard {
     }
 
     /// Stores the known failure row a drop must still write (S5).
-    pub fn set_failure_row(&mut self, error: GatewayError) {
+    pub fn set_failure_row(&mut self, error: AttemptError) {
         self.pending_row = Some(AttemptRowOutcome::Failed(error));
     }
 

@@ -1076,21 +1076,24 @@ impl CallHandle {
                         .into_error(&gov.scope),
                     )
                 });
-                self.fail(&error).await;
-                Err(error)
+                Err(self.fail(error).await)
             }
         }
     }
 
     /// Ends the call with `error` raised by the caller after its loops (e.g. batches that
-    /// disagree on the dimension): writes the terminal row inline unless one was
-    /// already written, and disarms the guard. Later `run_loop`s return `error`.
-    pub async fn fail(&mut self, error: &GatewayError) {
-        emit_terminal_failure(&self.ctx, self.inner.sink.as_ref(), error).await;
+    /// disagree on the dimension): attaches the call's cause and attempt count
+    /// ([`CallContext::attach_cause`]), writes the terminal row inline unless one was
+    /// already written, and disarms the guard. Returns the error to hand to the caller; later
+    /// `run_loop`s return it too.
+    pub async fn fail(&mut self, error: GatewayError) -> GatewayError {
+        let error = self.ctx.attach_cause(error);
+        emit_terminal_failure(&self.ctx, self.inner.sink.as_ref(), &error).await;
         self.guard.disarm();
         if self.ended.is_none() {
             self.ended = Some(error.clone());
         }
+        error
     }
 
     /// Ends a successful call: disarms the guard (no terminal row) and returns the call's
@@ -1129,8 +1132,7 @@ impl CallHandle {
             }
             .into_error(&gov.scope),
         );
-        self.fail(&error).await;
-        Err(error)
+        Err(self.fail(error).await)
     }
 
     /// Ends a call served from the response cache: `hit` (already restored

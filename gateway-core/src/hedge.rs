@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use gateway_ports::{
-    AttemptFailure, ConfigError, ConfigWarning, ErrorOperation, FailureReason, GatewayError,
+    AttemptError, AttemptFailure, ConfigError, ConfigWarning, ErrorOperation, FailureReason,
     ScopeKind, SourceConfig,
 };
 use tokio::sync::watch;
@@ -510,8 +510,8 @@ pub enum HedgeSide {
 /// round consumes one unit of budget and gets no stall refund), two 429s make a rate-limited
 /// (budget-free, refunded) round, and two failures of the same kind keep the primary's (its
 /// Retry-After hint and its `SourceDead` switch).
-pub fn combine_failures(primary: &GatewayError, hedge: &GatewayError) -> HedgeSide {
-    let limited = |e: &GatewayError| failure_reason_of(e) == Some(FailureReason::RateLimited);
+pub fn combine_failures(primary: &AttemptError, hedge: &AttemptError) -> HedgeSide {
+    let limited = |e: &AttemptError| failure_reason_of(e) == Some(FailureReason::RateLimited);
     if limited(primary) && !limited(hedge) {
         HedgeSide::Hedge
     } else {
@@ -606,7 +606,7 @@ fn won(ctx: &CallContext, success: LoopSuccess, hedge_won: bool) -> RoundOutcome
 /// A leg's retryable failure, its `SourceDead` flag and its delta. A leg that reports a loser
 /// cancel it was never asked for violated the runner contract: a transient failure without a
 /// delta (as in the single-leg path).
-fn retryable(leg: LegResult) -> (GatewayError, bool, Option<LegDelta>) {
+fn retryable(leg: LegResult) -> (AttemptError, bool, Option<LegDelta>) {
     match leg {
         LegResult::Failed {
             failure,
@@ -614,7 +614,7 @@ fn retryable(leg: LegResult) -> (GatewayError, bool, Option<LegDelta>) {
             delta,
         } => (failure, dead, Some(delta)),
         _ => (
-            GatewayError::transient(AttemptFailure::new(
+            AttemptError::transient(AttemptFailure::new(
                 "hedged leg ended without a result (runner contract violation)",
                 ErrorOperation::Chat,
             )),

@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use gateway_ports::{
-    AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError, ScopeReason,
-    SourceConfig, Unavailable,
+    AttemptError, AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError,
+    ScopeReason, SourceConfig, Unavailable,
 };
 use tracing::Instrument;
 
@@ -110,7 +110,7 @@ pub enum RoundOutcome {
     /// without backoff (`SourceDead`).
     Failed {
         /// The round's failure (`Transient` or `SourceDead`).
-        failure: GatewayError,
+        failure: AttemptError,
         /// `SourceDead`: continue without backoff.
         immediate: bool,
         /// Per-leg deltas.
@@ -129,7 +129,7 @@ pub enum LegResult {
     /// A `Transient` / `SourceDead` failure and its delta.
     Failed {
         /// The failure.
-        failure: GatewayError,
+        failure: AttemptError,
         /// `SourceDead`?
         dead: bool,
         /// Delta for the loop.
@@ -164,7 +164,7 @@ struct LoopState {
     attempt_fails: HashMap<String, u32>,
     stall: StallClock,
     largest_hint: Option<f64>,
-    last_failure: Option<GatewayError>,
+    last_failure: Option<AttemptError>,
     waiter: Option<WaiterSlot>,
     /// sources held out of this loop's picks until their backoff or server hint
     /// passes (the failure's wait belongs to the source that failed, not to the call).
@@ -394,7 +394,7 @@ async fn after_pick<R: AttemptRunner>(
                     st.reasons.insert(d.source.clone(), d.failure_reason);
                 }
                 env.ctx.note_cause(&failure, &st.reasons);
-                return Err(committed(env, failure));
+                return Err(committed_attempt(env, failure));
             }
             // apply the legs' deltas after adjudication.
             for d in &deltas {
@@ -409,8 +409,7 @@ async fn after_pick<R: AttemptRunner>(
                 st.fails = st.fails.saturating_add(1);
             }
             let hint = failure
-                .attempt_failure()
-                .and_then(|f| f.retry_after_s)
+                .retry_after_s()
                 .filter(|h| h.is_finite() && *h > 0.0);
             if let Some(h) = hint {
                 st.largest_hint = Some(st.largest_hint.map_or(h, |l: f64| l.max(h)));
@@ -497,7 +496,7 @@ async fn wait_for_held(
     let status = st
         .last_failure
         .as_ref()
-        .and_then(GatewayError::http_status)
+        .and_then(AttemptError::http_status)
         .map_or_else(|| "failure".to_owned(), |s| s.to_string());
     if remaining_s > LONG_WAIT_LOG_S {
         tracing::info!(
@@ -591,7 +590,7 @@ pub(crate) fn leg_outcome(ctx: &CallContext, leg: LegResult) -> RoundOutcome {
         // A single-attempt round never cancels its leg; a runner that reports a loser cancel
         // anyway violated its contract: count it as a transient failure without a delta.
         LegResult::CancelledAsLoser => RoundOutcome::Failed {
-            failure: GatewayError::transient(AttemptFailure::new(
+            failure: AttemptError::transient(AttemptFailure::new(
                 "attempt reported a loser cancel outside a hedged round",
                 ErrorOperation::Chat,
             )),
@@ -716,9 +715,9 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                 span.record("http_status", s);
             }
             match err.category() {
-                Some(Category::Transient | Category::SourceDead) => {
+                Category::Transient | Category::SourceDead => {
                     // Step 7, synchronously before the first await (G-86).
-                    let dead = err.category() == Some(Category::SourceDead);
+                    let dead = err.category() == Category::SourceDead;
                     let reason = failure_reason_of(&err).unwrap_or(FailureReason::NetworkError);
                     // A request that never reached the server (connect refused or timed
                     // out, no pooled connection) used no tokens: settle 0, not the estimate.
@@ -749,7 +748,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                         },
                     }
                 }
-                Some(Category::RequestRejected | Category::ResultInvalid) => {
+                Category::RequestRejected | Category::ResultInvalid => {
                     // Steps 5/6: settle 0 first; neutral breaker success (G-71).
                     guard.set_settlement(0);
                     guard.set_failure_row(err.clone());
@@ -760,16 +759,7 @@ pub(crate) async fn run_attempt<R: AttemptRunner>(
                     }
                     write_attempt_row(&mut guard, || AttemptRowOutcome::Failed(err.clone())).await;
                     guard.finish().await;
-                    LegResult::Propagate(err)
-                }
-                _ => {
-                    // Not a per-attempt category (a runner contract violation): settle 0,
-                    // release the probe, write the row, propagate unchanged.
-                    guard.set_settlement(0);
-                    guard.set_failure_row(err.clone());
-                    write_attempt_row(&mut guard, || AttemptRowOutcome::Failed(err.clone())).await;
-                    guard.finish().await;
-                    LegResult::Propagate(err)
+                    LegResult::Propagate(GatewayError::from_attempt(&gov.scope, err))
                 }
             }
         }
@@ -813,15 +803,13 @@ fn warn_quiet(source: &str, op: &'static str, err: &dyn std::fmt::Display) {
 /// Did the attempt fail before its request could reach the server (connect refused or timed
 /// out, no pooled connection)? Such an attempt used no tokens, so its TPM reservation settles
 /// at 0 instead of the estimate.
-fn never_reached_server(err: &GatewayError) -> bool {
-    err.attempt_failure()
-        .and_then(|f| f.cause)
-        .is_some_and(|c| {
-            matches!(
-                c,
-                CauseKind::ConnectError | CauseKind::ConnectTimeout | CauseKind::PoolTimeout
-            )
-        })
+fn never_reached_server(err: &AttemptError) -> bool {
+    err.failure().cause.is_some_and(|c| {
+        matches!(
+            c,
+            CauseKind::ConnectError | CauseKind::ConnectTimeout | CauseKind::PoolTimeout
+        )
+    })
 }
 
 /// Marks `error` as a post-commit failure when the streamed call passed its commit point.
@@ -829,5 +817,14 @@ fn committed(env: LoopEnv<'_>, error: GatewayError) -> GatewayError {
     match env.commit {
         Some(gate) => gate.mark(error),
         None => error,
+    }
+}
+
+/// The call-level error of an attempt failure that ends the call: `Committed` after a streamed
+/// call's commit point, else its own call-level form.
+fn committed_attempt(env: LoopEnv<'_>, error: AttemptError) -> GatewayError {
+    match env.commit {
+        Some(gate) => gate.mark_attempt(&env.gov.scope, error),
+        None => GatewayError::from_attempt(&env.gov.scope, error),
     }
 }

@@ -15,7 +15,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use gateway_ports::{CallOperation, CallStats, GatewayError, LlmResponse, SourceConfig};
+use gateway_ports::{
+    AttemptError, CallOperation, CallStats, GatewayError, LlmResponse, SourceConfig,
+};
 
 use crate::attempt::TransportResult;
 
@@ -97,7 +99,7 @@ pub enum AttemptRowOutcome {
     /// Success: the judged result (response projections, usage, timings, stall, stream end).
     Success(Box<TransportResult>),
     /// A classified failure: `error`, `error_type`, status, cause, body.
-    Failed(GatewayError),
+    Failed(AttemptError),
     /// A cancelled attempt: `error = 'cancelled' | 'hedge_cancelled'`, `error_type` NULL.
     Cancelled(CancelLabel),
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-use gateway_ports::{CallStats, Clock, FailureReason, GatewayError};
+use gateway_ports::{AttemptError, CallStats, Clock, FailureReason, GatewayError};
 
 use crate::cleanup::{CleanupQueue, JobKind};
 use crate::rows::{RowCall, RowSink, TerminalOutcome, TerminalRowFacts};
@@ -88,7 +88,7 @@ pub struct CallContext {
 /// What [`CallContext::note_cause`] keeps.
 #[derive(Debug, Clone)]
 struct CallCause {
-    last_failure: GatewayError,
+    last_failure: AttemptError,
     reasons: std::collections::BTreeMap<String, FailureReason>,
 }
 
@@ -122,7 +122,7 @@ impl CallContext {
     /// D25). Only on failed rounds, never on the success path.
     pub fn note_cause(
         &self,
-        last_failure: &GatewayError,
+        last_failure: &AttemptError,
         reasons: &std::collections::BTreeMap<String, FailureReason>,
     ) {
         let cause = CallCause {
@@ -134,13 +134,15 @@ impl CallContext {
 
     /// `error` with the call's cause attached ([`GatewayError::with_cause`]): the
     /// last attempt failure and per-source reasons noted so far, when the error is a
-    /// call-level one that carries them and has none yet.
+    /// call-level one that carries them and has none yet, and the call's attempt count
+    /// ([`GatewayError::with_attempts`]).
     pub fn attach_cause(&self, error: GatewayError) -> GatewayError {
         let cause = self
             .cause
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        let error = error.with_attempts(self.attempts());
         match cause {
             Some(c) => error.with_cause(Some(&c.last_failure), &c.reasons),
             None => error,

@@ -9,11 +9,11 @@ use gateway_core::attempt::TransportResult;
 use gateway_core::classify::{ClassifyContext, classify_http};
 use gateway_core::governor::CallOptions;
 use gateway_core::testing::Script;
-use gateway_ports::{ErrorOperation, GatewayError, RetryPolicy, ScopeReason};
+use gateway_ports::{AttemptError, ErrorOperation, GatewayError, RetryPolicy, ScopeReason};
 use support::*;
 use tokio::time::Instant;
 
-fn http_429(headers: &[(&str, &str)], body: &str) -> GatewayError {
+fn http_429(headers: &[(&str, &str)], body: &str) -> AttemptError {
     let headers: Vec<(String, String)> = headers
         .iter()
         .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))

@@ -12,7 +12,7 @@ use gateway_core::classify::{
 };
 use gateway_core::redact::{SUMMARY_MAX_CHARS, ScrubOptions};
 use gateway_ports::{
-    AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, GatewayError, NetworkFault,
+    AttemptError, AttemptFailure, Category, CauseKind, ErrorOperation, FailureReason, NetworkFault,
     NetworkFaultKind, ReasonCode, WireFailure,
 };
 use proptest::prelude::*;
@@ -58,7 +58,7 @@ fn g_19_cf_096_400_is_request_rejected() {
     assert_eq!(c.http_status(), Some(400));
     assert_eq!(c.reason_code(), None, "G-28: HTTP failures carry no code");
     let e = c.into_error();
-    assert!(matches!(e, GatewayError::RequestRejected(_)));
+    assert!(matches!(e, AttemptError::RequestRejected(_)));
     assert_eq!(e.type_name(), "RequestRejectedError");
 }
 
@@ -225,7 +225,7 @@ fn cf_095_g_37_insufficient_quota_with_inf_retry_after_is_source_dead_silently()
     let c = http_hinted(429, "inf", r#"{"error":{"type":"insufficient_quota"}}"#);
     assert_verdict(&c, Category::SourceDead, Some(FailureReason::SourceDead));
     assert_eq!(c.retry_after_s(), None);
-    assert!(matches!(c.into_error(), GatewayError::SourceDead(_)));
+    assert!(matches!(c.into_error(), AttemptError::SourceDead(_)));
 }
 
 #[test]
@@ -766,7 +766,7 @@ fn g_21_g_22_frame_too_large_and_unsupported() {
     assert_verdict(&c, Category::ResultInvalid, None);
     assert_eq!(c.reason_code(), Some(ReasonCode::ResponseTooLarge));
     let e = c.into_error();
-    assert!(matches!(e, GatewayError::ResultInvalid(_)));
+    assert!(matches!(e, AttemptError::ResultInvalid(_)));
     assert_eq!(e.reason_code(), Some(ReasonCode::ResponseTooLarge));
 
     let c = classify_wire_failure(&WireFailure::Unsupported { what: "n > 1" }, &ctx());
@@ -850,22 +850,20 @@ fn g_30_failure_reason_of_errors_matches_the_classification() {
         let e = c.into_error();
         assert_eq!(failure_reason_of(&e), reason, "{e:?}");
     }
-    assert_eq!(failure_reason_of(&GatewayError::ClientClosed), None);
 }
 
 #[test]
 fn g_2_into_error_keeps_the_payload() {
     let c = http_hinted(429, "2.5", "slow");
-    let e: GatewayError = c.clone().into();
-    assert_eq!(e.category(), Some(Category::Transient));
+    let e: AttemptError = c.clone().into();
+    assert_eq!(e.category(), Category::Transient);
     assert_eq!(e.type_name(), "TransientError");
     assert_eq!(e.http_status(), Some(429));
-    assert_eq!(e.attempt_failure(), Some(&c.failure));
-    assert_eq!(e.attempt_failure().unwrap().retry_after_s, Some(2.5));
+    assert_eq!(e.failure(), &c.failure);
     assert_eq!(
         e.retry_after_s(),
-        None,
-        "Some only for the unavailable family"
+        Some(2.5),
+        "the attempt keeps the server hint"
     );
     assert_eq!(e.to_string(), "qwen_1: rate limited: 429 | slow");
 }

@@ -10,7 +10,7 @@ use gateway_core::deadline::{ensure_call_deadline_s, resolve_call_deadline, with
 use gateway_core::governor::CallOptions;
 use gateway_core::rows::CancelLabel;
 use gateway_core::testing::Script;
-use gateway_ports::{GatewayError, GlobalLimits, RateLimiter};
+use gateway_ports::{AttemptError, GatewayError, GlobalLimits, RateLimiter};
 use support::*;
 
 fn ok() -> Script {
@@ -128,7 +128,7 @@ async fn d25_deadline_after_three_429s_carries_the_last_429() {
     }
     .build();
     let mut last = rate_limited(None);
-    if let GatewayError::Transient(f) = &mut last {
+    if let AttemptError::Transient(f) = &mut last {
         f.message = "s: rate limited: 429 (third)".to_owned();
     }
     fx.runner.push_all([
@@ -147,6 +147,11 @@ async fn d25_deadline_after_three_429s_carries_the_last_429() {
     assert_eq!(
         e.per_source_reasons().and_then(|r| r.get("s1")),
         Some(&gateway_ports::FailureReason::RateLimited)
+    );
+    assert_eq!(
+        e.attempts(),
+        u32::try_from(fx.runner.call_count()).unwrap(),
+        "the attempt count travels with the error"
     );
 }
 

@@ -17,7 +17,8 @@ use gateway_core::effort::{
 use gateway_core::thinking::{ProviderProfile, ProviderRegistry};
 use gateway_ports::request::ChatRequest;
 use gateway_ports::{
-    EFFORT_ORDER, Effort, EffortFallback, GatewayError, SourceConfig, ThinkingObservation,
+    AttemptError, EFFORT_ORDER, Effort, EffortFallback, GatewayError, SourceConfig,
+    ThinkingObservation,
 };
 use serde_json::json;
 
@@ -353,9 +354,9 @@ fn c_30_managed_roots() {
     }
 }
 
-fn rejected(r: Result<gateway_core::effort::ThinkingDirective, GatewayError>) -> String {
+fn rejected(r: Result<gateway_core::effort::ThinkingDirective, AttemptError>) -> String {
     match r {
-        Err(GatewayError::RequestRejected(f)) => f.message.clone(),
+        Err(AttemptError::RequestRejected(f)) => f.message.clone(),
         other => panic!("expected RequestRejected, got {other:?}"),
     }
 }

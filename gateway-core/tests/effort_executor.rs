@@ -16,7 +16,7 @@ use gateway_core::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner as _, LegC
 use gateway_core::effort::ContradictionThrottle;
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
 use gateway_ports::request::ChatRequest;
-use gateway_ports::{Effort, GatewayError, SourceConfig, ThinkingObservation};
+use gateway_ports::{AttemptError, Effort, SourceConfig, ThinkingObservation};
 use upstream_sim::script::End;
 
 /// An answer whose usage reports `reasoning_tokens` (0 → `Absent`).
@@ -96,7 +96,7 @@ async fn c_27_refusal_sends_nothing() {
         )
         .await;
     match outcome {
-        AttemptOutcome::Failed(GatewayError::RequestRejected(f)) => {
+        AttemptOutcome::Failed(AttemptError::RequestRejected(f)) => {
             assert_eq!(f.source_name.as_deref(), Some("openai_1"));
             assert_eq!(f.http_status, None);
         }

@@ -591,7 +591,7 @@ async fn g_21_network_fault_before_the_head_is_classified() {
         "refused",
     )));
     let run = run_text(wire).await;
-    assert_eq!(run.err().category(), Some(Category::Transient));
+    assert_eq!(run.err().category(), Category::Transient);
 }
 
 #[tokio::test(start_paused = true)]
@@ -601,7 +601,7 @@ async fn g_19_http_status_is_classified_with_its_status() {
         ..response(vec![raw(0, r#"{"error":{"message":"busy"}}"#)], End::Eof)
     }]);
     let run = run_text(wire).await;
-    assert_eq!(run.err().category(), Some(Category::Transient));
+    assert_eq!(run.err().category(), Category::Transient);
     assert_eq!(run.err().http_status(), Some(503));
 }
 
@@ -638,7 +638,7 @@ async fn cf_119_watchdog_failure_names_source_and_kind_with_its_cause() {
         request(ResponseMode::Text, true),
     )
     .await;
-    let failure = run.err().attempt_failure().unwrap();
+    let failure = run.err().failure();
     assert_eq!(failure.message, "s1: stream liveness timeout (ttft)");
     assert_eq!(
         failure.cause,

@@ -583,11 +583,7 @@ async fn s_97_case_034_unrecognized_excerpt_explains_a_zero_output_stream() {
     let html = "<html><body>502 Bad Gateway</body></html>\n";
     let run = text(vec![raw(0, html)]).await;
     run.assert_fails(Category::Transient, ReasonCode::EarlyEof);
-    let body_text = run
-        .err()
-        .attempt_failure()
-        .and_then(|f| f.body_text.clone())
-        .unwrap();
+    let body_text = run.err().failure().body_text.clone().unwrap();
     assert!(body_text.contains("502 Bad Gateway"), "{body_text}");
     let run = openai(vec![raw(0, html)]).await;
     run.assert_fails(Category::Transient, ReasonCode::MissingDone);

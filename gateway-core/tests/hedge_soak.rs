@@ -26,7 +26,7 @@ use gateway_core::governor::CallOptions;
 use gateway_core::hedge::HedgeConfig;
 use gateway_core::rows::{AttemptRowFacts, AttemptRowOutcome};
 use gateway_core::testing::{Script, Step};
-use gateway_ports::{FailureReason, GatewayError, ScopeReason};
+use gateway_ports::{AttemptError, FailureReason, GatewayError, ScopeReason};
 use hedge_support::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -63,7 +63,7 @@ fn is_rate_limited(r: &AttemptRowFacts) -> bool {
 
 fn is_retryable_failure(r: &AttemptRowFacts) -> bool {
     matches!(&r.outcome, AttemptRowOutcome::Failed(e)
-        if matches!(e, GatewayError::Transient(_) | GatewayError::SourceDead(_)))
+        if matches!(e, AttemptError::Transient(_) | AttemptError::SourceDead(_)))
 }
 
 /// Rounds reconstructed from the rows: each primary row (not a hedge leg) opens a round.

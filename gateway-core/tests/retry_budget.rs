@@ -9,7 +9,7 @@ use gateway_core::attempt::TransportResult;
 use gateway_core::budget::RetryBudgetStats;
 use gateway_core::governor::CallOptions;
 use gateway_core::testing::Script;
-use gateway_ports::{FailureReason, GatewayError, RetryPolicy, ScopeReason};
+use gateway_ports::{AttemptError, FailureReason, GatewayError, RetryPolicy, ScopeReason};
 use support::*;
 use tokio::time::Instant;
 
@@ -75,7 +75,7 @@ async fn r_35_g_48_refused_retry_ends_with_the_last_failure() {
     assert_eq!(u.reason, ScopeReason::RetryExhausted);
     // G-3: the caller still learns what failed.
     let last = u.last_failure.as_deref().expect("last_failure");
-    assert!(matches!(last, GatewayError::Transient(_)), "{last:?}");
+    assert!(matches!(last, AttemptError::Transient(_)), "{last:?}");
     assert_eq!(last.http_status(), Some(503));
     assert_eq!(
         u.per_source_reasons.get("s1"),
@@ -155,7 +155,7 @@ async fn r_35_g_46_budget_exempt_429_is_still_a_retry() {
     assert_eq!(
         u.last_failure
             .as_deref()
-            .and_then(GatewayError::http_status),
+            .and_then(AttemptError::http_status),
         Some(429)
     );
     assert_eq!(u.retry_after_s, 0.01, "G-12: the largest server hint");
@@ -175,7 +175,7 @@ async fn r_35_g_47_source_dead_switch_is_a_retry() {
     assert_eq!(fx.runner.calls(), ["s1"], "the switch is refused");
     assert!(matches!(
         unavailable(&e).last_failure.as_deref(),
-        Some(GatewayError::SourceDead(_))
+        Some(AttemptError::SourceDead(_))
     ));
 }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 use gateway_core::attempt::TransportResult;
 use gateway_core::governor::CallOptions;
 use gateway_core::testing::Script;
-use gateway_ports::{BackpressurePolicy, FailureReason, GatewayError, RetryPolicy, ScopeReason};
+use gateway_ports::{
+    AttemptError, BackpressurePolicy, FailureReason, GatewayError, RetryPolicy, ScopeReason,
+};
 use support::*;
 use tokio::time::Instant;
 
@@ -89,7 +91,7 @@ async fn cf_080_g_48_five_transients_exhaust_after_three() {
     // G-8: last_failure is the last absorbed Transient; G-12: max(base, no hint) = base.
     assert!(matches!(
         u.last_failure.as_deref(),
-        Some(GatewayError::Transient(_))
+        Some(AttemptError::Transient(_))
     ));
     assert_eq!(u.retry_after_s, 0.001);
     fx.gov.quiesce().await;
@@ -115,7 +117,7 @@ async fn g_12_retry_exhausted_hint_is_largest_server_hint() {
     .build();
     // Two 503s, the first with a 2.5 s hint (503 hints are parsed, G-31).
     let mut with_hint = transient(503);
-    if let GatewayError::Transient(f) = &mut with_hint {
+    if let AttemptError::Transient(f) = &mut with_hint {
         f.retry_after_s = Some(2.5);
     }
     fx.runner
@@ -171,9 +173,9 @@ async fn g_47_source_dead_switches_immediately_without_backoff() {
     assert!(!d.allowed);
 }
 
-fn refused_connect() -> GatewayError {
+fn refused_connect() -> AttemptError {
     let mut refused = transient(500);
-    if let GatewayError::Transient(f) = &mut refused {
+    if let AttemptError::Transient(f) = &mut refused {
         f.http_status = None;
         f.cause = Some(gateway_ports::CauseKind::ConnectError);
     }
@@ -219,7 +221,7 @@ async fn g_47_d25_single_source_dead_then_circuit_open_keeps_the_401() {
     );
     let last = e.last_failure().expect("D25: last_failure");
     assert_eq!(last.http_status(), Some(401));
-    assert!(matches!(last, GatewayError::SourceDead(_)), "{last:?}");
+    assert!(matches!(last, AttemptError::SourceDead(_)), "{last:?}");
     assert_eq!(
         std::error::Error::source(&e).map(ToString::to_string),
         Some(last.to_string())
@@ -227,6 +229,7 @@ async fn g_47_d25_single_source_dead_then_circuit_open_keeps_the_401() {
     // G-12: max(poll, remaining cooldown reported) = 60 s.
     assert!((u.retry_after_s - 60.0).abs() < 1e-6, "{}", u.retry_after_s);
     assert_eq!(fx.runner.call_count(), 1);
+    assert_eq!(e.attempts(), 1, "the attempt count travels with the error");
 }
 
 // covers: G-5, G-24, CF-304
@@ -444,7 +447,7 @@ async fn d26_429_retry_after_30_then_healthy_succeeds_at_once() {
         let mut failure = rate_limited(Some(30.0));
         if hint_status == 503 {
             failure = transient(503);
-            if let GatewayError::Transient(f) = &mut failure {
+            if let AttemptError::Transient(f) = &mut failure {
                 f.retry_after_s = Some(30.0);
             }
         }

@@ -167,7 +167,7 @@ async fn cf_298_exhaustion_is_result_invalid_with_one_terminal_row() {
     let wire = wire_of(vec![answer(0, secret_text)]);
     let out = run_ladder(&fx, &wire, &structured_request(answer_schema()), options(2)).await;
     let error = out.result.unwrap_err();
-    let GatewayError::ResultInvalid(details) = &error else {
+    let Some(details) = error.result_invalid_details() else {
         panic!("expected ResultInvalid, got {error:?}");
     };
     assert_eq!(error.to_string(), "structured output ladder exhausted");

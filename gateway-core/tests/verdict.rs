@@ -12,7 +12,7 @@ use gateway_core::verdict::{
     summarize_text, tool_snapshot_ok,
 };
 use gateway_ports::{
-    Category, FailureReason, FinishClass, GatewayError, MissingDone, OpenAiChatCompletion,
+    AttemptError, Category, FailureReason, FinishClass, MissingDone, OpenAiChatCompletion,
     ReasonCode, ResponseMode, StreamEnd, UsageSource,
 };
 use proptest::prelude::*;
@@ -604,7 +604,7 @@ fn v_39_v_40_outcome_failure_message_and_category() {
         "qwen_1 empty_completion: finish_reason=\"stop\", thinking_len=4"
     );
     let error = failure.into_error(SRC);
-    assert!(matches!(error, GatewayError::Transient(_)));
+    assert!(matches!(error, AttemptError::Transient(_)));
     assert_eq!(error.reason_code(), Some(ReasonCode::EmptyCompletion));
     assert_eq!(error.source_name(), Some(SRC));
     assert!(

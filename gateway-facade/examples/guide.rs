@@ -143,6 +143,25 @@ async fn errors(client: &GatewayClient) {
     }
 }
 
+/// Section 4: matching a call error.
+#[rustfmt::skip]
+async fn match_errors(client: &GatewayClient) {
+    use polygateway::{AttemptError, GatewayError};
+
+    match client.chat("hi", ChatOptions::new()).await {
+        Ok(answer) => println!("{}", answer.content),
+        Err(GatewayError::RequestRejected(rejected)) => {
+            eprintln!("fix the request: {} (HTTP {:?})", rejected.failure().message, rejected.failure().http_status);
+        }
+        Err(error) if error.is_retryable_later() => {
+            // The last failure the retries absorbed, e.g. the 401 that opened the last breaker.
+            let last = error.last_failure().map(AttemptError::to_string);
+            eprintln!("ask again in {:?} s ({last:?}, {} requests sent)", error.retry_after_s(), error.attempts());
+        }
+        Err(error) => eprintln!("{error}"),
+    }
+}
+
 /// Section 4: the error report.
 #[rustfmt::skip]
 async fn error_report(client: &GatewayClient) -> Result<(), Box<dyn Error>> {

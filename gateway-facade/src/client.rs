@@ -23,13 +23,10 @@
 //! and no secret is recorded in spans.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use gateway_core::accumulate::WarningThrottle;
-use gateway_core::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals};
 use gateway_core::cache::{check_cache_options, namespace_problem};
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
 use gateway_core::governor::CallOptions;
@@ -302,63 +299,22 @@ pub struct ChatOutcome {
 }
 
 impl ChatOutcome {
-    /// The JSON report of the error with `attempts` set; `None` on success.
+    /// The outcome of `result`: the attempt count from the response's statistics or from
+    /// the error.
+    fn of(result: Result<LlmResponse, GatewayError>) -> Self {
+        let attempts = match &result {
+            Ok(response) => response
+                .call_stats
+                .as_ref()
+                .map_or(0, |stats| stats.attempts),
+            Err(error) => error.attempts(),
+        };
+        Self { result, attempts }
+    }
+
+    /// The JSON report of the error (with its `attempts`); `None` on success.
     pub fn error_report(&self) -> Option<ErrorReport> {
-        self.result
-            .as_ref()
-            .err()
-            .map(|e| ErrorReport::from(e).with_attempts(self.attempts))
-    }
-}
-
-/// An [`AttemptRunner`] counting the attempts that reached it (= upstream requests).
-pub(crate) struct Counting<'a, R> {
-    inner: &'a R,
-    count: AtomicU32,
-}
-
-impl<'a, R> Counting<'a, R> {
-    pub(crate) fn new(inner: &'a R) -> Self {
-        Self {
-            inner,
-            count: AtomicU32::new(0),
-        }
-    }
-
-    pub(crate) fn count(&self) -> u32 {
-        self.count.load(Ordering::Relaxed)
-    }
-}
-
-impl<R: AttemptRunner> AttemptRunner for Counting<'_, R> {
-    fn run(
-        &self,
-        ctx: AttemptCtx,
-        signals: Option<LegSignals>,
-        control: LegControl,
-    ) -> impl Future<Output = AttemptOutcome> + Send {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.inner.run(ctx, signals, control)
-    }
-}
-
-/// An owned [`AttemptRunner`] counting into a shared counter (one per ladder round).
-#[cfg(feature = "structured")]
-struct SharedCounting<R> {
-    inner: R,
-    count: Arc<AtomicU32>,
-}
-
-#[cfg(feature = "structured")]
-impl<R: AttemptRunner> AttemptRunner for SharedCounting<R> {
-    fn run(
-        &self,
-        ctx: AttemptCtx,
-        signals: Option<LegSignals>,
-        control: LegControl,
-    ) -> impl Future<Output = AttemptOutcome> + Send {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.inner.run(ctx, signals, control)
+        self.result.as_ref().err().map(ErrorReport::from)
     }
 }
 
@@ -617,7 +573,6 @@ impl GatewayClient {
         let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
             .with_options(inner.executor_options.clone())
             .with_profiles(Arc::clone(&inner.profiles));
-        let runner = Counting::new(&executor);
         let cache = inner
             .runtime
             .cache
@@ -626,12 +581,9 @@ impl GatewayClient {
         let result = inner
             .runtime
             .governor
-            .run_chat_cached(&runner, call, cache.as_ref())
+            .run_chat_cached(&executor, call, cache.as_ref())
             .await;
-        ChatOutcome {
-            result,
-            attempts: runner.count(),
-        }
+        ChatOutcome::of(result)
     }
 
     /// The structured path: one logical call, every ladder round a full governed
@@ -652,7 +604,6 @@ impl GatewayClient {
                 };
             }
         };
-        let count = Arc::new(AtomicU32::new(0));
         let options = inner.structured.ladder();
         let cache = inner.runtime.cache.as_ref().and_then(|cache| {
             cache.prepare_structured(
@@ -662,18 +613,13 @@ impl GatewayClient {
             )
         });
         let mut state = Ladder::new(request, options.clone());
-        let result =
-            ladder::run_cached(handle, &mut state, cache.as_ref(), |round| SharedCounting {
-                inner: ChatExecutor::new(Arc::clone(&inner.transport), round)
-                    .with_options(inner.executor_options.clone())
-                    .with_profiles(Arc::clone(&inner.profiles)),
-                count: Arc::clone(&count),
-            })
-            .await;
-        ChatOutcome {
-            result,
-            attempts: count.load(Ordering::Relaxed),
-        }
+        let result = ladder::run_cached(handle, &mut state, cache.as_ref(), |round| {
+            ChatExecutor::new(Arc::clone(&inner.transport), round)
+                .with_options(inner.executor_options.clone())
+                .with_profiles(Arc::clone(&inner.profiles))
+        })
+        .await;
+        ChatOutcome::of(result)
     }
 
     /// [`chat`](Self::chat) with structured output decoded into `T` (beyond the original):

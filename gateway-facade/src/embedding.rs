@@ -43,9 +43,9 @@ use gateway_core::stats::new_uuid_v4;
 use gateway_core::telemetry::RowInput;
 use gateway_core::telemetry::shape::embed_response_placeholder;
 use gateway_ports::{
-    AttemptFailure, CallStats, Clock, ConfigError, ConfigWarning, EmbedRequest, EmbeddingResponse,
-    EmbeddingTransport, Endpoint, ErrorOperation, GatewayError, ReasonCode, ResultInvalidDetails,
-    SourceConfig, TelemetryStatus, Usage, UsageSource, WireRequest,
+    AttemptError, AttemptFailure, CallStats, Clock, ConfigError, ConfigWarning, EmbedRequest,
+    EmbeddingResponse, EmbeddingTransport, Endpoint, ErrorOperation, GatewayError, ReasonCode,
+    ResultInvalidDetails, SourceConfig, TelemetryStatus, Usage, UsageSource, WireRequest,
 };
 use serde_json::Value;
 
@@ -178,10 +178,10 @@ fn parse_embeddings(bytes: &[u8], expected: usize) -> Result<(Parsed, Option<u64
     ))
 }
 
-fn result_invalid(source: &str, message: String) -> GatewayError {
+fn result_invalid(source: &str, message: String) -> AttemptError {
     let mut failure = AttemptFailure::new(message, ErrorOperation::Embedding);
     failure.source_name = Some(source.to_owned());
-    GatewayError::result_invalid(ResultInvalidDetails::new(failure))
+    AttemptError::result_invalid(ResultInvalidDetails::new(failure))
 }
 
 /// The runner of one batch: sends the batch, judges the body, keeps the vectors of each
@@ -246,7 +246,7 @@ impl EmbedRunner {
                 failure.source_name = Some(source.name.clone());
                 failure.http_status = Some(200);
                 failure.reason_code = Some(ReasonCode::InvalidJson);
-                return AttemptOutcome::Failed(GatewayError::transient(failure));
+                return AttemptOutcome::Failed(AttemptError::transient(failure));
             }
             Err(BodyFault::Shape(what)) => {
                 return AttemptOutcome::Failed(result_invalid(
@@ -270,7 +270,7 @@ impl EmbedRunner {
                         shown.join(", ")
                     ),
                 );
-                if let GatewayError::ResultInvalid(details) = &mut error {
+                if let AttemptError::ResultInvalid(details) = &mut error {
                     details.failure.reason_code = Some(ReasonCode::MalformedItem);
                 }
                 return AttemptOutcome::Failed(error);
@@ -533,8 +533,7 @@ impl EmbeddingClient {
                         governed.source.name
                     ),
                 );
-                handle.fail(&error).await;
-                return Err(error);
+                return Err(handle.fail(GatewayError::from_attempt("", error)).await);
             };
             let result = *governed.result;
             batches.push(BatchOutcome {
@@ -551,16 +550,13 @@ impl EmbeddingClient {
                 response.call_stats = Some(handle.finish());
                 Ok(response)
             }
-            Err(error) => {
-                handle.fail(&error).await;
-                Err(error)
-            }
+            Err(error) => Err(handle.fail(GatewayError::from_attempt("", error)).await),
         }
     }
 
     /// The merge of the batches' vectors (then the optional L2 normalisation).
     /// `call_stats` is left for the caller (the call handle's snapshot).
-    fn merge(&self, batches: Vec<BatchOutcome>) -> Result<EmbeddingResponse, GatewayError> {
+    fn merge(&self, batches: Vec<BatchOutcome>) -> Result<EmbeddingResponse, AttemptError> {
         let mut response = EmbeddingResponse::default();
         let Some(first) = batches.first() else {
             return Ok(response);

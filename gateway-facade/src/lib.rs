@@ -90,6 +90,12 @@ pub use assembly::{
     ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, EmbeddingSettingsRef, GatewayClientBuilder,
     InjectedComponents, OcrClientBuilder, SettingsRef, log_warnings, ocr_plan_from_validated,
 };
+/// The error payloads and vocabulary a caller matches on (see [`GatewayError`]).
+pub use gateway_ports::{
+    AttemptError, AttemptFailure, CallFailure, Category, DeadlineExceededDetails, FailureReason,
+    InvalidArgumentDetails, PartialOutput, ReasonCode, ResultInvalidDetails, ScopeReason,
+    SourceNotConfiguredDetails, Unavailable,
+};
 pub use gateway_ports::{ConfigError, ConfigWarning};
 pub use gateway_ports::{
     OcrLayoutElement, OcrLayoutResult, OcrRequest, OcrTextResult, OcrTransport, PageSize,

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use gateway_ports::{ConfigError, GatewayError};
+use gateway_ports::{AttemptError, ConfigError, GatewayError};
 use serde::Serialize;
 
 /// One error in the `pgw --json` shape without `last_failure` (the nested object of
@@ -45,8 +45,8 @@ pub struct ErrorSummary {
     pub scope_reason: Option<&'static str>,
     /// Per-source reasons of the unavailable family; `null` for other types.
     pub per_source_reasons: Option<BTreeMap<String, &'static str>>,
-    /// Upstream requests the call made; `null` when unknown (an error alone does not carry it:
-    /// set it with [`ErrorReport::with_attempts`], or use `GatewayClient::chat_outcome`).
+    /// Upstream requests the call made (0 for errors raised before any request); `null` in the
+    /// nested `last_failure` object.
     pub attempts: Option<u32>,
 }
 
@@ -73,6 +73,25 @@ impl From<&GatewayError> for ErrorSummary {
                     .map(|(source, reason)| (source.clone(), reason.as_str()))
                     .collect()
             }),
+            attempts: Some(error.attempts()),
+        }
+    }
+}
+
+impl From<&AttemptError> for ErrorSummary {
+    /// One attempt's failure (the nested `last_failure` object): no scope, per-source reasons
+    /// or attempt count of its own.
+    fn from(error: &AttemptError) -> Self {
+        Self {
+            error_type: error.type_name(),
+            category: Some(error.category().as_str()),
+            message: error.to_string(),
+            reason_code: error.reason_code().map(|r| r.as_str()),
+            http_status: error.http_status(),
+            retry_after_s: error.retry_after_s().map(round_ms),
+            scope: None,
+            scope_reason: None,
+            per_source_reasons: None,
             attempts: None,
         }
     }

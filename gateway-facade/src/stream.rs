@@ -32,9 +32,7 @@ use tokio::sync::mpsc;
 
 pub use gateway_core::stream_call::{StreamDelta, StreamEvent, ToolCallFragment};
 
-use crate::client::{
-    CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions, Counting, GatewayClient, check_chat,
-};
+use crate::client::{CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions, GatewayClient, check_chat};
 
 /// Options of a streamed call that `chat` does not have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +231,6 @@ impl GatewayClient {
                 .with_options(inner.executor_options.clone())
                 .with_profiles(Arc::clone(&inner.profiles))
                 .with_commit_gate(Arc::clone(&driver_gate));
-            let runner = Counting::new(&executor);
             let mut call = CallOptions::default()
                 .with_row_input(Arc::new(RowInput::chat(&request)))
                 .with_stream(request.stream);
@@ -247,7 +244,7 @@ impl GatewayClient {
             inner
                 .runtime
                 .governor
-                .run_chat_streamed(&runner, call, cache.as_ref(), &driver_gate)
+                .run_chat_streamed(&executor, call, cache.as_ref(), &driver_gate)
                 .await
         });
         ChatStream {

@@ -320,7 +320,9 @@ async fn c_28_request_effort_unknown_model_is_rejected_before_io() {
     match &r {
         Err(GatewayError::RequestRejected(f)) => {
             assert!(
-                f.message.contains("no capability entry for model"),
+                f.failure()
+                    .message
+                    .contains("no capability entry for model"),
                 "names the missing entry: {f:?}"
             );
         }

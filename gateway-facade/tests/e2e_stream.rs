@@ -148,7 +148,8 @@ async fn d32_stream_deltas_equal_chat_content_for_every_public_wire_case() {
                                     other.unavailable().and_then(|u| u.last_failure.as_deref())
                                 }
                             }
-                            .unwrap_or(&c);
+                            .or(c.attempt_error())
+                            .expect("a failed call names its last attempt failure");
                             assert_eq!(last.type_name(), s.type_name(), "{label}");
                             assert_eq!(last.reason_code(), s.reason_code(), "{label}");
                         }

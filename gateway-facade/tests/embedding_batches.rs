@@ -263,7 +263,7 @@ async fn e_13_dimension_differs_across_batches_and_weakest_usage_source() {
     let error = c.embed(texts(2)).await.unwrap_err();
     match error {
         GatewayError::ResultInvalid(d) => assert!(
-            d.failure
+            d.failure()
                 .message
                 .contains("embedding dimension differs across batches"),
             "{d:?}"

@@ -136,7 +136,7 @@ async fn cf_410_expected_dim_mismatch_is_result_invalid_without_retry() {
     match &error {
         GatewayError::ResultInvalid(d) => {
             assert!(
-                d.failure
+                d.failure()
                     .message
                     .contains("emb_1 dimension 4 does not match expected 8"),
                 "{d:?}"

@@ -190,9 +190,8 @@ impl OcrTransport for FakeOcr {
 fn last_failure(e: &GatewayError) -> Option<gateway_ports::AttemptFailure> {
     e.unavailable()?
         .last_failure
-        .as_ref()?
-        .attempt_failure()
-        .cloned()
+        .as_ref()
+        .map(|e| e.failure().clone())
 }
 
 fn source(name: &str) -> SourceConfig {
@@ -522,7 +521,9 @@ async fn o_16_status_translation_and_sub_operation() {
     let c = client(&fake, &clock, vec![source("monkey_1")]);
     let e = c.parse_layout(png()).await.unwrap_err();
     match &e {
-        GatewayError::RequestRejected(f) => assert_eq!(f.operation, ErrorOperation::Parse),
+        GatewayError::RequestRejected(f) => {
+            assert_eq!(f.failure().operation, ErrorOperation::Parse)
+        }
         other => panic!("{other:?}"),
     }
     let clock = Arc::new(FakeClock::new());

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use gateway_ports::{
-    AttemptFailure, ConfigError, ErrorOperation, FailureReason, GatewayError, ReasonCode,
-    ResultInvalidDetails, ScopeReason, Unavailable,
+    AttemptError, AttemptFailure, ConfigError, ErrorOperation, FailureReason, GatewayError,
+    ReasonCode, ResultInvalidDetails, ScopeReason, Unavailable,
 };
 use polygateway::{ConfigErrorReport, ErrorReport};
 use serde_json::{Value, json};
@@ -30,12 +30,12 @@ fn keys(v: &Value) -> BTreeSet<&str> {
     v.as_object().unwrap().keys().map(String::as_str).collect()
 }
 
-fn transient_503() -> GatewayError {
+fn transient_503() -> AttemptError {
     let mut f = AttemptFailure::new("qwen_1: HTTP 503: unavailable", ErrorOperation::Chat);
     f.source_name = Some("qwen_1".into());
     f.http_status = Some(503);
     f.retry_after_s = Some(2.0);
-    GatewayError::transient(f)
+    AttemptError::transient(f)
 }
 
 #[test]

@@ -15,12 +15,20 @@ fn failure(status: Option<u16>, code: Option<ReasonCode>) -> AttemptFailure {
 
 fn all_variants() -> Vec<GatewayError> {
     let mut exhausted = Unavailable::new("LLM", ScopeReason::RetryExhausted, 3.0);
-    exhausted.last_failure = Some(Box::new(GatewayError::transient(failure(Some(503), None))));
+    exhausted.last_failure = Some(Box::new(AttemptError::transient(failure(Some(503), None))));
     let mut backend = Unavailable::new("LLM", ScopeReason::BackendUnavailable, 5.0);
     backend.detail = Some("rate-limiter backend try_acquire failed: down".into());
     vec![
-        GatewayError::transient(failure(Some(503), None)),
-        GatewayError::source_dead(failure(Some(401), None)),
+        // A streamed call's post-commit failures: the only call-level errors that carry a
+        // `Transient` or `SourceDead` cause.
+        GatewayError::committed(
+            AttemptError::transient(failure(Some(503), None)),
+            PartialOutput::new("par", ""),
+        ),
+        GatewayError::committed(
+            AttemptError::source_dead(failure(Some(401), None)),
+            PartialOutput::new("", ""),
+        ),
         GatewayError::request_rejected(failure(Some(500), Some(ReasonCode::ContextLengthExceeded))),
         GatewayError::result_invalid(ResultInvalidDetails::new(failure(
             None,
@@ -71,7 +79,7 @@ fn g_14_type_names() {
 }
 
 #[test]
-fn g_2_category_only_for_the_four_categories() {
+fn g_2_category_only_for_the_errors_an_attempt_ended() {
     let categories: Vec<Option<Category>> =
         all_variants().iter().map(GatewayError::category).collect();
     assert_eq!(
@@ -223,4 +231,90 @@ fn s20_10_config_warning_shape() {
     assert_eq!(w.code, "hedge.single_source");
     assert_eq!(w.source.as_deref(), Some("openai_1"));
     assert_eq!(w.to_string(), "hedge.single_source: one source");
+}
+
+#[test]
+fn r_16_attempt_error_is_the_per_attempt_classification() {
+    let mut f = failure(Some(429), None);
+    f.retry_after_s = Some(2.5);
+    let e = AttemptError::transient(f.clone());
+    assert_eq!(e.category(), Category::Transient);
+    assert_eq!(e.type_name(), "TransientError");
+    assert_eq!(e.failure(), &f);
+    assert_eq!(
+        e.retry_after_s(),
+        Some(2.5),
+        "an attempt keeps its server hint"
+    );
+    assert_eq!(e.http_status(), Some(429));
+    assert_eq!(e.source_name(), Some("openai_1"));
+    assert!(std::mem::size_of::<AttemptError>() <= 16);
+    for category in [
+        Category::Transient,
+        Category::SourceDead,
+        Category::RequestRejected,
+        Category::ResultInvalid,
+    ] {
+        assert_eq!(
+            AttemptError::of_category(category, f.clone()).category(),
+            category
+        );
+    }
+}
+
+#[test]
+fn d25_an_attempt_that_ends_the_call_keeps_its_category() {
+    let rejected = GatewayError::from_attempt(
+        "LLM",
+        AttemptError::request_rejected(failure(Some(400), None)),
+    );
+    assert!(matches!(rejected, GatewayError::RequestRejected(_)));
+    assert_eq!(rejected.http_status(), Some(400));
+    assert_eq!(
+        rejected.attempt_error().map(AttemptError::category),
+        Some(Category::RequestRejected)
+    );
+    // An absorbed category handed to the call boundary becomes retry_exhausted with the cause.
+    let absorbed =
+        GatewayError::from_attempt("LLM", AttemptError::transient(failure(Some(503), None)));
+    let u = absorbed.unavailable().expect("unavailable family");
+    assert_eq!(u.reason, ScopeReason::RetryExhausted);
+    assert_eq!(
+        absorbed.last_failure().and_then(AttemptError::http_status),
+        Some(503)
+    );
+}
+
+#[test]
+fn d25_the_attempt_count_travels_with_the_error() {
+    for (i, e) in all_variants().into_iter().enumerate() {
+        let carried = e.clone().with_attempts(3).attempts();
+        let expected = match i {
+            // Raised before any request: no count to carry.
+            7 | 9 | 10 | 11 => 0,
+            _ => 3,
+        };
+        assert_eq!(carried, expected, "{}", e.type_name());
+        assert_eq!(e.attempts(), 0, "0 until the call sets it");
+    }
+}
+
+#[test]
+fn d32_committed_carries_the_partial_output() {
+    let v = all_variants();
+    assert!(v[0].is_committed());
+    assert_eq!(
+        v[0].partial_output().map(PartialOutput::content),
+        Some("par")
+    );
+    let rejected = GatewayError::request_rejected(failure(Some(400), None))
+        .into_committed(PartialOutput::new("x", ""));
+    assert!(rejected.is_committed());
+    assert_eq!(rejected.type_name(), "RequestRejectedError");
+    assert!(
+        !v[4]
+            .clone()
+            .into_committed(PartialOutput::default())
+            .is_committed()
+    );
 }

@@ -100,9 +100,7 @@ fn status_for(error: &GatewayError, scope_reason: Option<&str>) -> u16 {
         }
         GatewayError::CallDeadlineExceeded(_) => 504,
         GatewayError::ClientClosed => 503,
-        GatewayError::Transient(_)
-        | GatewayError::SourceDead(_)
-        | GatewayError::ResultInvalid(_) => 502,
+        GatewayError::ResultInvalid(_) | GatewayError::Committed(_) => 502,
         _ => 500,
     }
 }

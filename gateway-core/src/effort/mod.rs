@@ -22,8 +22,8 @@ use std::sync::Mutex;
 use gateway_ports::config::SourceConfig;
 use gateway_ports::request::{ChatRequest, JsonObject};
 use gateway_ports::{
-    AttemptFailure, ConfigError, EFFORT_ORDER, Effort, EffortFallback, ErrorOperation,
-    GatewayError, ThinkingObservation,
+    AttemptError, AttemptFailure, ConfigError, EFFORT_ORDER, Effort, EffortFallback,
+    ErrorOperation, GatewayError, ThinkingObservation,
 };
 use serde_json::Value;
 
@@ -445,11 +445,11 @@ pub fn plan_attempt(
     source: &SourceConfig,
     profile: &ProviderProfile,
     scope: Option<&str>,
-) -> Result<ThinkingDirective, GatewayError> {
+) -> Result<ThinkingDirective, AttemptError> {
     let reject = |message: String| {
         let mut failure = AttemptFailure::new(message, ErrorOperation::Chat);
         failure.source_name = Some(source.name.clone());
-        GatewayError::request_rejected(failure)
+        AttemptError::request_rejected(failure)
     };
     let intent = source_intent(source);
     let overlay_root = managed_root_in(&request.overlay, profile);

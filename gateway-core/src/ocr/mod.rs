@@ -27,7 +27,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::FutureExt as _;
 use gateway_ports::{
-    ArchiveEntry, ArchiveFault, AttemptFailure, CallOperation, Clock, ErrorOperation, GatewayError,
+    ArchiveEntry, ArchiveFault, AttemptError, AttemptFailure, CallOperation, Clock, ErrorOperation,
     OcrLayoutElement, OcrStage, OcrTransport, OcrWireRequest, PageSize, ReasonCode,
     ResultInvalidDetails, SourceConfig, UsageSource, WireBody, WireFailure,
 };
@@ -258,7 +258,7 @@ impl OcrRunner {
         operation: ErrorOperation,
         body: &WireBody,
         fault: &EnvelopeFault,
-    ) -> GatewayError {
+    ) -> AttemptError {
         let cctx = self.cctx(source, operation);
         let text = gateway_ports::body_text(&body.bytes);
         let summary = scrubbed_summary(&text, &cctx.scrub);
@@ -284,7 +284,7 @@ impl OcrRunner {
         };
         failure.http_status = Some(200);
         failure.body_text = Some(summary);
-        GatewayError::transient(failure)
+        AttemptError::transient(failure)
     }
 
     fn result_invalid(
@@ -293,17 +293,17 @@ impl OcrRunner {
         operation: ErrorOperation,
         message: String,
         reason: Option<ReasonCode>,
-    ) -> GatewayError {
+    ) -> AttemptError {
         let mut failure = self.failure(source, operation, message);
         failure.reason_code = reason;
-        GatewayError::result_invalid(ResultInvalidDetails::new(failure))
+        AttemptError::result_invalid(ResultInvalidDetails::new(failure))
     }
 
     fn judge_text(
         &self,
         source: &SourceConfig,
         body: &WireBody,
-    ) -> Result<OcrPayload, GatewayError> {
+    ) -> Result<OcrPayload, AttemptError> {
         let op = ErrorOperation::OcrText;
         let envelope =
             judge_envelope(&body.bytes).map_err(|f| self.envelope_failure(source, op, body, &f))?;
@@ -332,7 +332,7 @@ impl OcrRunner {
         &self,
         source: &SourceConfig,
         wire: gateway_ports::OcrLayoutWire,
-    ) -> Result<OcrPayload, GatewayError> {
+    ) -> Result<OcrPayload, AttemptError> {
         let op = ErrorOperation::Parse;
         let mut envelope = judge_envelope(&wire.envelope.bytes)
             .map_err(|f| self.envelope_failure(source, op, &wire.envelope, &f))?;

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 
-use gateway_ports::{GatewayError, LlmResponse, PartialOutput};
+use gateway_ports::{AttemptError, GatewayError, LlmResponse, PartialOutput};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
@@ -220,14 +220,25 @@ impl CommitGate {
 
     /// Marks `error` as a post-commit failure with the forwarded output, when committed.
     pub fn mark(&self, error: GatewayError) -> GatewayError {
-        let state = self.lock();
-        if state.committed.is_some() && !error.is_committed() {
-            let partial = state.forwarded.clone();
-            drop(state);
-            error.into_committed(partial)
-        } else {
-            error
+        match self.partial_if_committed() {
+            Some(partial) if !error.is_committed() => error.into_committed(partial),
+            _ => error,
         }
+    }
+
+    /// The call-level error of an attempt failure that ends a streamed call: `Committed` with
+    /// the forwarded output once the commit point has passed, else
+    /// [`GatewayError::from_attempt`].
+    pub fn mark_attempt(&self, scope: &str, error: AttemptError) -> GatewayError {
+        match self.partial_if_committed() {
+            Some(partial) => GatewayError::committed(error, partial),
+            None => GatewayError::from_attempt(scope, error),
+        }
+    }
+
+    fn partial_if_committed(&self) -> Option<PartialOutput> {
+        let state = self.lock();
+        state.committed.as_ref().map(|_| state.forwarded.clone())
     }
 
     /// Hands one frame of attempt `call_id` to the gate. Before the commit point it is buffered

@@ -224,8 +224,7 @@ where
             }
             LadderStep::Reask => {}
             LadderStep::Exhausted(error) => {
-                handle.fail(&error).await;
-                return Err(error);
+                return Err(handle.fail(error).await);
             }
         }
     }

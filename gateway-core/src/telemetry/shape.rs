@@ -14,8 +14,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use gateway_ports::{
-    CallOperation, CauseKind, ChatRequest, ConfigError, Effort, EmbedRequest, EventKind,
-    GatewayError, JsonObject, Meta, MetaValue, OcrRequest, PricingTable, TelemetryRow,
+    AttemptError, CallOperation, CauseKind, ChatRequest, ConfigError, Effort, EmbedRequest,
+    EventKind, GatewayError, JsonObject, Meta, MetaValue, OcrRequest, PricingTable, TelemetryRow,
     ThinkingObservation, Usage, UsageSource,
 };
 use serde_json::{Map, Value};
@@ -171,7 +171,7 @@ pub enum ErrorInput<'a> {
     /// A label (`cancelled`, `hedge_cancelled`): never parsed for diagnostics.
     Label(&'a str),
     /// A failed attempt's error; `scrub` removes secrets from its body.
-    Attempt(&'a GatewayError, ScrubOptions<'a>),
+    Attempt(&'a AttemptError, ScrubOptions<'a>),
     /// The error that ended the call (terminal row): no status, cause or body.
     Terminal(&'a GatewayError),
 }
@@ -202,20 +202,21 @@ pub fn error_fields(input: ErrorInput<'_>, operation: CallOperation) -> ErrorFie
             ..ErrorFields::default()
         },
         ErrorInput::Attempt(error, scrub) => {
-            let failure = error.attempt_failure();
+            let failure = error.failure();
             ErrorFields {
-                error: Some(error_text(error, operation)),
+                error: Some(error_text(error, error.type_name(), operation)),
                 error_type: Some(error.type_name()),
-                cause_type: failure.and_then(|f| f.cause),
-                http_status_code: failure.and_then(|f| f.http_status).map(i32::from),
+                cause_type: failure.cause,
+                http_status_code: failure.http_status.map(i32::from),
                 error_body: failure
-                    .and_then(|f| f.body_text.as_deref())
+                    .body_text
+                    .as_deref()
                     .map(|body| scrubbed_summary(body, &scrub))
                     .filter(|body| !body.is_empty()),
             }
         }
         ErrorInput::Terminal(error) => {
-            let mut text = error_text(error, operation);
+            let mut text = error_text(error, error.type_name(), operation);
             if let Some(details) = error.result_invalid_details() {
                 if let Some(repair) = &details.repair_error {
                     text.push_str(" | repair=");
@@ -237,9 +238,12 @@ pub fn error_fields(input: ErrorInput<'_>, operation: CallOperation) -> ErrorFie
 
 /// The `error` text of 80 T-21: the display message, or the type name when it is empty; OCR
 /// operations use `"<type name>: <message>"`.
-pub fn error_text(error: &GatewayError, operation: CallOperation) -> String {
+pub fn error_text(
+    error: &dyn std::fmt::Display,
+    type_name: &'static str,
+    operation: CallOperation,
+) -> String {
     let message = error.to_string();
-    let type_name = error.type_name();
     match (is_ocr(operation), message.is_empty()) {
         (_, true) => type_name.to_owned(),
         (true, false) => format!("{type_name}: {message}"),

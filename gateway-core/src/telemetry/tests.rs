@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use gateway_ports::{
-    AttemptFailure, CallOperation, CallStats, CauseKind, ChatRequest, Effort, EmbedRequest,
-    ErrorOperation, EventKind, GatewayError, LlmResponse, ModelPrice, OcrRequest, PricingTable,
-    RecordError, RecordErrorKind, ResultInvalidDetails, ScopeReason, Secret, SourceConfig,
-    SqlValue, StreamEnd, TelemetryRecorder, TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
-    ThinkingObservation, Unavailable, Usage, UsageSource,
+    AttemptError, AttemptFailure, CallOperation, CallStats, CauseKind, ChatRequest, Effort,
+    EmbedRequest, ErrorOperation, EventKind, GatewayError, LlmResponse, ModelPrice, OcrRequest,
+    PricingTable, RecordError, RecordErrorKind, ResultInvalidDetails, ScopeReason, Secret,
+    SourceConfig, SqlValue, StreamEnd, TelemetryRecorder, TelemetryRow, TelemetryStatus,
+    TelemetryStatusProvider, ThinkingObservation, Unavailable, Usage, UsageSource,
 };
 use serde_json::{Value, json};
 
@@ -98,10 +98,10 @@ fn cache_hit(call: Arc<RowCall>, response: LlmResponse) -> CacheHitRowFacts {
     }
 }
 
-fn transient(msg: &str) -> GatewayError {
+fn transient(msg: &str) -> AttemptError {
     let mut f = AttemptFailure::new(msg, ErrorOperation::Chat);
     f.source_name = Some("openai_1".into());
-    GatewayError::transient(f)
+    AttemptError::transient(f)
 }
 
 fn exhausted() -> GatewayError {
@@ -330,7 +330,7 @@ fn cf_358_t_24_http_status_as_received() {
         let row = priced().attempt_row(&attempt(
             chat_call(),
             src("m"),
-            AttemptRowOutcome::Failed(GatewayError::transient(f)),
+            AttemptRowOutcome::Failed(AttemptError::transient(f)),
         ));
         assert_eq!(row.http_status_code, Some(i32::from(status)));
     }
@@ -350,7 +350,7 @@ fn cf_359_t_21_t_23_empty_message_falls_back_to_type_name() {
         let row = priced().attempt_row(&attempt(
             chat_call(),
             src("m"),
-            AttemptRowOutcome::Failed(GatewayError::transient(f)),
+            AttemptRowOutcome::Failed(AttemptError::transient(f)),
         ));
         assert_eq!(row.error.as_deref(), Some("TransientError"));
         assert_eq!(row.error_type, Some("TransientError"));
@@ -372,7 +372,7 @@ fn cf_360_t_25_error_body_is_scrubbed_summary() {
     let row = priced().attempt_row(&attempt(
         chat_call(),
         Arc::new(s),
-        AttemptRowOutcome::Failed(GatewayError::transient(f)),
+        AttemptRowOutcome::Failed(AttemptError::transient(f)),
     ));
     let body = row.error_body.unwrap();
     assert!(body.chars().count() <= 2048);
@@ -387,7 +387,7 @@ fn cf_360_t_25_error_body_is_scrubbed_summary() {
     let row = priced().attempt_row(&attempt(
         chat_call(),
         src("m"),
-        AttemptRowOutcome::Failed(GatewayError::transient(f)),
+        AttemptRowOutcome::Failed(AttemptError::transient(f)),
     ));
     assert_eq!(row.error_body, None);
 }
@@ -418,7 +418,7 @@ fn cf_362_t_27_ocr_operation_from_call_site() {
     let row = priced().attempt_row(&attempt(
         call.clone(),
         src("ocr"),
-        AttemptRowOutcome::Failed(GatewayError::transient(f)),
+        AttemptRowOutcome::Failed(AttemptError::transient(f)),
     ));
     assert_eq!(row.operation, CallOperation::ParseLayout);
     assert_eq!(

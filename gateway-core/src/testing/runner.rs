@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use gateway_ports::{AttemptFailure, ErrorOperation, GatewayError};
+use gateway_ports::{AttemptError, AttemptFailure, ErrorOperation};
 use tokio::sync::Notify;
 
 use crate::attempt::{
@@ -22,7 +22,7 @@ pub enum Step {
     /// End the attempt with this success (stall reports of earlier steps are applied).
     Ok(Box<TransportResult>),
     /// End the attempt with this (classified) failure.
-    Fail(GatewayError),
+    Fail(AttemptError),
     /// Never return (until the attempt future is dropped or cancelled as a loser).
     Hang,
     /// Emit one progress chunk (R-12 counter +1).
@@ -57,8 +57,8 @@ impl Script {
         Self::new().then_ok(result)
     }
 
-    /// `fail(GatewayError)`.
-    pub fn fail(error: GatewayError) -> Self {
+    /// `fail(AttemptError)`.
+    pub fn fail(error: AttemptError) -> Self {
         Self::new().then_fail(error)
     }
 
@@ -78,7 +78,7 @@ impl Script {
     }
 
     /// `fail_after(d, e)`: sleep `d`, then fail with `error`.
-    pub fn fail_after(d: Duration, error: GatewayError) -> Self {
+    pub fn fail_after(d: Duration, error: AttemptError) -> Self {
         Self::new().then(Step::Sleep(d)).then_fail(error)
     }
 
@@ -119,7 +119,7 @@ impl Script {
     }
 
     /// Appends the terminal `fail` step.
-    pub fn then_fail(self, error: GatewayError) -> Self {
+    pub fn then_fail(self, error: AttemptError) -> Self {
         self.then(Step::Fail(error))
     }
 }
@@ -311,7 +311,7 @@ impl AttemptRunner for ScriptedRunner {
     ) -> AttemptOutcome {
         match self.next(&ctx.source.name) {
             Some((script, handle)) => self.play(ctx, signals, script, handle).await,
-            None => AttemptOutcome::Failed(GatewayError::request_rejected(AttemptFailure::new(
+            None => AttemptOutcome::Failed(AttemptError::request_rejected(AttemptFailure::new(
                 format!("{}: scripted runner: script exhausted", ctx.source.name),
                 ErrorOperation::Chat,
             ))),

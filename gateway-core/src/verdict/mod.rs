@@ -43,7 +43,7 @@ pub use summary::{
 };
 
 use gateway_ports::{
-    AttemptFailure, Category, ErrorOperation, FinishClass, GatewayError, MissingDone, ReasonCode,
+    AttemptError, AttemptFailure, Category, ErrorOperation, FinishClass, MissingDone, ReasonCode,
     ResponseMode, StreamEnd, UsageSource,
 };
 use serde_json::{Map, Value};
@@ -181,10 +181,10 @@ impl VerdictFailure {
         Classification::new(self.category, failure)
     }
 
-    /// The `GatewayError` of this failure: `Transient`, or `ResultInvalid` with
+    /// The `AttemptError` of this failure: `Transient`, or `ResultInvalid` with
     /// `raw_text = ""` (reasoning is never echoed) and no validation data. A `ResultInvalid`
     /// reaches the caller directly, never wrapped in `AllSourcesExhausted`.
-    pub fn into_error(self, source_name: &str) -> GatewayError {
+    pub fn into_error(self, source_name: &str) -> AttemptError {
         self.into_classification(source_name).into_error()
     }
 }

@@ -15,7 +15,7 @@ use gateway_core::attempt::{AttemptCtx, AttemptOutcome, LegControl, LegSignals, 
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
 use gateway_core::testing::ScriptedWire;
 use gateway_ports::{
-    Category, ChatRequest, GatewayError, MissingDone, ReasonCode, ResponseMode, SourceConfig,
+    AttemptError, Category, ChatRequest, MissingDone, ReasonCode, ResponseMode, SourceConfig,
 };
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
@@ -142,7 +142,7 @@ impl Run {
         }
     }
 
-    pub fn err(&self) -> &GatewayError {
+    pub fn err(&self) -> &AttemptError {
         match &self.outcome {
             AttemptOutcome::Failed(e) => e,
             other => panic!("expected failure, got {other:?}"),
@@ -152,7 +152,7 @@ impl Run {
     /// Asserts the failure's category and reason code.
     pub fn assert_fails(&self, category: Category, code: ReasonCode) {
         let e = self.err();
-        assert_eq!(e.category(), Some(category), "category of {e:?}");
+        assert_eq!(e.category(), category, "category of {e:?}");
         assert_eq!(e.reason_code(), Some(code), "reason code of {e:?}");
     }
 

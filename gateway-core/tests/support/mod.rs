@@ -19,9 +19,9 @@ use gateway_core::pacer::{NoopPacer, Pacer};
 use gateway_core::select::StaticSelector;
 use gateway_core::testing::{HangOn, HangingBreaker, RecordingRowSink, ScriptedRunner};
 use gateway_ports::{
-    AttemptFailure, BackpressurePolicy, BreakerConfig, CircuitBreaker, Clock, ErrorOperation,
-    GatewayError, GlobalLimits, RateLimiter, ResultInvalidDetails, RetryPolicy, SourceConfig,
-    SourceStats, WaitPolicy,
+    AttemptError, AttemptFailure, BackpressurePolicy, BreakerConfig, CircuitBreaker, Clock,
+    ErrorOperation, GatewayError, GlobalLimits, RateLimiter, ResultInvalidDetails, RetryPolicy,
+    SourceConfig, SourceStats, WaitPolicy,
 };
 
 /// `RetryPolicy(max_attempts, base, max)` as the original's tests write it (05 R-21).
@@ -50,38 +50,38 @@ pub fn failure(source: &str, msg: &str) -> AttemptFailure {
 }
 
 /// `Transient(status)`.
-pub fn transient(status: u16) -> GatewayError {
+pub fn transient(status: u16) -> AttemptError {
     let mut f = failure("s", &format!("HTTP {status}"));
     f.http_status = Some(status);
-    GatewayError::transient(f)
+    AttemptError::transient(f)
 }
 
 /// A 429 `Transient` with an optional hint.
-pub fn rate_limited(hint_s: Option<f64>) -> GatewayError {
+pub fn rate_limited(hint_s: Option<f64>) -> AttemptError {
     let mut f = failure("s", "rate limited: 429");
     f.http_status = Some(429);
     f.retry_after_s = hint_s;
-    GatewayError::transient(f)
+    AttemptError::transient(f)
 }
 
 /// `SourceDead("401", status 401)`.
-pub fn dead() -> GatewayError {
+pub fn dead() -> AttemptError {
     let mut f = failure("s", "HTTP 401");
     f.http_status = Some(401);
-    GatewayError::source_dead(f)
+    AttemptError::source_dead(f)
 }
 
 /// `RequestRejected` 400.
-pub fn rejected() -> GatewayError {
+pub fn rejected() -> AttemptError {
     let mut f = failure("s", "HTTP 400 | bad");
     f.http_status = Some(400);
     f.body_text = Some("{\"error\":{\"message\":\"bad\"}}".to_owned());
-    GatewayError::request_rejected(f)
+    AttemptError::request_rejected(f)
 }
 
 /// `ResultInvalid`.
-pub fn invalid() -> GatewayError {
-    GatewayError::result_invalid(ResultInvalidDetails::new(failure("s", "empty_completion")))
+pub fn invalid() -> AttemptError {
+    AttemptError::result_invalid(ResultInvalidDetails::new(failure("s", "empty_completion")))
 }
 
 pub struct Fx {
