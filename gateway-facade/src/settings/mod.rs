@@ -35,6 +35,15 @@ pub const DEFAULT_MAX_WAITERS: u32 = 10_000;
 pub const DEFAULT_CACHE_TTL_S: f64 = 86_400.0;
 /// Default `cache_memory_max_entries` (chosen).
 pub const DEFAULT_CACHE_MEMORY_MAX_ENTRIES: u32 = 10_000;
+/// Default `redis_breaker_mirror_ms` (chosen): how long a process trusts the closed breaker
+/// state it last read from Redis.
+pub const DEFAULT_REDIS_BREAKER_MIRROR_MS: u32 = 250;
+/// Default `redis_write_behind_ms` (chosen): the latest a buffered breaker success or progress
+/// mark reaches Redis.
+pub const DEFAULT_REDIS_WRITE_BEHIND_MS: u32 = 100;
+/// Largest accepted `redis_breaker_mirror_ms` and `redis_write_behind_ms` (one minute): beyond
+/// it other processes would see this one's breaker and progress state too late to matter.
+pub const MAX_REDIS_DELAY_MS: u32 = 60_000;
 /// Default `telemetry_pg_pool_max`.
 pub const DEFAULT_TELEMETRY_PG_POOL_MAX: u32 = 4;
 /// Default `telemetry_pg_write_timeout_s` in seconds.
@@ -193,6 +202,16 @@ pub struct GatewaySettings {
     pub cache_backend: CacheBackend,
     /// `REDIS_URL` (`redis://` or `rediss://`); required iff a backend is `redis`.
     pub redis_url: Option<Secret<String>>,
+    /// `PGW_REDIS_BREAKER_MIRROR_MS` in milliseconds (default 250, at most 60 000): how long a
+    /// process answers `try_enter` on a closed source from the breaker state it last read from
+    /// Redis, so an open made by another process is seen at most this late. `0` = every
+    /// `try_enter` asks Redis (one more round trip per call).
+    pub redis_breaker_mirror_ms: u32,
+    /// `PGW_REDIS_WRITE_BEHIND_MS` in milliseconds (default 100, at most 60 000): the latest a
+    /// buffered breaker success or progress mark is written to Redis (normally the permit's
+    /// settle/release carries it sooner). `0` = every success and mark is written at once (one
+    /// round trip each).
+    pub redis_write_behind_ms: u32,
     /// `PGW_CACHE_NAMESPACE`; `None` = the scope label (resolved by validation).
     pub cache_namespace: Option<String>,
     /// `PGW_CACHE_SALT`; `None` = no salt. A [`Secret`]: a salt known to others lets them
@@ -248,6 +267,8 @@ impl Default for GatewaySettings {
             breaker_backend: StateBackend::Memory,
             cache_backend: CacheBackend::None,
             redis_url: None,
+            redis_breaker_mirror_ms: DEFAULT_REDIS_BREAKER_MIRROR_MS,
+            redis_write_behind_ms: DEFAULT_REDIS_WRITE_BEHIND_MS,
             cache_namespace: None,
             cache_salt: None,
             cache_ttl_s: DEFAULT_CACHE_TTL_S,
@@ -708,6 +729,18 @@ fn check_process_wide(
             ));
         }
         _ => {}
+    }
+    for (field, v) in [
+        ("redis_breaker_mirror_ms", s.redis_breaker_mirror_ms),
+        ("redis_write_behind_ms", s.redis_write_behind_ms),
+    ] {
+        if v > MAX_REDIS_DELAY_MS {
+            return Err(ConfigError::new(
+                "settings.backend",
+                at(field),
+                format!("{field} must be an integer of milliseconds in [0, {MAX_REDIS_DELAY_MS}]"),
+            ));
+        }
     }
     if s.telemetry_backend == TelemetryBackend::Postgres
         && s.telemetry_pg_dsn
