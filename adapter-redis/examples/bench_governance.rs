@@ -9,6 +9,7 @@
 //! limiter alone on Redis; the breaker alone on Redis.
 //!
 //! `cargo run --release -p adapter-redis --example bench_governance [calls_per_task]`
+//! (`PGW_BENCH_OP_TIMEOUT_MS` raises the operation timeout, e.g. with `redis-server` under valgrind)
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
 use std::collections::BTreeMap;
@@ -147,13 +148,22 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let url = format!("redis://127.0.0.1:{port}");
-    let conn = RedisConnection::new(&url, RedisOptions::default()).unwrap();
+    // `PGW_BENCH_OP_TIMEOUT_MS` raises the operation timeout, for a server run under valgrind.
+    let op_timeout = std::env::var("PGW_BENCH_OP_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(adapter_redis::DEFAULT_OP_TIMEOUT, Duration::from_millis);
+    let base = RedisOptions {
+        op_timeout,
+        ..RedisOptions::default()
+    };
+    let conn = RedisConnection::new(&url, base).unwrap();
     let immediate = RedisConnection::new(
         &url,
         RedisOptions {
             breaker_mirror: Duration::ZERO,
             write_behind: Duration::ZERO,
-            ..RedisOptions::default()
+            ..base
         },
     )
     .unwrap();

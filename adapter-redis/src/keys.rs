@@ -25,14 +25,15 @@ pub(crate) fn time_offset_key(tag: &str) -> Key {
     Key::from(format!("{tag}:test_time_offset_us"))
 }
 
-/// The limiter keys of a scope (without the time offset key): state, permits, window, leases.
-/// Built once per limiter; a clone shares the bytes.
+/// The limiter keys of a scope (without the time offset key): state, permits, window, leases,
+/// progress. Built once per limiter; a clone shares the bytes.
 pub(crate) fn limiter_keys(tag: &str) -> Vec<Key> {
     vec![
         Key::from(format!("{tag}:lim:state")),
         Key::from(format!("{tag}:lim:permits")),
         Key::from(format!("{tag}:lim:window")),
         Key::from(format!("{tag}:lim:leases")),
+        Key::from(format!("{tag}:lim:progress")),
     ]
 }
 

@@ -55,7 +55,7 @@ struct Inner {
     sources: Vec<SourceEntry>,
     /// Global `max_concurrency`, `rpm`, `tpm` as script arguments.
     global_args: [Value; 3],
-    /// State, permits, window, leases.
+    /// State, permits, window, leases, progress.
     keys: Vec<Key>,
     offset_key: Key,
     lease_ttl_us: u64,

@@ -115,213 +115,83 @@ local function brk_apply(B, WS, b, now, list)
 end
 ";
 
-/// Limiter: KEYS = state (hash: usage counters `i:`/`r:`/`t:<source>`, `gi`/`gr`/`gt`, `seq`,
-/// `due` = µs before which no window entry ages out and no lease expires, `prog` = µs of the
-/// last progress mark), permits (hash: id → record), win (zset: id by grant time), lease (zset:
-/// id by lease expiry), [breaker state, breaker buckets of the op's source,] time offset.
+/// Limiter: KEYS = state (hash: usage counters `i:`/`r:`/`t:<source>`, `gi`/`gr`/`gt`, `seq`),
+/// permits (hash: id → record), win (zset: id by grant time), lease (zset: id by lease expiry),
+/// progress (string: µs of the last mark), [breaker state, breaker buckets of the op's source,]
+/// time offset.
 /// ARGV[1] = op (`acquire`, `finish`, `stats`, `mark`, `age`), ARGV[2] = lease TTL µs,
 /// ARGV[3] = age µs of a carried progress mark (`''` = none), ARGV[4] = breaker window seconds
-/// (`''` = no breaker keys), ARGV[5] = carried breaker successes; op arguments from ARGV[6]
-/// (`finish`: id, actual tokens or `''`, release `1`/`0`, the permit's source).
+/// (`''` = no breaker keys), ARGV[5] = carried breaker successes; op arguments from ARGV[6].
 /// With breaker keys every reply ends with the source's breaker phase and epoch.
-///
-/// Cost: the state counters are read with one `HMGET` and written with one `HSET` per script,
-/// the permit records likewise; window and lease maintenance runs only when `due` has passed
-/// (at least once a second). A grant is 7 Redis commands, a settle/release 8 (with a carried
-/// breaker success and progress mark).
 const LIMITER_BODY: &str = r"
-local K_STATE, K_PERM, K_WIN, K_LEASE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_STATE, K_PERM, K_WIN, K_LEASE, K_PROG = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local WINDOW = 60000000
--- Maintenance runs at least this often even when nothing is due (a guard, not a need).
-local MAX_IDLE = 1000000
 local op = ARGV[1]
 
 local function fmt(n) return string.format('%d', n) end
 local function flag(x) if x then return 1 end return 0 end
--- Calls `cmd key <items…>` in chunks of `step` items (Lua's stack bounds unpack).
-local function chunked(cmd, key, items, step)
-  local out = {}
-  for i = 1, #items, step do
-    local r = redis.call(cmd, key, unpack(items, i, math.min(i + step - 1, #items)))
-    if type(r) == 'table' then
-      for _, v in ipairs(r) do out[#out + 1] = v end
-    end
-  end
-  return out
-end
-
--- Counters of K_STATE read once (one HMGET) and written once (one HSET) per script.
-local C, cdirty, corder = {}, {}, {}
-local function load_fields(fields)
-  local need, seen = {}, {}
-  for _, f in ipairs(fields) do
-    if C[f] == nil and not seen[f] then
-      seen[f] = true
-      need[#need + 1] = f
-    end
-  end
-  if #need == 0 then return end
-  local v = chunked('HMGET', K_STATE, need, 500)
-  for i, f in ipairs(need) do C[f] = v[i] or false end
-end
-local function num(f) return tonumber(C[f] or '') or 0 end
-local function set(f, n)
-  C[f] = n
-  if not cdirty[f] then
-    cdirty[f] = true
-    corder[#corder + 1] = f
-  end
-end
--- Counters never go below zero.
-local function add(f, delta)
-  if delta == 0 then return end
-  local v = num(f) + delta
-  if v < 0 then v = 0 end
-  set(f, v)
-end
-
--- Permit records of K_PERM read in batches and written once per script.
-local R, rdirty, rorder = {}, {}, {}
 local function parse(raw)
-  if not raw then return false end
+  if not raw then return nil end
   local e, t, g, w, s, st, rl, src = string.match(raw, '^(%d+) (%d+) (%d+) (%d) (%d) (%d) (%d) (.*)$')
-  if not e then return false end
+  if not e then return nil end
   return { est = tonumber(e), tokens = tonumber(t), granted = tonumber(g), inwin = (w == '1'),
     slot = (s == '1'), settled = (st == '1'), released = (rl == '1'), src = src }
 end
-local function load_recs(ids)
-  local need, seen = {}, {}
-  for _, id in ipairs(ids) do
-    if R[id] == nil and not seen[id] then
-      seen[id] = true
-      need[#need + 1] = id
-    end
-  end
-  if #need == 0 then return end
-  local v = chunked('HMGET', K_PERM, need, 500)
-  for i, id in ipairs(need) do R[id] = parse(v[i]) end
-end
-local function put(id, r)
-  R[id] = r
-  if not rdirty[id] then
-    rdirty[id] = true
-    rorder[#rorder + 1] = id
+local function load(id) return parse(redis.call('HGET', K_PERM, id)) end
+local function store(id, r)
+  if (not r.inwin) and (not r.slot) then
+    redis.call('HDEL', K_PERM, id)
+  else
+    redis.call('HSET', K_PERM, id, string.format('%d %d %d %d %d %d %d %s', r.est, r.tokens,
+      r.granted, flag(r.inwin), flag(r.slot), flag(r.settled), flag(r.released), r.src))
   end
 end
--- Writes the changed counters and records: a record is deleted once it has left the window
--- and holds no slot.
-local function save()
-  local hs, hd = {}, {}
-  for _, id in ipairs(rorder) do
-    local r = R[id]
-    if (not r.inwin) and (not r.slot) then
-      hd[#hd + 1] = id
-    else
-      hs[#hs + 1] = id
-      hs[#hs + 1] = string.format('%d %d %d %d %d %d %d %s', r.est, r.tokens, r.granted,
-        flag(r.inwin), flag(r.slot), flag(r.settled), flag(r.released), r.src)
-    end
-  end
-  if #hs > 0 then chunked('HSET', K_PERM, hs, 1000) end
-  if #hd > 0 then chunked('HDEL', K_PERM, hd, 500) end
-  local cs = {}
-  for _, f in ipairs(corder) do
-    cs[#cs + 1] = f
-    cs[#cs + 1] = fmt(C[f])
-  end
-  if #cs > 0 then chunked('HSET', K_STATE, cs, 1000) end
-  rdirty, rorder, cdirty, corder = {}, {}, {}, {}
+-- Counters never go below zero.
+local function add(field, delta)
+  if delta == 0 then return end
+  local v = redis.call('HINCRBY', K_STATE, field, fmt(delta))
+  if v < 0 then redis.call('HSET', K_STATE, field, '0') end
 end
-
--- Removes and returns the members of zset Z scored <= T, and the lowest score left (or nil).
-local function take_due(Z, T)
-  local r = redis.call('ZRANGE', Z, 0, 15, 'WITHSCORES')
-  local ids, nxt = {}, nil
-  for i = 1, #r, 2 do
-    local sc = tonumber(r[i + 1])
-    if sc <= T then
-      ids[#ids + 1] = r[i]
-    else
-      nxt = sc
-      break
-    end
-  end
-  if nxt == nil and #r >= 32 then
-    ids = redis.call('ZRANGEBYSCORE', Z, '-inf', fmt(T))
-    local n = redis.call('ZRANGEBYSCORE', Z, '(' .. fmt(T), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    if #n > 0 then nxt = tonumber(n[2]) end
-  end
-  if #ids > 0 then redis.call('ZREMRANGEBYSCORE', Z, '-inf', fmt(T)) end
-  return ids, nxt
+local function free_slot(id, r)
+  if not r.slot then return end
+  r.slot = false
+  add('i:' .. r.src, -1)
+  add('gi', -1)
+  redis.call('ZREM', K_LEASE, id)
 end
 -- Ages entries out of the 60 s window, then reclaims expired leases (whether or not settled).
--- Skipped while nothing is due: the counter `due` is at most the earliest time an entry
--- leaves the window or a lease expires (every grant lowers it).
 local function maintain(now)
-  if now < num('due') then return end
-  local old, nw = take_due(K_WIN, now - WINDOW)
-  local exp, nl = take_due(K_LEASE, now)
-  local ids = {}
-  for _, id in ipairs(old) do ids[#ids + 1] = id end
-  for _, id in ipairs(exp) do ids[#ids + 1] = id end
-  load_recs(ids)
-  local fields = {}
+  local old = redis.call('ZRANGEBYSCORE', K_WIN, '-inf', fmt(now - WINDOW))
   for _, id in ipairs(old) do
-    local r = R[id]
-    if r and r.inwin then
-      fields[#fields + 1] = 'r:' .. r.src
-      fields[#fields + 1] = 't:' .. r.src
-    end
-  end
-  for _, id in ipairs(exp) do
-    local r = R[id]
-    if r and r.slot then fields[#fields + 1] = 'i:' .. r.src end
-  end
-  if #fields > 0 then
-    fields[#fields + 1] = 'gr'
-    fields[#fields + 1] = 'gt'
-    fields[#fields + 1] = 'gi'
-    load_fields(fields)
-  end
-  for _, id in ipairs(old) do
-    local r = R[id]
+    redis.call('ZREM', K_WIN, id)
+    local r = load(id)
     if r and r.inwin then
       add('r:' .. r.src, -1)
       add('t:' .. r.src, -r.tokens)
       add('gr', -1)
       add('gt', -r.tokens)
       r.inwin = false
-      put(id, r)
+      store(id, r)
     end
   end
-  for _, id in ipairs(exp) do
-    local r = R[id]
+  local expired = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', fmt(now))
+  for _, id in ipairs(expired) do
+    redis.call('ZREM', K_LEASE, id)
+    local r = load(id)
     if r and r.slot then
-      r.slot = false
-      add('i:' .. r.src, -1)
-      add('gi', -1)
-      put(id, r)
+      free_slot(id, r)
+      store(id, r)
     end
   end
-  local due = now + MAX_IDLE
-  if nw and nw + WINDOW < due then due = nw + WINDOW end
-  if nl and nl < due then due = nl end
-  set('due', due)
 end
 local function age_out(r, now) return string.format('%.6f', math.max(0, r.granted + WINDOW - now) / 1000000) end
--- The window's records in grant order (only on a denial).
-local function window_recs()
-  local ids = redis.call('ZRANGE', K_WIN, 0, -1)
-  load_recs(ids)
-  return ids
-end
 -- Seconds until one more request fits under `limit` (src = nil: all sources).
 local function hint_rpm(src, used, limit, now)
   local must_free = used + 1 - limit
   if must_free < 1 then return '' end
   local n = 0
-  for _, id in ipairs(window_recs()) do
-    local r = R[id]
+  for _, id in ipairs(redis.call('ZRANGE', K_WIN, 0, -1)) do
+    local r = load(id)
     if r and (src == nil or r.src == src) then
       n = n + 1
       if n == must_free then return age_out(r, now) end
@@ -333,8 +203,8 @@ end
 local function hint_tpm(src, used, limit, est, now)
   if est > limit then return '' end
   local remaining = used + est
-  for _, id in ipairs(window_recs()) do
-    local r = R[id]
+  for _, id in ipairs(redis.call('ZRANGE', K_WIN, 0, -1)) do
+    local r = load(id)
     if r and (src == nil or r.src == src) then
       remaining = remaining - r.tokens
       if remaining <= limit then return age_out(r, now) end
@@ -344,139 +214,96 @@ local function hint_tpm(src, used, limit, est, now)
 end
 
 local now = now_us()
--- Every counter the op reads, in one HMGET.
-local fields = { 'due' }
-if ARGV[3] ~= '' then fields[#fields + 1] = 'prog' end
-if op == 'acquire' then
-  local src = ARGV[6]
-  for _, f in ipairs({ 'i:' .. src, 'r:' .. src, 't:' .. src, 'gi', 'gr', 'gt', 'seq' }) do
-    fields[#fields + 1] = f
-  end
-elseif op == 'finish' then
-  local src = ARGV[9]
-  for _, f in ipairs({ 'i:' .. src, 't:' .. src, 'gi', 'gt' }) do fields[#fields + 1] = f end
-elseif op == 'stats' then
-  local src = ARGV[6]
-  if src == '' then
-    for _, f in ipairs({ 'gt', 'gr', 'gi' }) do fields[#fields + 1] = f end
-  else
-    for _, f in ipairs({ 't:' .. src, 'r:' .. src, 'i:' .. src }) do fields[#fields + 1] = f end
-  end
-elseif op == 'age' then
-  fields[#fields + 1] = 'prog'
-end
-load_fields(fields)
 -- A carried progress mark, stamped at the time it was made (never moves progress back).
 if ARGV[3] ~= '' then
   local stamp = now - tonumber(ARGV[3])
-  local last = tonumber(C['prog'] or '')
-  if (not last) or stamp > last then set('prog', stamp) end
+  local last = tonumber(redis.call('GET', K_PROG) or '')
+  if (not last) or stamp > last then redis.call('SET', K_PROG, fmt(stamp)) end
 end
 -- Carried breaker successes of the op's source; its phase and epoch end the reply.
 local brk = nil
 if ARGV[4] ~= '' then
-  local S, B = KEYS[5], KEYS[6]
+  local S, B = KEYS[6], KEYS[7]
   local b = brk_load(S)
   local changed = brk_refresh(b, now)
   if brk_apply(B, tonumber(ARGV[4]), b, now, ARGV[5]) then changed = true end
   if changed then brk_save(S, b) end
   brk = { b.ph, bfmt(b.ep) }
 end
+local function reply(t)
+  if brk then
+    t[#t + 1] = brk[1]
+    t[#t + 1] = brk[2]
+  end
+  return t
+end
 
-local out = nil
 if op == 'acquire' then
   local ttl, src, est = tonumber(ARGV[2]), ARGV[6], tonumber(ARGV[7])
   local sc, sr, st = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
   local gc, gr, gt = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
   maintain(now)
-  local si, sru, stu = num('i:' .. src), num('r:' .. src), num('t:' .. src)
-  local gi, gru, gtu = num('gi'), num('gr'), num('gt')
-  if sc > 0 and si >= sc then out = { 'deny', 'source_concurrency', '' }
-  elseif sr > 0 and sru >= sr then out = { 'deny', 'source_rpm', hint_rpm(src, sru, sr, now) }
-  elseif st > 0 and stu + est > st then out = { 'deny', 'source_tpm', hint_tpm(src, stu, st, est, now) }
-  elseif gc > 0 and gi >= gc then out = { 'deny', 'global_concurrency', '' }
-  elseif gr > 0 and gru >= gr then out = { 'deny', 'global_rpm', hint_rpm(nil, gru, gr, now) }
-  elseif gt > 0 and gtu + est > gt then out = { 'deny', 'global_tpm', hint_tpm(nil, gtu, gt, est, now) }
-  else
-    local seq = num('seq') + 1
-    set('seq', seq)
-    local id = string.format('%015d', seq)
-    put(id, { est = est, tokens = est, granted = now, inwin = true, slot = true, settled = false,
-      released = false, src = src })
-    redis.call('ZADD', K_WIN, fmt(now), id)
-    redis.call('ZADD', K_LEASE, fmt(now + ttl), id)
-    set('i:' .. src, si + 1)
-    set('r:' .. src, sru + 1)
-    set('t:' .. src, stu + est)
-    set('gi', gi + 1)
-    set('gr', gru + 1)
-    set('gt', gtu + est)
-    local due = num('due')
-    if now + WINDOW < due then due = now + WINDOW end
-    if now + ttl < due then due = now + ttl end
-    set('due', due)
-    out = { 'ok', id }
-  end
+  local u = redis.call('HMGET', K_STATE, 'i:' .. src, 'r:' .. src, 't:' .. src, 'gi', 'gr', 'gt')
+  local si, sru, stu = tonumber(u[1] or '0'), tonumber(u[2] or '0'), tonumber(u[3] or '0')
+  local gi, gru, gtu = tonumber(u[4] or '0'), tonumber(u[5] or '0'), tonumber(u[6] or '0')
+  if sc > 0 and si >= sc then return reply({ 'deny', 'source_concurrency', '' }) end
+  if sr > 0 and sru >= sr then return reply({ 'deny', 'source_rpm', hint_rpm(src, sru, sr, now) }) end
+  if st > 0 and stu + est > st then return reply({ 'deny', 'source_tpm', hint_tpm(src, stu, st, est, now) }) end
+  if gc > 0 and gi >= gc then return reply({ 'deny', 'global_concurrency', '' }) end
+  if gr > 0 and gru >= gr then return reply({ 'deny', 'global_rpm', hint_rpm(nil, gru, gr, now) }) end
+  if gt > 0 and gtu + est > gt then return reply({ 'deny', 'global_tpm', hint_tpm(nil, gtu, gt, est, now) }) end
+  local id = string.format('%015d', redis.call('HINCRBY', K_STATE, 'seq', 1))
+  store(id, { est = est, tokens = est, granted = now, inwin = true, slot = true, settled = false,
+    released = false, src = src })
+  redis.call('ZADD', K_WIN, fmt(now), id)
+  redis.call('ZADD', K_LEASE, fmt(now + ttl), id)
+  redis.call('HSET', K_STATE, 'i:' .. src, fmt(si + 1), 'r:' .. src, fmt(sru + 1),
+    't:' .. src, fmt(stu + est), 'gi', fmt(gi + 1), 'gr', fmt(gru + 1), 'gt', fmt(gtu + est))
+  return reply({ 'ok', id })
 elseif op == 'finish' then
   local id, actual, rel = ARGV[6], ARGV[7], ARGV[8] == '1'
   maintain(now)
-  load_recs({ id })
-  local r = R[id]
-  if r then
-    -- The record names the source (normally ARGV[9], whose counters are loaded already).
-    load_fields({ 'i:' .. r.src, 't:' .. r.src })
-    local changed = false
-    if actual ~= '' and not r.settled and not r.released then
-      r.settled = true
-      local old = r.tokens
-      local new = r.tokens + tonumber(actual) - r.est
-      if new < 0 then new = 0 end
-      r.tokens = new
-      if r.inwin then
-        add('t:' .. r.src, new - old)
-        add('gt', new - old)
-      end
-      changed = true
+  local r = load(id)
+  if not r then return reply({ 'ok' }) end
+  if actual ~= '' and not r.settled and not r.released then
+    r.settled = true
+    local old = r.tokens
+    local new = r.tokens + tonumber(actual) - r.est
+    if new < 0 then new = 0 end
+    r.tokens = new
+    if r.inwin then
+      add('t:' .. r.src, new - old)
+      add('gt', new - old)
     end
-    if rel and not r.released then
-      r.released = true
-      if r.slot then
-        r.slot = false
-        add('i:' .. r.src, -1)
-        add('gi', -1)
-        redis.call('ZREM', K_LEASE, id)
-      end
-      changed = true
-    end
-    if changed then put(id, r) end
   end
-  out = { 'ok' }
+  if rel and not r.released then
+    r.released = true
+    free_slot(id, r)
+  end
+  store(id, r)
+  return reply({ 'ok' })
 elseif op == 'stats' then
   maintain(now)
   local src = ARGV[6]
-  local a, b, c = 'gt', 'gr', 'gi'
-  if src ~= '' then a, b, c = 't:' .. src, 'r:' .. src, 'i:' .. src end
-  -- Records maintenance deleted must not be counted.
-  save()
-  out = { fmt(num(a)), fmt(num(b)), fmt(num(c)), tostring(redis.call('HLEN', K_PERM)) }
+  local u
+  if src == '' then
+    u = redis.call('HMGET', K_STATE, 'gt', 'gr', 'gi')
+  else
+    u = redis.call('HMGET', K_STATE, 't:' .. src, 'r:' .. src, 'i:' .. src)
+  end
+  return reply({ u[1] or '0', u[2] or '0', u[3] or '0', tostring(redis.call('HLEN', K_PERM)) })
 elseif op == 'mark' then
   -- The mark itself travels in ARGV[3] (age 0 for a mark sent at once).
-  out = { 'ok' }
+  return reply({ 'ok' })
 elseif op == 'age' then
-  local last = tonumber(C['prog'] or '')
+  local last = tonumber(redis.call('GET', K_PROG) or '')
   if not last then
-    set('prog', now)
+    redis.call('SET', K_PROG, fmt(now))
     last = now
   end
-  out = { string.format('%.6f', math.max(0, now - last) / 1000000) }
+  return reply({ string.format('%.6f', math.max(0, now - last) / 1000000) })
 end
-if out == nil then return redis.error_reply('unknown limiter op') end
-save()
-if brk then
-  out[#out + 1] = brk[1]
-  out[#out + 1] = brk[2]
-end
-return out
+return redis.error_reply('unknown limiter op')
 ";
 
 /// Breaker: KEYS = state, buckets (see [`BRK_LIB`]), time offset. ARGV[1] = op (`enter`,
