@@ -42,7 +42,7 @@ use crate::pacer::{AimdPacer, Pacer};
 use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
 use crate::rows::{CacheHitRowFacts, NoopRowSink, RowCall, RowSink};
 use crate::select::{HealthAwareSelector, Selector};
-use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
+use crate::call_context::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 
 /// The injected jitter source (30 vocabulary "rng"): nominally uniform in `[0, 1)`.
 pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;

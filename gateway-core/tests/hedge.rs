@@ -20,7 +20,7 @@ use gateway_core::clock::TokioClock;
 use gateway_core::governor::CallOptions;
 use gateway_core::hedge::{HedgeConfig, HedgeSide, combine_failures};
 use gateway_core::rows::RowCall;
-use gateway_core::stats::CallContext;
+use gateway_core::call_context::CallContext;
 use gateway_core::testing::{Script, Step};
 use gateway_ports::{
     Acquire, CallOperation, CallStats, FailureReason, GatewayError, RateLimiter, ScopeReason,
