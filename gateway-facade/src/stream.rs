@@ -231,7 +231,6 @@ impl GatewayClient {
         let driver: Driver = Box::pin(async move {
             let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
                 .with_options(inner.executor_options.clone())
-                .with_profiles(Arc::clone(&inner.profiles))
                 .with_commit_gate(Arc::clone(&driver_gate));
             let runner = Counting::new(&executor);
             let mut call = CallOptions::default()
