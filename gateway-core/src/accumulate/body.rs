@@ -12,11 +12,12 @@ use std::borrow::Cow;
 use gateway_ports::{FinishReason, ResponseMode, body_text};
 use serde_json::{Map, Value};
 
-use super::AccumulateOptions;
 use super::accumulated::{Accumulated, finalize_text, push_finish_warning, summarize_tools};
 use super::error::{AccumulateError, ProtocolViolation};
 use super::fast::TextBody;
-use super::machine::{model_of, model_text, read_content_parts};
+use super::machine::{model_of, model_text};
+use super::options::AccumulateOptions;
+use super::parts::read_content_parts;
 use super::tools::{synthesized_tool_id, with_id_first};
 use super::warnings::DialectWarning;
 

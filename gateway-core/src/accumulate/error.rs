@@ -13,9 +13,6 @@ use crate::classify::{
     Classification, ClassifyContext, classify_error_value, classify_frame_too_large,
 };
 
-#[cfg(doc)]
-use super::MAX_TOOL_SLOTS;
-
 /// Why a chunk or body broke the protocol: `Transient(protocol_error)` with this reason.
 /// [`ProtocolViolation::reason`] is the spec's reason text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +66,7 @@ pub enum ProtocolViolation {
     FunctionNameType,
     /// `function.arguments` is neither a string nor null.
     FunctionArgumentsType,
-    /// a tool call would need a slot beyond [`MAX_TOOL_SLOTS`].
+    /// a tool call would need a slot beyond `MAX_TOOL_SLOTS`.
     TooManyToolCalls,
     /// S-111 (text): `choices` absent, `null` or `[]` in a non-stream body.
     NoChoices,

@@ -17,11 +17,9 @@ use super::accumulated::{Accumulated, finalize_text, push_finish_warning, summar
 use super::error::{AccumulateError, ProtocolViolation};
 use super::fast;
 use super::merge::MergeState;
+use super::options::{AccumulateOptions, FrameFacts};
 use super::tools::ToolCalls;
 use super::warnings::{DialectWarning, WARNING_CAPACITY};
-use super::{AccumulateOptions, FrameFacts};
-
-pub(super) use delta::read_content_parts;
 
 /// Most dialect warnings one attempt collects (40 S-116 capacity; chosen per attempt too).
 const WARNINGS_PER_ATTEMPT: usize = WARNING_CAPACITY;

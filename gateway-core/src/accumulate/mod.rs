@@ -22,20 +22,23 @@
 //! [`AccumulateError::classify`]. It never panics on any JSON value.
 //!
 //! The files, one concern each (issue 14 split the former 1.2k-line `mod.rs`):
-//! - this file: the per-attempt options and the per-frame facts the executor reads;
+//! - this file declares the files and re-exports their public items (paths unchanged); no
+//!   file imports from it;
+//! - `options`: the per-attempt options and the per-frame facts the executor reads;
 //! - `error`: why a chunk or body failed ([`ProtocolViolation`], [`AccumulateError`]) and how
 //!   that becomes a [`Classification`];
 //! - `machine`: the streamed state machine ([`Accumulator`]): frame admission, identity rules,
 //!   choice selection, post-stream assembly; its child `machine::delta` accumulates one delta
-//!   (content, reasoning, tool calls, the openai merge, content parts);
+//!   (content, reasoning, tool calls, the openai merge);
+//! - `parts`: content given as an array of parts, read alike by the delta and the body;
 //! - `accumulated`: the result both readings produce ([`Accumulated`], tool summaries,
 //!   usage resolution and plausibility, `finalize_text`);
 //! - `body`: the non-stream body through the same rules; `tools`, `merge`, `fast`, `warnings`:
 //!   tool-call slots, the lossless unknown-field merge, the text-mode fast reader, dialect
 //!   warnings.
 //!
-//! Arrows point one way: `body → machine → accumulated → error`; `mod.rs` holds the two small
-//! value types every file shares and re-exports the public items (paths unchanged).
+//! Arrows point one way: `body → machine → accumulated → error`, `machine::delta → machine`,
+//! `delta`/`body` → `parts`, and every file → `options` (a leaf).
 
 mod accumulated;
 mod body;
@@ -43,6 +46,8 @@ mod error;
 mod fast;
 mod machine;
 mod merge;
+mod options;
+mod parts;
 mod tools;
 mod warnings;
 
@@ -53,6 +58,7 @@ pub use accumulated::{
 pub use body::{parse_non_stream_body, parse_non_stream_value};
 pub use error::{AccumulateError, ProtocolViolation};
 pub use machine::Accumulator;
+pub use options::{AccumulateOptions, ChatDelta, DEFAULT_MAX_RESPONSE_BYTES, FrameFacts};
 pub use tools::{MAX_TOOL_SLOTS, synthesized_tool_id};
 pub use warnings::{
     Admission, DialectWarning, SATURATION_MESSAGE, WARNING_CAPACITY, WarningThrottle,
@@ -60,72 +66,3 @@ pub use warnings::{
 
 #[cfg(doc)]
 use crate::classify::Classification;
-
-/// Default per-attempt cap on retained response bytes: 64 MiB (`MAX_RESPONSE_BYTES`).
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
-
-/// Per-attempt options of the accumulator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccumulateOptions {
-    /// The attempt's `call_id` (a UUIDv4): the hash key of synthesized tool ids when the
-    /// upstream sent no response id.
-    pub call_id: String,
-    /// The source name; used in classification messages and warning texts only.
-    pub source_name: String,
-    /// Cap on the bytes an attempt retains (stream) or on the body length (non-stream), in
-    /// bytes; beyond it → `ResultInvalid(response_too_large)`. Default 64 MiB.
-    pub max_response_bytes: usize,
-    /// Whether the provider profile strips inline `<think>…</think>` from the text projection
-    /// (the `qwen` profile). Default `false`.
-    pub inline_think_tags: bool,
-}
-
-impl AccumulateOptions {
-    /// Options with the defaults: 64 MiB, no inline think tags.
-    pub fn new(call_id: impl Into<String>, source_name: impl Into<String>) -> Self {
-        Self {
-            call_id: call_id.into(),
-            source_name: source_name.into(),
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-            inline_think_tags: false,
-        }
-    }
-}
-
-/// The fragments of one frame: strings, `""` when absent, and whether the frame is
-/// progress.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ChatDelta {
-    /// The `content` fragment.
-    pub content: String,
-    /// The `reasoning_content` fragment.
-    pub reasoning_content: String,
-    /// The `reasoning` alias fragment.
-    pub reasoning: String,
-    /// Whether the frame is progress: at most one progress event per frame.
-    pub progress: bool,
-}
-
-/// What one chunk told the executor.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FrameFacts {
-    /// The frame's fragments and progress flag.
-    pub delta: ChatDelta,
-    /// A choice was selected in this frame; `false` for usage-only and
-    /// annotation frames.
-    pub choice_selected: bool,
-    /// This frame recorded the finish_reason for the first time.
-    pub finish_recorded: bool,
-    /// A finish_reason is recorded, after this frame.
-    pub finish_seen: bool,
-    /// This frame carried a non-null usage object, now the last usage.
-    pub usage_recorded: bool,
-}
-
-impl FrameFacts {
-    /// `true` when the frame is progress: drives watchdogs, TTFT and stall timestamps.
-    pub fn is_progress(&self) -> bool {
-        self.delta.progress
-    }
-}

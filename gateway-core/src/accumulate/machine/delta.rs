@@ -1,14 +1,16 @@
 //! What one selected choice's `delta` adds to the [`Accumulator`]: content, reasoning and
 //! refusal fragments for the text projection, tool calls (openai slots or text-mode
 //! observation), the lossless merge of unknown fields, and content given as an array of parts
-//! (also read by the non-stream body). A child of the machine so it shares its private state.
+//! (read by `accumulate::parts`, shared with the non-stream body). A child of the machine so it
+//! shares its private state; the machine calls its methods and imports nothing from it.
 
 use serde_json::{Map, Value};
 
 use super::Accumulator;
-use crate::accumulate::ChatDelta;
 use crate::accumulate::error::ProtocolViolation;
 use crate::accumulate::merge::fragment_progress;
+use crate::accumulate::options::ChatDelta;
+use crate::accumulate::parts::read_content_parts;
 use crate::accumulate::tools::append_string;
 use crate::accumulate::warnings::DialectWarning;
 
@@ -184,73 +186,5 @@ impl Accumulator {
         }
         out.progress = progress;
         Ok(())
-    }
-}
-
-/// What an array of content parts says.
-#[derive(Debug, Default)]
-pub(crate) struct ContentParts {
-    /// The `text` parts' text, concatenated.
-    pub(crate) text: String,
-    /// The `thinking` / `reasoning` parts' nested text, concatenated.
-    pub(crate) thinking: String,
-    /// The types of the skipped parts.
-    pub(crate) skipped: Vec<String>,
-}
-
-/// Reads `content` given as an array of parts (Mistral's
-/// `[{"type":"thinking","thinking":[{"type":"text","text":…}]},{"type":"text","text":…}]`).
-/// `None` when the array is empty or an element is not an object with a string `type`.
-pub(crate) fn read_content_parts(parts: &[Value]) -> Option<ContentParts> {
-    if parts.is_empty() {
-        return None; // an empty array is not "an array of parts"
-    }
-    let mut read = ContentParts::default();
-    for part in parts {
-        let part = part.as_object()?;
-        let kind = part.get("type")?.as_str()?;
-        match kind {
-            "text" => {
-                if let Some(text) = part.get("text").and_then(Value::as_str) {
-                    read.text.push_str(text);
-                }
-            }
-            "thinking" | "reasoning" => {
-                for key in ["thinking", "reasoning", "text", "content", "summary"] {
-                    if let Some(value) = part.get(key) {
-                        nested_text(value, &mut read.thinking);
-                        break;
-                    }
-                }
-            }
-            other => {
-                if !read.skipped.iter().any(|k| k == other) {
-                    read.skipped.push(other.to_owned());
-                }
-            }
-        }
-    }
-    Some(read)
-}
-
-/// Appends the text of a nested thinking value: a string, or an array of strings and objects
-/// with a string `text`.
-fn nested_text(value: &Value, out: &mut String) {
-    match value {
-        Value::String(text) => out.push_str(text),
-        Value::Array(items) => {
-            for item in items {
-                match item {
-                    Value::String(text) => out.push_str(text),
-                    Value::Object(obj) => {
-                        if let Some(text) = obj.get("text").and_then(Value::as_str) {
-                            out.push_str(text);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
     }
 }
