@@ -282,7 +282,7 @@ impl CircuitBreaker for RedisCircuitBreaker {
     async fn snapshot(&self, source: &str) -> Result<BreakerSnapshot, BackendError> {
         self.check_open()?;
         let r = self.run(source, "snap", &[]).await?;
-        let [state, epoch, cf, calls, fails, until, cooldown] = r.as_slice() else {
+        let [state, epoch, cf, calls, fails, until, cooldown, opens] = r.as_slice() else {
             return Err(malformed("snapshot"));
         };
         let bad = || malformed("snapshot");
@@ -298,6 +298,12 @@ impl CircuitBreaker for RedisCircuitBreaker {
             Some(until.parse().map_err(|_| bad())?)
         };
         s.current_cooldown_s = cooldown.parse().map_err(|_| bad())?;
+        // Lua numbers past 2^53 lose precision; a count past u32::MAX saturates.
+        s.open_count = opens
+            .parse::<u64>()
+            .map_err(|_| bad())?
+            .try_into()
+            .unwrap_or(u32::MAX);
         Ok(s)
     }
 

@@ -14,7 +14,6 @@
 //! Tracing: `pgw.call` (`logical_call_id`, `scope`, `operation`) → `pgw.round` →
 //! `pgw.attempt`; no content, no secrets.
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +33,7 @@ use crate::admission::{Admission, AdmissionParts, AdmissionPolicy, DEFAULT_MAX_W
 use crate::attempt::{AttemptRunner, SettleMode, TransportResult};
 use crate::budget::RetryBudget;
 use crate::cache::CacheCall;
+use crate::call_context::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
 use crate::deadline::{deadline_instant, resolve_call_deadline, with_deadline};
@@ -43,7 +43,7 @@ use crate::policy::ScopePolicy;
 use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
 use crate::rows::{CacheHitRowFacts, NoopRowSink, RowCall, RowSink};
 use crate::select::{Selector, selector_for};
-use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
+use crate::telemetry::input::RowInput;
 
 /// The injected jitter source (30 vocabulary "rng"): nominally uniform in `[0, 1)`.
 pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;
@@ -102,8 +102,8 @@ pub struct CallOptions {
     pub call_deadline: Option<Duration>,
     /// Origin named by an invalid per-call deadline (default `"ChatOptions::call_deadline"`).
     pub deadline_origin: Option<String>,
-    /// Emitter-owned call input for the call-level row columns (opaque).
-    pub row_input: Option<Arc<dyn Any + Send + Sync>>,
+    /// The call-level row input (the emitter's; governance carries it unread).
+    pub row_input: Option<Arc<RowInput>>,
     /// The request's upstream wire mode (`ChatRequest::stream`, default `true` like it): only
     /// the hedge entry gate reads it (60 H-12 — a stall-only scope hedges streaming calls only).
     pub stream: bool,
@@ -139,7 +139,7 @@ impl CallOptions {
     }
 
     /// Options carrying this row input.
-    pub fn with_row_input(mut self, input: Arc<dyn Any + Send + Sync>) -> Self {
+    pub fn with_row_input(mut self, input: Arc<RowInput>) -> Self {
         self.row_input = Some(input);
         self
     }
@@ -1008,7 +1008,7 @@ impl CallHandle {
         runner: &R,
         policy: LoopPolicy,
         settle: SettleMode,
-        row_input: Option<Arc<dyn Any + Send + Sync>>,
+        row_input: Option<Arc<RowInput>>,
     ) -> Result<Governed, GatewayError> {
         if let Some(error) = &self.ended {
             return Err(error.clone());

@@ -34,11 +34,11 @@ use tokio::sync::watch;
 
 use crate::admission::{Admitted, Pick};
 use crate::attempt::{AttemptRunner, LegControl, LegSignals};
+use crate::call_context::CallContext;
 use crate::classify::failure_reason_of;
 use crate::retry_loop::{
     LegDelta, LegResult, LoopEnv, LoopSuccess, RoundOutcome, leg_outcome, run_attempt,
 };
-use crate::stats::CallContext;
 
 /// Largest accepted `HEDGE__MAX_EXTRA`.
 pub const MAX_EXTRA_LIMIT: u32 = 3;

@@ -11,6 +11,7 @@ pub mod attempt;
 pub mod backoff;
 pub mod budget;
 pub mod cache;
+pub mod call_context;
 pub mod classify;
 pub mod cleanup;
 pub mod clock;
@@ -31,7 +32,6 @@ pub mod retry_loop;
 pub mod rows;
 pub mod select;
 pub mod stall;
-pub mod stats;
 pub mod stream_call;
 #[cfg(feature = "structured")]
 pub mod structured;

@@ -35,13 +35,13 @@ use crate::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, SettleMode, TransportResult,
 };
 use crate::backoff::backoff_delay;
+use crate::call_context::CallContext;
 use crate::classify::failure_reason_of;
 use crate::cleanup::{AttemptGuard, AttemptRowInfo};
 use crate::governor::GovernorInner;
 use crate::retry_after::hint_exceeds_cap;
 use crate::rows::{AttemptRowOutcome, CancelLabel, RowCall};
 use crate::stall::StallClock;
-use crate::stats::CallContext;
 
 /// The three knobs that distinguish the chat, embedding and OCR loops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 
 use crate::assembly::{ClientPlan, InjectedComponents};
 use crate::settings::{CacheBackend, LEASE_GRACE_S, TelemetryBackend, ValidatedSettings};
-use crate::status::{OpenCounter, SourceStatus};
+use crate::status::SourceStatus;
 
 /// How long `close()` waits for the cleanup worker task to return after the governor shut its
 /// queue (the governor already waited up to 30 s for the queue to drain).
@@ -449,7 +449,7 @@ pub(crate) struct Runtime {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) redact_ips: bool,
     limiter: Arc<dyn RateLimiter>,
-    breaker: Arc<OpenCounter>,
+    breaker: Arc<dyn CircuitBreaker>,
     pacer: Arc<dyn Pacer>,
     selector: Arc<dyn Selector>,
     telemetry: Option<Telemetry>,
@@ -527,7 +527,6 @@ impl Runtime {
                     true,
                 ),
             };
-        let breaker = Arc::new(OpenCounter::new(breaker));
         let pacer = a
             .governance
             .pacer
@@ -582,7 +581,7 @@ impl Runtime {
         } else {
             HedgeConfig::off()
         };
-        let breaker_port: Arc<dyn CircuitBreaker> = breaker.clone();
+        let breaker_port = Arc::clone(&breaker);
         let mut builder = GovernorBuilder::new(
             plan.scope.clone(),
             plan.sources.clone(),
@@ -709,7 +708,7 @@ impl Runtime {
                 breaker_state: snapshot.as_ref().map(|s| s.state),
                 epoch: snapshot.as_ref().map(|s| s.epoch),
                 consecutive_failures: snapshot.as_ref().map(|s| s.consecutive_failures),
-                open_count: self.breaker.open_count(&source.name),
+                open_count: snapshot.as_ref().map_or(0, |s| s.open_count),
                 inflight: stats.map(|s| s.inflight),
                 rpm_used: stats.map(|s| s.rpm_used),
                 tpm_used: stats.map(|s| s.tpm_used),
