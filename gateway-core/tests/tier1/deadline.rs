@@ -1,7 +1,7 @@
 //! The call deadline (30 §8, G-91..G-103; 95 CF-057..CF-066, CF-309, CF-310, CF-312, CF-315,
 //! CF-317, CF-318).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

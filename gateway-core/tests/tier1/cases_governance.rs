@@ -1,7 +1,7 @@
 //! Public wire cases at the loop level (05 R-60): the classifier (`classify`) turns the
 //! case's HTTP facts into the attempt failure; the loop governs the wait.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, SystemTime};
 

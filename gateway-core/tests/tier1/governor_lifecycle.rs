@@ -1,7 +1,7 @@
 //! Governor lifecycle and call statistics (05; 30 G-111, G-117..G-122;
 //! 95 CF-288, CF-289, CF-292, CF-306, CF-307).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

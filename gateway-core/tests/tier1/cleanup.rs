@@ -2,7 +2,7 @@
 //! queue, row labels (30 §9, G-104..G-116; README D8; 05 R-7..R-10; 95 CF-067..CF-076,
 //! CF-306, CF-307).
 
-mod support;
+use crate::support;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};

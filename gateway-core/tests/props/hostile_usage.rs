@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test assertions")]
 
-mod exec;
+use crate::exec;
 
 use exec::*;
 use gateway_core::accumulate::Admission;

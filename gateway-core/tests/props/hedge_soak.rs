@@ -16,8 +16,8 @@
     reason = "test helpers outside #[test] fns panic on failure by design"
 )]
 
-mod hedge_support;
-mod support;
+use crate::hedge_support;
+use crate::support;
 
 use std::time::Duration;
 

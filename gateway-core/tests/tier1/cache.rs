@@ -9,7 +9,7 @@
     reason = "test helpers panic on fixture errors by design"
 )]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -3,8 +3,8 @@
 //! success of `ResultInvalid` / `RequestRejected` (G-71, G-89; 50 V-48), the health feed
 //! (G-90) and global progress (G-54). Tier 1: paused clock, `ScriptedRunner`, memory backends.
 
-mod hedge_support;
-mod support;
+use crate::hedge_support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

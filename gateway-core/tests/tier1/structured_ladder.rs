@@ -8,8 +8,8 @@
     reason = "test helpers: a missing value is a failed test"
 )]
 
-mod exec;
-mod support;
+use crate::exec;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The retry loop (30 §5, G-44..G-57; 05; 95 CF-077..CF-082, CF-303, CF-304).
 //! Tier 1: paused tokio clock, `ScriptedRunner`, memory backends.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -9,9 +9,9 @@
     reason = "test helpers: a missing value is a failed test"
 )]
 
-mod exec;
-mod hedge_support;
-mod support;
+use crate::exec;
+use crate::hedge_support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,7 +7,7 @@
     reason = "test helpers: a missing value is a failed test"
 )]
 
-mod exec;
+use crate::exec;
 
 use std::sync::Arc;
 

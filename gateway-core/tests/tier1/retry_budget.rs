@@ -1,7 +1,7 @@
 //! The scope retry budget `{SCOPE}__RETRY__BUDGET_RATIO` (05 R-35; 30 G-46 and G-48 as
 //! superseded by it). Tier 1: paused tokio clock, `ScriptedRunner`, memory backends.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Admission (30 §6, G-58..G-84; README D2; 05; 95 CF-073, CF-088..CF-090).
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

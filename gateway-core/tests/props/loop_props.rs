@@ -15,8 +15,8 @@
     reason = "test helpers panic on fixture errors by design"
 )]
 
-mod support;
-mod wrappers;
+use crate::support;
+use crate::wrappers;
 
 use std::sync::Arc;
 use std::time::Duration;
