@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod client_support;
+use crate::client_support;
 
 use std::sync::Arc;
 

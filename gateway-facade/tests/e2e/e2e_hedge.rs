@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod client_support;
+use crate::client_support;
 
 use client_support::{map, sim, source_keys, user};
 use polygateway::{ChatOptions, EnvMap, GatewayClient, GatewayError, ResponseMode};

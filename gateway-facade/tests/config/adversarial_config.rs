@@ -6,7 +6,7 @@
 //! no API key, header value, Redis password or DSN password in any Display / Debug output of an
 //! error, of the validated settings or of the client plan.
 
-mod support;
+use crate::support;
 
 use polygateway::ClientPlan;
 use polygateway::GatewaySettings;

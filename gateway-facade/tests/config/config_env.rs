@@ -2,7 +2,7 @@
 //! key grammar, parsing by type, origin discipline, unknown keys, aliases and legacy keys.
 //! Every error assertion checks the stable `code` and the key, never message text.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 

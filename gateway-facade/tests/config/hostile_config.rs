@@ -8,7 +8,7 @@
     reason = "test assertions: a failing unwrap is a failing test"
 )]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

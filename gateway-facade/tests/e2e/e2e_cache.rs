@@ -7,10 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod client_support;
+use crate::client_support;
 
-#[path = "support/cache_isolation.rs"]
-mod cache_isolation;
+use crate::cache_isolation;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

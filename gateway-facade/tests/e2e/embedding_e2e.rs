@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod client_support;
+use crate::client_support;
 
 use std::time::Duration;
 

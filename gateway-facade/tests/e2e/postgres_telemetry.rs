@@ -4,7 +4,7 @@
 #![cfg(feature = "postgres")]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod client_support;
+use crate::client_support;
 
 use client_support::{chat_env, sim, sim_completion};
 use polygateway::{ChatOptions, GatewayClient};

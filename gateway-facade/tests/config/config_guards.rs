@@ -3,7 +3,7 @@
 //! and builder with injected components (path 3: `GatewayClientBuilder::plan`). Same
 //! configuration, same `code`; each origin is spelt the path's way (20 §2.4, 05 R-19).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod client_support;
+use crate::client_support;
 
 use client_support::{chat_env, sim, user};
 use futures_util::StreamExt as _;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test assertions")]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

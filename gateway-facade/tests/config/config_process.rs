@@ -1,7 +1,7 @@
 //! Process-wide keys and stage C6–C9 (20 §8, §11.3; 05 ): backends, Redis URL,
 //! telemetry, cache, pricing file, lease and probe TTLs.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

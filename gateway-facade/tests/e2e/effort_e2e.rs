@@ -8,7 +8,7 @@
     reason = "test helpers: a missing value is a failed test"
 )]
 
-mod client_support;
+use crate::client_support;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 #![cfg(not(feature = "structured"))]
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-mod client_support;
+use crate::client_support;
 
 use client_support::{chat_env, sim_completion};
 use polygateway::{ChatOptions, GatewayClient, GatewayError, StructuredSpec};

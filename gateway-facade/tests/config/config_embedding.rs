@@ -1,6 +1,6 @@
 //! Embedding and OCR scopes (20 §7, §11.5, §11.6 F7; 90 E-1, E-2, E-3, O-1, O-2; CF-054, CF-056).
 
-mod support;
+use crate::support;
 
 use polygateway::{EmbeddingPlan, EmbeddingSettings, GatewaySettings, OcrSettings};
 use support::*;

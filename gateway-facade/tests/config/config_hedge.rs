@@ -2,7 +2,7 @@
 //! is `gateway_core::hedge::check_hedge_assembly`; these tests pin that every path reaches it
 //! with its own origins and that env parsing reports A1/A2 first.
 
-mod support;
+use crate::support;
 
 use gateway_ports::SourceConfig;
 use polygateway::{ClientPlan, GatewaySettings};
