@@ -1,5 +1,5 @@
 //! The two-tenant cache isolation scenario, shared by the memory run
-//! (`gateway-facade/tests/e2e_cache.rs`) and the Redis run (`adapter-redis/tests/cache_e2e.rs`),
+//! (`gateway-facade/tests/e2e/e2e_cache.rs`) and the Redis run (`adapter-redis/tests/cache_e2e.rs`),
 //! which include this file with `#[path]` so both backends face the same assertions.
 
 use polygateway::{CacheNamespace, ChatOptions, GatewayClient};
