@@ -17,16 +17,14 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use gateway_ports::{
     BackpressurePolicy, CallOperation, CallStats, CircuitBreaker, Clock, GatewayError, LlmResponse,
     RateLimiter, RetryPolicy, SourceConfig, WaitPolicy,
 };
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use tokio::sync::Notify;
 use tracing::Instrument;
 
@@ -36,60 +34,24 @@ use crate::budget::RetryBudget;
 use crate::cache::CacheCall;
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
+use crate::config::hedge::HedgeConfig;
 use crate::deadline::{deadline_instant, resolve_call_deadline, with_deadline};
-use crate::hedge::HedgeConfig;
 use crate::pacer::{AimdPacer, Pacer};
-use crate::retry_loop::{LoopEnv, LoopPolicy, LoopSuccess, run_loop};
+use crate::retry_loop::{LoopPolicy, LoopSuccess, run_loop};
 use crate::rows::{CacheHitRowFacts, NoopRowSink, RowCall, RowSink};
+use crate::scope::{LoopEnv, ScopeState, default_jitter};
 use crate::select::{HealthAwareSelector, Selector};
 use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 
-/// The injected jitter source (30 vocabulary "rng"): nominally uniform in `[0, 1)`.
-pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;
+pub use crate::scope::Jitter;
 
 /// How long `close()` waits for the cleanup queue to drain.
 pub const CLOSE_DRAIN_BOUND: Duration = Duration::from_secs(30);
 
-/// The shared state of a governor (crate-internal; the loop reads it).
-pub(crate) struct GovernorInner {
-    pub(crate) scope: String,
-    pub(crate) admission: Admission,
-    pub(crate) limiter: Arc<dyn RateLimiter>,
-    pub(crate) breaker: Arc<dyn CircuitBreaker>,
-    pub(crate) pacer: Arc<dyn Pacer>,
-    pub(crate) selector: Arc<dyn Selector>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) jitter: Jitter,
-    pub(crate) retry: RetryPolicy,
-    /// The scope's retry budget; `None` = off. The hedge orchestrator charges
-    /// hedge legs to it (`try_withdraw` before dispatching a hedge).
-    pub(crate) retry_budget: Option<Arc<RetryBudget>>,
-    /// The scope's hedge thresholds (60; off by default).
-    pub(crate) hedge: HedgeConfig,
-    pub(crate) backpressure: BackpressurePolicy,
-    pub(crate) call_deadline: Option<Duration>,
-    pub(crate) sink: Arc<dyn RowSink>,
-    pub(crate) queue: Arc<CleanupQueue>,
-    closed: AtomicBool,
-}
-
-impl fmt::Debug for GovernorInner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GovernorInner")
-            .field("scope", &self.scope)
-            .field("admission", &self.admission)
-            .field("retry", &self.retry)
-            .field("backpressure", &self.backpressure)
-            .field("call_deadline", &self.call_deadline)
-            .field("closed", &self.closed.load(Ordering::Relaxed))
-            .finish_non_exhaustive()
-    }
-}
-
 /// The governance core of one client scope. Cheap to clone (an `Arc` inside).
 #[derive(Debug, Clone)]
 pub struct Governor {
-    inner: Arc<GovernorInner>,
+    inner: Arc<ScopeState>,
 }
 
 /// Per-call options of a governed call.
@@ -438,7 +400,7 @@ impl GovernorBuilder {
         );
         parts.policy = admission;
         parts.wakeups = self.wakeups;
-        let inner = GovernorInner {
+        let inner = ScopeState {
             scope: self.scope,
             admission: Admission::new(parts),
             limiter: self.limiter,
@@ -463,21 +425,6 @@ impl GovernorBuilder {
             rx,
         )
     }
-}
-
-/// A jitter source seeded once per governor (never OS randomness per call).
-fn default_jitter() -> Jitter {
-    let seed = new_uuid_v4()
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-    let rng = Mutex::new(SmallRng::seed_from_u64(seed));
-    Arc::new(move || {
-        rng.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .r#gen::<f64>()
-    })
 }
 
 impl Governor {
@@ -937,7 +884,7 @@ struct OpenedCall {
 /// one; dropping an unfinished handle writes the `cancelled` terminal row (the `CallGuard`).
 /// At most one terminal row per call on every path.
 pub struct CallHandle {
-    inner: Arc<GovernorInner>,
+    inner: Arc<ScopeState>,
     ctx: Arc<CallContext>,
     guard: CallGuard,
     deadline: Option<Duration>,

@@ -1,424 +1,46 @@
-//! Hedged requests: the first-token hedge and the mid-stream stall hedge (60; README D1;
+//! The hedged round: the first-token hedge and the mid-stream stall hedge (60; README D1;
 //! 05 R-6).
 //!
 //! Owns
-//! - [`HedgeConfig`], the assembled thresholds of one chat scope (`{SCOPE}__HEDGE__AFTER_S`,
-//!   `{SCOPE}__HEDGE__STALL_AFTER_S`, `{SCOPE}__HEDGE__MAX_EXTRA`), and the entry gate of 60 H-12
-//!   ([`HedgeConfig::hedges_round`]);
-//! - stage D of the assembly guards, [`check_hedge_assembly`] (which conditions raise a
-//!   [`ConfigError`], which only warn), plus the non-chat warning of stage E3
-//!   ([`non_chat_hedge_warning`]);
 //! - the pure failure combination of a round whose legs both failed, [`combine_failures`];
-//! - the hedged round itself (crate-internal; the retry loop's `run_round` hands a round to it
-//!   when the gate says so).
+//! - the trigger window and the hedged round itself (crate-internal; the retry loop's
+//!   `run_round` hands a round to it when the scope's [`HedgeConfig`] gate says so).
 //!
-//! Why here and not in the loop: the loop only sees one [`RoundOutcome`] per round. The
-//! orchestrator owns the primary's progress receiver, the two-phase trigger window
+//! The configuration — [`HedgeConfig`] and stage D of the assembly guards
+//! ([`check_hedge_assembly`], [`non_chat_hedge_warning`]) — lives beside the other assembly
+//! guards in `crate::config::hedge`, and is re-exported here.
+//!
+//! Why a round of its own and not in the loop: the loop only sees one `RoundOutcome` per round.
+//! The orchestrator owns the primary's progress receiver, the two-phase trigger window
 //! (on runtime timers only), at most one trigger per round reaching admission,
 //! the hedge pick with the primary's source excluded and no `on_no_runnable` (H-25..H-28,
 //! G-84), the phase-3.5 release, and the adjudication of the two legs. Both
 //! leg futures are polled inline in one biased `select!` loop, never spawned; the loser is
 //! cancelled cooperatively through its [`LegControl`] and polled until it has run its own
-//! cleanup. Each leg returns its [`LegDelta`]; the loop applies them after adjudication.
+//! cleanup. Each leg returns its `LegDelta`; the loop applies them after adjudication.
 //! Dropping the round (external cancellation, the call deadline) drops both leg futures;
 //! their guards label the rows from the loser flag.
+//!
+//! Layering: called by `crate::retry_loop`; runs legs through `crate::leg` and reads the scope
+//! through `crate::scope`; never imports the loop.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use gateway_ports::{
-    AttemptError, AttemptFailure, ConfigError, ConfigWarning, ErrorOperation, FailureReason,
-    ScopeKind, SourceConfig,
-};
+use gateway_ports::{AttemptError, AttemptFailure, ErrorOperation, FailureReason};
 use tokio::sync::watch;
 
 use crate::admission::{Admitted, Pick};
 use crate::attempt::{AttemptRunner, LegControl, LegSignals};
 use crate::classify::failure_reason_of;
-use crate::retry_loop::{
-    LegDelta, LegResult, LoopEnv, LoopSuccess, RoundOutcome, leg_outcome, run_attempt,
-};
+use crate::leg::{LegDelta, LegResult, LoopSuccess, RoundOutcome, leg_outcome, run_attempt};
+use crate::scope::LoopEnv;
 use crate::stats::CallContext;
 
-/// Largest accepted `HEDGE__MAX_EXTRA`.
-pub const MAX_EXTRA_LIMIT: u32 = 3;
-
-/// The hedge thresholds of one chat scope. Both thresholds unset (the
-/// default) = hedging off: every round runs the single-leg path with no progress receiver.
-///
-/// Build it with [`HedgeConfig::off`] plus [`HedgeConfig::with_after`] /
-/// [`HedgeConfig::with_stall_after`] / [`HedgeConfig::with_max_extra`], or from a validated
-/// [`HedgeAssembly`] ([`HedgeAssembly::config`]). Thresholds are runtime-timer durations.
-/// Implements 60 H-1, H-6, H-9, H-12.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct HedgeConfig {
-    /// `{SCOPE}__HEDGE__AFTER_S`: first-token threshold (streaming: no progress yet;
-    /// non-stream: pure elapsed time). `None` = off.
-    pub after: Option<Duration>,
-    /// `{SCOPE}__HEDGE__STALL_AFTER_S`: mid-stream silence threshold (streaming only, after the
-    /// first progress). `None` = off.
-    pub stall_after: Option<Duration>,
-    /// `{SCOPE}__HEDGE__MAX_EXTRA` in [1, 3]; until staggered hedging exists any value acts as 1
-    /// (at most one hedge leg per round).
-    pub max_extra: u32,
-}
-
-impl Default for HedgeConfig {
-    fn default() -> Self {
-        Self::off()
-    }
-}
-
-impl HedgeConfig {
-    /// Hedging off: no thresholds, `max_extra = 1`.
-    pub const fn off() -> Self {
-        Self {
-            after: None,
-            stall_after: None,
-            max_extra: 1,
-        }
-    }
-
-    /// The same config with the first-token threshold set.
-    pub const fn with_after(mut self, after: Duration) -> Self {
-        self.after = Some(after);
-        self
-    }
-
-    /// The same config with the stall threshold set.
-    pub const fn with_stall_after(mut self, stall_after: Duration) -> Self {
-        self.stall_after = Some(stall_after);
-        self
-    }
-
-    /// The same config with `max_extra` set (stored as given; acts as 1).
-    pub const fn with_max_extra(mut self, max_extra: u32) -> Self {
-        self.max_extra = max_extra;
-        self
-    }
-
-    /// `true` when either threshold is set.
-    pub const fn is_enabled(&self) -> bool {
-        self.after.is_some() || self.stall_after.is_some()
-    }
-
-    /// The entry gate of 60 H-12: does a round of a request with this wire mode run hedged?
-    /// `after` set → always (non-stream: pure time trigger); only `stall_after` set → only when
-    /// `stream`; neither → never. Depends only on configuration and `stream`.
-    pub const fn hedges_round(&self, stream: bool) -> bool {
-        self.after.is_some() || (self.stall_after.is_some() && stream)
-    }
-
-    /// Hedge legs a round may launch: 0 when off, else 1 whatever `max_extra` says.
-    pub const fn legs_per_round(&self) -> u32 {
-        if self.is_enabled() { 1 } else { 0 }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Stage D (20 §11.4)
-// ---------------------------------------------------------------------------------------------
-
-/// The inputs of stage D besides the sources.
-///
-/// `scope` is the environment prefix used in messages (e.g. `"LLM"`, naming
-/// `LLM__HEDGE__AFTER_S`); the origins name where each value came from (the env key,
-/// `GatewaySettings.hedge_after_s`, `GatewayClientBuilder::hedge_after_s`, …).
-#[derive(Debug, Clone, Copy)]
-pub struct HedgeAssemblyInput<'a> {
-    /// Environment prefix of the scope for messages, e.g. `"LLM"`.
-    pub scope: &'a str,
-    /// `hedge_after_s` in seconds, unvalidated.
-    pub hedge_after_s: Option<f64>,
-    /// `hedge_max_extra` (type errors are env parse errors, stage A1).
-    pub hedge_max_extra: u32,
-    /// `hedge_stall_after_s` in seconds, unvalidated.
-    pub stall_after_s: Option<f64>,
-    /// The assembled `call_deadline_s`, already validated (stage C10 / F1).
-    pub call_deadline_s: Option<f64>,
-    /// Origin of `hedge_after_s`.
-    pub after_origin: &'a str,
-    /// Origin of `hedge_stall_after_s`.
-    pub stall_origin: &'a str,
-    /// Origin of `hedge_max_extra`.
-    pub max_extra_origin: &'a str,
-}
-
-/// The result of a successful stage D: the normalized thresholds and the warnings (as data;
-/// the assembled client logs them once).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct HedgeAssembly {
-    /// Normalized `hedge_after_s` in seconds.
-    pub after_s: Option<f64>,
-    /// Normalized `hedge_stall_after_s` in seconds.
-    pub stall_after_s: Option<f64>,
-    /// `hedge_max_extra` as accepted.
-    pub max_extra: u32,
-    /// `hedge.after_ge_ttft`, `hedge.single_source`, `hedge.multi_leg_unsupported`, in that order.
-    pub warnings: Vec<ConfigWarning>,
-    after: Option<Duration>,
-    stall_after: Option<Duration>,
-}
-
-impl HedgeAssembly {
-    /// The runtime configuration of these values.
-    pub fn config(&self) -> HedgeConfig {
-        HedgeConfig {
-            after: self.after,
-            stall_after: self.stall_after,
-            max_extra: self.max_extra,
-        }
-    }
-}
-
-/// `ensure_call_deadline` (20 §11.4 D0) for a hedge threshold: `None` stays `None`; otherwise
-/// finite, `> 0` and representable as a `Duration`, else a `ConfigError` with `code` naming
-/// `origin`.
-fn ensure_threshold(
-    value: Option<f64>,
-    origin: &str,
-    code: &'static str,
-    field: &str,
-) -> Result<Option<(f64, Duration)>, ConfigError> {
-    let Some(v) = value else {
-        return Ok(None);
-    };
-    let err = || {
-        ConfigError::new(
-            code,
-            origin,
-            format!("{field} ({origin}) must be None or a finite positive number of seconds"),
-        )
-    };
-    if !(v.is_finite() && v > 0.0) {
-        return Err(err());
-    }
-    Duration::try_from_secs_f64(v)
-        .map(|d| Some((v, d)))
-        .map_err(|_| err())
-}
-
-fn min_of(values: impl Iterator<Item = (f64, String)>) -> Option<(f64, String)> {
-    values.fold(None, |acc, (v, name)| match acc {
-        Some((m, _)) if m <= v => acc,
-        _ => Some((v, name)),
-    })
-}
-
-/// Stage D of the assembly guards, `check_hedge_assembly`, in the exact
-/// order D2 → D14. The single definition point shared by every assembly path (env, settings,
-/// builder): the facade calls it with the path's origins.
-///
-/// Errors (`ConfigError.code`, `origin`): `hedge.max_extra_range` (checked even when hedging
-/// is off; origin `max_extra_origin`), `hedge.after_domain`, `hedge.stall_domain`,
-/// `hedge.no_sources`, `hedge.after_ge_min_timeout`, `hedge.after_ge_deadline`,
-/// `hedge.stall_ge_min_inter_token`, `hedge.stall_ge_deadline`; cross-field errors
-/// carry the origin of the threshold at fault and a message naming the fields and the key
-/// pattern. Warnings (`ConfigWarning.code`): `hedge.after_ge_ttft` (naming the source with
-/// the smallest `ttft_timeout_s`), `hedge.single_source` (naming the source),
-/// `hedge.multi_leg_unsupported`. Both thresholds unset → no further checks and no
-/// warnings. Never panics.
-pub fn check_hedge_assembly<'s>(
-    input: &HedgeAssemblyInput<'_>,
-    sources: impl IntoIterator<Item = &'s SourceConfig>,
-) -> Result<HedgeAssembly, ConfigError> {
-    let scope = input.scope;
-    let max_extra = input.hedge_max_extra;
-    // D2 (D1 is a type error in Rust: env parsing, stage A1).
-    if !(1..=MAX_EXTRA_LIMIT).contains(&max_extra) {
-        return Err(ConfigError::new(
-            "hedge.max_extra_range",
-            input.max_extra_origin,
-            format!(
-                "hedge_max_extra ({scope}__HEDGE__MAX_EXTRA={max_extra}) must be an integer in [1,3]"
-            ),
-        ));
-    }
-    // D3, D4.
-    let after = ensure_threshold(
-        input.hedge_after_s,
-        input.after_origin,
-        "hedge.after_domain",
-        "hedge_after_s",
-    )?;
-    let stall = ensure_threshold(
-        input.stall_after_s,
-        input.stall_origin,
-        "hedge.stall_domain",
-        "hedge_stall_after_s",
-    )?;
-    // D5.
-    if after.is_none() && stall.is_none() {
-        return Ok(HedgeAssembly {
-            after_s: None,
-            stall_after_s: None,
-            max_extra,
-            warnings: Vec::new(),
-            after: None,
-            stall_after: None,
-        });
-    }
-    let sources: Vec<&SourceConfig> = sources.into_iter().collect();
-    // D6.
-    if sources.is_empty() {
-        let origin = if after.is_some() {
-            input.after_origin
-        } else {
-            input.stall_origin
-        };
-        return Err(ConfigError::new(
-            "hedge.no_sources",
-            origin,
-            format!(
-                "hedge_after_s / hedge_stall_after_s ({scope}__HEDGE__AFTER_S / \
-                 {scope}__HEDGE__STALL_AFTER_S) are set but `sources` is empty; \
-                 hedging needs at least one source"
-            ),
-        ));
-    }
-    let mut warnings = Vec::new();
-    if let Some((a, _)) = after {
-        // D7.
-        if let Some((min_timeout, _)) =
-            min_of(sources.iter().map(|s| (s.timeout_s, s.name.clone())))
-            && a >= min_timeout
-        {
-            return Err(ConfigError::new(
-                "hedge.after_ge_min_timeout",
-                input.after_origin,
-                format!(
-                    "hedge_after_s ({scope}__HEDGE__AFTER_S={a}) must be < min source \
-                     timeout_s ({min_timeout}); the hedge could never fire"
-                ),
-            ));
-        }
-        // D8.
-        if let Some(d) = input.call_deadline_s
-            && a >= d
-        {
-            return Err(ConfigError::new(
-                "hedge.after_ge_deadline",
-                input.after_origin,
-                format!(
-                    "hedge_after_s ({scope}__HEDGE__AFTER_S={a}) must be < call_deadline_s \
-                     ({scope}__CALL_DEADLINE_S={d}); the deadline would always fire first"
-                ),
-            ));
-        }
-        // D9 (warning).
-        if let Some((min_ttft, name)) = min_of(
-            sources
-                .iter()
-                .filter_map(|s| s.ttft_timeout_s.map(|t| (t, s.name.clone()))),
-        ) && a >= min_ttft
-        {
-            warnings.push(
-                ConfigWarning::new(
-                    "hedge.after_ge_ttft",
-                    format!(
-                        "hedge_after_s ({scope}__HEDGE__AFTER_S={a}) is >= the smallest \
-                         ttft_timeout_s ({min_ttft}): the TTFT watchdog cuts streaming hangs \
-                         first; non-stream calls still benefit"
-                    ),
-                )
-                .with_source(name),
-            );
-        }
-    }
-    if let Some((s, _)) = stall {
-        // D10.
-        if let Some((min_gap, _)) = min_of(sources.iter().map(|src| {
-            (
-                src.inter_token_timeout_s.unwrap_or(src.timeout_s),
-                src.name.clone(),
-            )
-        })) && s >= min_gap
-        {
-            return Err(ConfigError::new(
-                "hedge.stall_ge_min_inter_token",
-                input.stall_origin,
-                format!(
-                    "hedge_stall_after_s ({scope}__HEDGE__STALL_AFTER_S={s}) must be < the \
-                     smallest inter_token_timeout_s (or timeout_s) over the sources \
-                     ({min_gap}); the stall window could never open"
-                ),
-            ));
-        }
-        // D11.
-        if let Some(d) = input.call_deadline_s
-            && s >= d
-        {
-            return Err(ConfigError::new(
-                "hedge.stall_ge_deadline",
-                input.stall_origin,
-                format!(
-                    "hedge_stall_after_s ({scope}__HEDGE__STALL_AFTER_S={s}) must be < \
-                     call_deadline_s ({scope}__CALL_DEADLINE_S={d})"
-                ),
-            ));
-        }
-    }
-    // D12.
-    if let [only] = sources.as_slice() {
-        warnings.push(
-            ConfigWarning::new(
-                "hedge.single_source",
-                format!(
-                    "hedging is configured ({scope}__HEDGE__AFTER_S / \
-                     {scope}__HEDGE__STALL_AFTER_S) but the scope has a single source: \
-                     no other source exists at runtime, hedging stays silent"
-                ),
-            )
-            .with_source(only.name.clone()),
-        );
-    }
-    // D13.
-    if max_extra > 1 {
-        warnings.push(ConfigWarning::new(
-            "hedge.multi_leg_unsupported",
-            format!(
-                "hedge_max_extra ({scope}__HEDGE__MAX_EXTRA={max_extra}) accepted; only a single \
-                 hedge leg runs per round until staggered hedging exists"
-            ),
-        ));
-    }
-    // D14.
-    Ok(HedgeAssembly {
-        after_s: after.map(|(v, _)| v),
-        stall_after_s: stall.map(|(v, _)| v),
-        max_extra,
-        warnings,
-        after: after.map(|(_, d)| d),
-        stall_after: stall.map(|(_, d)| d),
-    })
-}
-
-/// Stage E3: an embedding or OCR scope whose embedded gateway
-/// settings set either hedge threshold gets the warning `hedge.non_chat_scope` (the keys are
-/// ignored there). `None` for chat scopes and when neither threshold is set.
-pub fn non_chat_hedge_warning(
-    kind: ScopeKind,
-    hedge_after_s: Option<f64>,
-    stall_after_s: Option<f64>,
-) -> Option<ConfigWarning> {
-    if hedge_after_s.is_none() && stall_after_s.is_none() {
-        return None;
-    }
-    let name = match kind {
-        ScopeKind::Embedding => "embedding",
-        ScopeKind::Ocr => "ocr",
-        _ => return None,
-    };
-    Some(ConfigWarning::new(
-        "hedge.non_chat_scope",
-        format!(
-            "hedge keys only take effect on chat scopes: {name} scope is non-streaming; hedge \
-             configuration is ignored"
-        ),
-    ))
-}
+pub use crate::config::hedge::{
+    HedgeAssembly, HedgeAssemblyInput, HedgeConfig, MAX_EXTRA_LIMIT, check_hedge_assembly,
+    non_chat_hedge_warning,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Adjudication helpers
