@@ -126,6 +126,9 @@ def collect_tests():
     return cites
 
 
+HAND_MARKER = "# Hand-maintained rows"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spec", default=os.path.join(ROOT, "..", "shared", "spec"))
@@ -179,8 +182,21 @@ def main():
         for r, (sub, na) in sorted(cf.items())])
     section("Public wire cases", [(f"case-{c}", "→ issue 3 / issue 5 (" + case_names[c] + ")") for c in cases])
     out.insert(7, f"Covered: {covered} of {total}; {noted} more noted in docs/rule-notes.md.\n")
-    with open(os.path.join(ROOT, "docs", "rule-coverage.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(out))
+    target = os.path.join(ROOT, "docs", "rule-coverage.md")
+    # The hand-maintained sections (README decisions, suites the generator does not collect)
+    # start at HAND_MARKER and are carried over unchanged.
+    kept = ""
+    if os.path.exists(target):
+        with open(target, encoding="utf-8") as f:
+            previous = f.read()
+        at = previous.find(HAND_MARKER)
+        if at >= 0:
+            kept = previous[at:]
+    text = "\n".join(out)
+    if kept:
+        text = text.rstrip("\n") + "\n\n" + kept
+    with open(target, "w", encoding="utf-8") as f:
+        f.write(text)
     print(f"covered {covered} of {total}, noted {noted}", file=sys.stderr)
 
 

@@ -16,6 +16,9 @@
 //! contract_tests::cache_contract!(my_crate::RedisBackend::new().await);
 //! ```
 //!
+//! The transport suites take a builder of the transport instead: [`ocr_contract!`] (CT-OCR) and
+//! [`transport_contract!`] (CT-CHAT, CT-EMB; see [`transport`]).
+//!
 //! Rows that only a networked backend can show (two instances share
 //! state) live with that backend. Panics in this crate are test assertions.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -36,6 +39,7 @@ pub mod limiter;
 pub mod memory;
 pub mod ocr;
 pub mod telemetry;
+pub mod transport;
 
 pub use memory::MemoryBackend;
 

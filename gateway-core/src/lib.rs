@@ -31,6 +31,7 @@ mod leg;
 pub mod memory;
 pub mod ocr;
 pub mod pacer;
+pub mod policy;
 pub mod redact;
 pub mod request;
 pub mod retry_after;

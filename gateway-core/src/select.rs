@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use gateway_ports::Clock;
+use gateway_ports::{Clock, SelectorKind};
 use rustc_hash::FxHashMap;
 
 /// The name of one configured source, cheap to clone (an `Arc<str>`). Borrows as `str`, so maps
@@ -156,6 +156,16 @@ fn rotated(sources: &[SourceId], k: usize) -> Vec<SourceId> {
         v.rotate_left(k % n);
     }
     v
+}
+
+/// The selector of a configured [`SelectorKind`] (`{SCOPE}__SELECTOR`): round robin, least
+/// in-flight, or health-aware on `clock` (the default, also for kinds added later).
+pub fn selector_for(kind: SelectorKind, clock: Arc<dyn Clock>) -> Arc<dyn Selector> {
+    match kind {
+        SelectorKind::RoundRobin => Arc::new(RoundRobinSelector::new()),
+        SelectorKind::LeastInflight => Arc::new(LeastInflightSelector::new()),
+        _ => Arc::new(HealthAwareSelector::new(clock)),
+    }
 }
 
 /// The configured order, always (30 G-61 `StaticSelector`; test support, not configurable).

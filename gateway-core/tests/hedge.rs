@@ -671,16 +671,16 @@ async fn h_1_off_by_default_is_exactly_the_unhedged_path() {
 #[test]
 fn h_12_h_13_entry_gate_depends_on_config_and_wire_mode_only() {
     let off = HedgeConfig::off();
-    let after = off.with_after(T);
-    let stall = off.with_stall_after(T);
-    let both = after.with_stall_after(T);
+    let after = off.with_after(T).unwrap();
+    let stall = off.with_stall_after(T).unwrap();
+    let both = after.with_stall_after(T).unwrap();
     assert!(!off.hedges_round(true) && !off.hedges_round(false));
     assert!(!stall.hedges_round(false));
     assert!(stall.hedges_round(true));
     assert!(after.hedges_round(false) && after.hedges_round(true));
     assert!(both.hedges_round(false) && both.hedges_round(true));
     // D1: max_extra > 1 acts as 1.
-    assert_eq!(both.with_max_extra(3).legs_per_round(), 1);
+    assert_eq!(both.with_max_extra(3).unwrap().legs_per_round(), 1);
     assert_eq!(off.legs_per_round(), 0);
     assert_eq!(HedgeConfig::default(), off);
 }
@@ -689,7 +689,7 @@ fn h_12_h_13_entry_gate_depends_on_config_and_wire_mode_only() {
 #[tokio::test(start_paused = true)]
 async fn h_6_d1_max_extra_above_one_launches_one_leg_per_round() {
     let fx = HFxBuilder::after()
-        .hedge(HedgeConfig::off().with_after(T).with_max_extra(3))
+        .hedge(HedgeConfig::new(Some(T), None, 3).unwrap())
         .sources(&["s1", "s2", "s3"])
         .build();
     fx.push_for("s1", Script::hang());
@@ -855,7 +855,7 @@ async fn h_29_hedge_admission_backend_failure_cancels_primary() {
     .selector(Arc::new(gateway_core::select::StaticSelector))
     .pacer(Arc::new(gateway_core::pacer::NoopPacer))
     .row_sink(sink.clone())
-    .hedge(HedgeConfig::off().with_after(T))
+    .hedge(HedgeConfig::new(Some(T), None, 1).unwrap())
     .build();
     let worker = tokio::spawn(gateway_core::cleanup::run_cleanup_worker(rx));
     base.push_for("s1", Script::hang());

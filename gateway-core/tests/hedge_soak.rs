@@ -98,13 +98,7 @@ async fn one_iteration(seed: u64, cov: &mut Coverage) {
     let rng = &mut SmallRng::seed_from_u64(seed);
     let after = rng.gen_bool(0.6).then_some(T);
     let stall = rng.gen_bool(0.5).then_some(T);
-    let mut hedge = HedgeConfig::off().with_max_extra(rng.gen_range(1..=3));
-    if let Some(a) = after {
-        hedge = hedge.with_after(a);
-    }
-    if let Some(s) = stall {
-        hedge = hedge.with_stall_after(s);
-    }
+    let hedge = HedgeConfig::new(after, stall, rng.gen_range(1..=3)).unwrap();
     let stream = rng.gen_bool(0.7);
     let n_sources = rng.gen_range(2..=3);
     let names = ["s1", "s2", "s3"];

@@ -26,7 +26,7 @@ use support::{transient, unavailable};
 use tokio::time::{Instant, sleep};
 
 fn both() -> HedgeConfig {
-    HedgeConfig::off().with_after(T).with_stall_after(T)
+    HedgeConfig::new(Some(T), Some(T), 1).unwrap()
 }
 
 /// `chunk` then hang (60 §14 vocabulary).
@@ -304,7 +304,7 @@ async fn h_103_cf_283_stall_both_fail_counts_budget_once() {
 #[tokio::test(start_paused = true)]
 async fn h_104_cf_284_h_23_external_cancel_during_stall_wait_penetrates() {
     let fx = HFxBuilder::stall()
-        .hedge(HedgeConfig::off().with_stall_after(Duration::from_secs(5)))
+        .hedge(HedgeConfig::new(None, Some(Duration::from_secs(5)), 1).unwrap())
         .build();
     let before = alive_tasks();
     let h1 = fx.push_for("s1", chunk_then_hang());

@@ -129,7 +129,7 @@ async fn d32_failure_before_commit_is_retried_invisibly() {
 async fn d32_stall_after_commit_ends_committed_without_retry_or_stall_hedge() {
     let fx = HFxBuilder {
         sources: vec![src("s1", "m-1", Some(1.0)), src("s2", "m-2", Some(1.0))],
-        hedge: HedgeConfig::off().with_stall_after(Duration::from_millis(50)),
+        hedge: HedgeConfig::new(None, Some(Duration::from_millis(50)), 1).unwrap(),
         ..HFxBuilder::default()
     }
     .build();
@@ -163,7 +163,7 @@ async fn d32_stall_after_commit_ends_committed_without_retry_or_stall_hedge() {
 async fn d32_hedged_first_token_commits_the_faster_leg_and_cancels_the_loser() {
     let fx = HFxBuilder {
         sources: vec![src("s1", "m-1", None), src("s2", "m-2", None)],
-        hedge: HedgeConfig::off().with_after(Duration::from_millis(50)),
+        hedge: HedgeConfig::new(Some(Duration::from_millis(50)), None, 1).unwrap(),
         ..HFxBuilder::default()
     }
     .build();

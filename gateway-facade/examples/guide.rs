@@ -47,6 +47,30 @@ async fn three_paths(my_sources: Vec<polygateway::SourceConfig>) -> Result<(), B
     Ok(())
 }
 
+/// Section 2: one scope policy on both paths.
+#[rustfmt::skip]
+async fn one_policy(my_sources: Vec<polygateway::SourceConfig>) -> Result<(), Box<dyn Error>> {
+    use std::sync::Arc;
+    use polygateway::{GatewayClient, GatewaySettings, OpenAiTransport, RetryPolicy, ScopePolicy, TransportOptions};
+
+    let policy = ScopePolicy {
+        call_deadline_s: Some(30.0),                                         // seconds, as in the env
+        retry: RetryPolicy::new(4, 0.5, 8.0, None, None)?,                   // checked: ConfigError names the field
+        ..GatewaySettings::default().policy
+    };
+    let settings = GatewaySettings { sources: my_sources.clone(), policy, ..GatewaySettings::default() };
+    let a = GatewayClient::from_settings(&settings)?;
+
+    let transport = OpenAiTransport::new(&my_sources, TransportOptions::default())?;
+    let b = GatewayClient::builder()
+        .sources(my_sources)
+        .policy(policy)                                                      // every knob at once,
+        .max_waiters(100)                                                    // or one at a time
+        .transport(Arc::new(transport))
+        .build()?;
+    Ok(())
+}
+
 /// Section 2: sources from the environment.
 #[rustfmt::skip]
 fn sources_from_env() -> Result<(), Box<dyn Error>> {

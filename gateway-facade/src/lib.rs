@@ -105,7 +105,7 @@ pub use settings::{
     DEFAULT_CHAT_SCOPE, DEFAULT_EMBED_SCOPE, DEFAULT_MAX_WAITERS, DEFAULT_OCR_MODEL,
     DEFAULT_OCR_SCOPE, DEFAULT_TELEMETRY_PG_POOL_MAX, DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S,
     EmbeddingSettings, EnvMap, GatewaySettings, LEASE_GRACE_S, NON_UTF8_VALUE, OcrSettings,
-    PROBE_GRACE_S, SOURCE_FIELDS, SchemaMode, StateBackend, TelemetryBackend,
+    PROBE_GRACE_S, SOURCE_FIELDS, SchemaMode, ScopePolicy, StateBackend, TelemetryBackend,
     ValidatedEmbeddingSettings, ValidatedSettings, is_scope_name, process_env,
 };
 

@@ -27,13 +27,11 @@ use gateway_core::governor::{Governor, GovernorBuilder, Jitter};
 use gateway_core::hedge::HedgeConfig;
 use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
 use gateway_core::pacer::{AimdPacer, Pacer};
-use gateway_core::select::{
-    HealthAwareSelector, LeastInflightSelector, RoundRobinSelector, Selector,
-};
+use gateway_core::select::{Selector, selector_for};
 use gateway_core::telemetry::{EmitterConfig, TelemetryEmitter};
 use gateway_ports::{
     CircuitBreaker, Clock, ConfigError, PricingTable, RateLimiter, ResponseCache, ScopeKind,
-    SelectorKind, TelemetryRecorder, TelemetryStatus, TelemetryStatusProvider,
+    TelemetryRecorder, TelemetryStatus, TelemetryStatusProvider,
 };
 use tokio::task::JoinHandle;
 
@@ -297,7 +295,7 @@ fn shared_state(
             RedisRateLimiter::new(
                 &plan.scope,
                 &plan.sources,
-                plan.global_limits,
+                plan.policy.global_limits,
                 settings.lease_ttl_s(),
                 conn.clone(),
             )
@@ -306,7 +304,8 @@ fn shared_state(
     });
     let breaker: Option<Arc<dyn CircuitBreaker>> = breaker_redis.then(|| {
         Arc::new(
-            RedisCircuitBreaker::new(&plan.scope, plan.breaker, conn.clone()).owning_connection(),
+            RedisCircuitBreaker::new(&plan.scope, plan.policy.breaker, conn.clone())
+                .owning_connection(),
         ) as Arc<dyn CircuitBreaker>
     });
     Ok((limiter, breaker))
@@ -460,14 +459,6 @@ impl fmt::Debug for Runtime {
     }
 }
 
-fn default_selector(kind: SelectorKind, clock: &Arc<dyn Clock>) -> Arc<dyn Selector> {
-    match kind {
-        SelectorKind::RoundRobin => Arc::new(RoundRobinSelector::new()),
-        SelectorKind::LeastInflight => Arc::new(LeastInflightSelector::new()),
-        _ => Arc::new(HealthAwareSelector::new(Arc::clone(clock))),
-    }
-}
-
 /// Names the constructor the caller used in a `runtime.missing` error: the environment paths
 /// assemble through the settings path, whose origin would otherwise name `from_settings`.
 pub(crate) fn named_constructor(mut error: ConfigError, constructor: &str) -> ConfigError {
@@ -501,7 +492,7 @@ impl Runtime {
                     let memory = MemoryRateLimiter::new(
                         &plan.scope,
                         &plan.sources,
-                        plan.global_limits,
+                        plan.policy.global_limits,
                         a.lease_ttl_s,
                         Arc::clone(&clock),
                     );
@@ -516,7 +507,7 @@ impl Runtime {
                 (None, None) => (
                     Arc::new(MemoryCircuitBreaker::new(
                         &plan.scope,
-                        plan.breaker,
+                        plan.policy.breaker,
                         Arc::clone(&clock),
                     )),
                     true,
@@ -530,7 +521,7 @@ impl Runtime {
         let selector = a
             .governance
             .selector
-            .unwrap_or_else(|| default_selector(plan.selector, &clock));
+            .unwrap_or_else(|| selector_for(plan.policy.selector, Arc::clone(&clock)));
         let telemetry = match a.recorder {
             RecorderSource::None => None,
             RecorderSource::Owned(recorder) => Some((recorder, true)),
@@ -542,7 +533,8 @@ impl Runtime {
                 let config = EmitterConfig::default()
                     .with_pricing(a.pricing)
                     .with_text_cap(
-                        plan.telemetry_text_cap
+                        plan.policy
+                            .telemetry_text_cap
                             .map(|c| usize::try_from(c).unwrap_or(usize::MAX)),
                     )
                     .with_redact_ips(a.redact_ips);
@@ -586,14 +578,8 @@ impl Runtime {
         .pacer(Arc::clone(&pacer))
         .selector(Arc::clone(&selector))
         .clock(Arc::clone(&clock))
-        .retry(plan.retry)
+        .policy(&plan.policy)?
         .hedge(hedge)
-        .backpressure(plan.backpressure)
-        .quota_full(plan.quota_full)
-        .global_tpm(plan.global_limits.tpm)
-        .circuit_open(plan.circuit_open)
-        .breaker_cooldown_s(plan.breaker.cooldown_s)
-        .max_waiters(usize::try_from(plan.max_waiters).unwrap_or(usize::MAX))
         .call_deadline(plan.call_deadline);
         if let Some(jitter) = a.governance.jitter {
             builder = builder.jitter(jitter);

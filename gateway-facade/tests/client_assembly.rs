@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use client_support::{chat_env, sim_completion};
 use gateway_core::select::StaticSelector;
+use polygateway::ScopePolicy;
 use polygateway::{
     ChatOptions, ClientPlan, ConfigError, EmbeddingClient, EmbeddingSettings, GatewayClient,
     GatewaySettings, GovernanceComponents, OpenAiTransport, TransportOptions,
@@ -26,10 +27,13 @@ async fn section_9_2_three_paths_give_the_same_client() {
     // Path 2: settings struct, built by hand from the same values (raw, then validated).
     let parsed = GatewaySettings::from_env_map("LLM", &env).unwrap();
     let raw = GatewaySettings {
+        policy: ScopePolicy {
+            retry: parsed.policy.retry,
+            call_deadline_s: Some(30.0),
+            ..GatewaySettings::default().policy
+        },
         scope: "LLM".into(),
         sources: parsed.sources.clone(),
-        retry: parsed.retry,
-        call_deadline_s: Some(30.0),
         ..GatewaySettings::default()
     };
     let by_raw_settings = GatewayClient::from_settings(&raw).unwrap();
@@ -40,8 +44,8 @@ async fn section_9_2_three_paths_give_the_same_client() {
     let by_builder = GatewayClient::builder()
         .scope("LLM")
         .sources(parsed.sources.clone())
-        .retry(parsed.retry)
-        .breaker_config(validated.breaker)
+        .retry(parsed.policy.retry)
+        .breaker_config(validated.policy.breaker)
         .call_deadline(std::time::Duration::from_secs(30))
         .transport(Arc::new(transport))
         .build()
@@ -93,7 +97,7 @@ async fn section_9_2_three_paths_for_embedding() {
     let by_builder = EmbeddingClient::builder()
         .scope("EMBED")
         .sources(parsed.gateway.sources.clone())
-        .breaker_config(parsed.gateway.breaker)
+        .breaker_config(parsed.gateway.policy.breaker)
         .batch_size(2)
         .transport(Arc::new(transport))
         .build()

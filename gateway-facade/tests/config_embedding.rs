@@ -2,6 +2,7 @@
 
 mod support;
 
+use polygateway::ScopePolicy;
 use polygateway::{EmbeddingPlan, EmbeddingSettings, GatewaySettings, OcrSettings};
 use support::*;
 
@@ -58,7 +59,7 @@ fn e_1_embedding_keys_and_defaults() {
         (v.batch_size, v.normalize, v.expected_dim),
         (32, true, Some(1024))
     );
-    assert_eq!(v.gateway.retry.max_attempts, 2);
+    assert_eq!(v.gateway.policy.retry.max_attempts, 2);
     assert!(v.warnings().is_empty());
     for (key, raw, code) in [
         ("EMBED__BATCH_SIZE", "0", "config.domain"),
@@ -104,8 +105,11 @@ fn cf_054_hedge_keys_on_non_chat_scopes_warn_once() {
     }
     let s = EmbeddingSettings {
         gateway: GatewaySettings {
+            policy: ScopePolicy {
+                hedge_stall_after_s: Some(8.0),
+                ..settings(vec![source("qwen_1", 120.0), source("qwen_2", 120.0)]).policy
+            },
             scope: "EMBED".into(),
-            hedge_stall_after_s: Some(8.0),
             ..settings(vec![source("qwen_1", 120.0), source("qwen_2", 120.0)])
         },
         batch_size: 64,

@@ -39,9 +39,9 @@ fn cf_027_reserved_segments_never_make_sources() {
     let v = from_env(&m).unwrap();
     let names: Vec<_> = v.sources.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["qwen_1", "qwen_2"]);
-    assert_eq!(v.call_deadline_s, Some(60.0));
-    assert_eq!(v.hedge_after_s, Some(8.0));
-    assert_eq!(v.stall_threshold_ms, 500);
+    assert_eq!(v.policy.call_deadline_s, Some(60.0));
+    assert_eq!(v.policy.hedge_after_s, Some(8.0));
+    assert_eq!(v.policy.stall_threshold_ms, Some(500));
     // A four-segment key under a reserved segment is an unknown key (20 §3.2, §2.5).
     let unknown = v
         .warnings()
@@ -67,13 +67,16 @@ fn cf_029_hedge_max_extra_not_a_number_names_the_key() {
 
 #[test]
 fn cf_030_call_deadline_unset_is_none() {
-    assert_eq!(from_env(&env_with(&[])).unwrap().call_deadline_s, None);
+    assert_eq!(
+        from_env(&env_with(&[])).unwrap().policy.call_deadline_s,
+        None
+    );
 }
 
 #[test]
 fn cf_031_call_deadline_30() {
     let v = from_env(&env_with(&[("LLM__CALL_DEADLINE_S", "30")])).unwrap();
-    assert_eq!(v.call_deadline_s, Some(30.0));
+    assert_eq!(v.policy.call_deadline_s, Some(30.0));
 }
 
 #[test]
@@ -98,7 +101,7 @@ fn cf_032_bad_call_deadlines_name_the_key() {
 fn cf_034_deadline_shorter_than_timeout_is_legal() {
     let v = from_env(&env_with(&[("LLM__CALL_DEADLINE_S", "1")])).unwrap();
     assert_eq!(
-        (v.call_deadline_s, v.sources[0].timeout_s),
+        (v.policy.call_deadline_s, v.sources[0].timeout_s),
         (Some(1.0), 120.0)
     );
 }
@@ -138,9 +141,9 @@ fn parsing_by_type_int_bool_json_choice() {
         ("LLM__QWEN__1__EXTRA_BODY", r#"{"temperature": 0}"#),
     ]))
     .unwrap();
-    assert_eq!(v.retry.max_attempts, 5);
+    assert_eq!(v.policy.retry.max_attempts, 5);
     assert!(!v.sources[0].trust_env);
-    assert_eq!(v.selector, SelectorKind::RoundRobin);
+    assert_eq!(v.policy.selector, SelectorKind::RoundRobin);
     assert_eq!(v.sources[0].extra_body["temperature"], 0);
     let e = env_err(&env_with(&[("LLM__QWEN__1__TRUST_ENV", "maybe")]));
     assert_err(&e, "config.parse", "LLM__QWEN__1__TRUST_ENV");
@@ -187,13 +190,17 @@ fn r_35_r_37_r_29_keys_parse() {
         ("LLM__QWEN__1__MAX_RESPONSE_BYTES", "1024"),
     ]))
     .unwrap();
-    assert_eq!(v.retry.max_hint_s, Some(30.0));
-    assert_eq!(v.retry.budget_ratio, Some(0.2));
-    assert_eq!(v.max_waiters, 5);
+    assert_eq!(v.policy.retry.max_hint_s, Some(30.0));
+    assert_eq!(v.policy.retry.budget_ratio, Some(0.2));
+    assert_eq!(v.policy.max_waiters, 5);
     assert_eq!(v.sources[0].max_response_bytes, 1024);
     let d = from_env(&env_with(&[])).unwrap();
     assert_eq!(
-        (d.retry.max_hint_s, d.retry.budget_ratio, d.max_waiters),
+        (
+            d.policy.retry.max_hint_s,
+            d.policy.retry.budget_ratio,
+            d.policy.max_waiters
+        ),
         (None, None, 10_000)
     );
     assert_eq!(d.sources[0].max_response_bytes, 64 * 1024 * 1024);
@@ -245,13 +252,13 @@ fn a4_provider_case_variants_address_one_source() {
 #[test]
 fn a5_legacy_cooldown_alias() {
     let v = from_env(&env_with(&[("LLM_CIRCUIT_BREAKER_COOLDOWN", "45")])).unwrap();
-    assert_eq!(v.breaker.cooldown_s, 45.0);
+    assert_eq!(v.policy.breaker.cooldown_s, 45.0);
     let v = from_env(&env_with(&[
         ("LLM_CIRCUIT_BREAKER_COOLDOWN", "60"),
         ("LLM__BREAKER__COOLDOWN_S", "60.0"),
     ]))
     .unwrap();
-    assert_eq!(v.breaker.cooldown_s, 60.0);
+    assert_eq!(v.policy.breaker.cooldown_s, 60.0);
     let e = env_err(&env_with(&[
         ("LLM_CIRCUIT_BREAKER_COOLDOWN", "60"),
         ("LLM__BREAKER__COOLDOWN_S", "30"),
@@ -465,7 +472,7 @@ fn scope_names_and_other_scopes() {
     ]);
     let v = GatewaySettings::from_env_map("SOAK_OCR", &m).unwrap();
     assert_eq!(v.scope, "soak_ocr");
-    assert_eq!(v.global_limits.rpm, 60);
+    assert_eq!(v.policy.global_limits.rpm, 60);
     assert!(v.warnings().is_empty());
     let e = GatewaySettings::from_env_map("SOAK__OCR", &m).unwrap_err();
     assert_eq!(e.code, "settings.scope");

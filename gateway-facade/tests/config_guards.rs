@@ -8,6 +8,7 @@ mod support;
 use std::time::Duration;
 
 use gateway_ports::{Effort, RetryPolicy, SourceConfig};
+use polygateway::ScopePolicy;
 use polygateway::{ClientPlan, GatewayClientBuilder, GatewaySettings};
 use support::*;
 
@@ -131,7 +132,10 @@ fn cf_055_guard_b4_stall_threshold_zero() {
         "GatewayClientBuilder::stall_threshold_ms",
     );
     let st = GatewaySettings {
-        stall_threshold_ms: 0,
+        policy: ScopePolicy {
+            stall_threshold_ms: Some(0),
+            ..settings(vec![source("qwen_1", 120.0)]).policy
+        },
         ..settings(vec![source("qwen_1", 120.0)])
     };
     assert_err(
@@ -223,7 +227,10 @@ fn guard_c5_policies() {
         ..RetryPolicy::default()
     };
     let s = GatewaySettings {
-        retry: bad_retry,
+        policy: ScopePolicy {
+            retry: bad_retry,
+            ..settings(vec![source("qwen_1", 120.0)]).policy
+        },
         ..settings(vec![source("qwen_1", 120.0)])
     };
     assert_err(
@@ -257,7 +264,10 @@ fn guard_c5_policies() {
         ),
     ] {
         let s = GatewaySettings {
-            retry,
+            policy: ScopePolicy {
+                retry,
+                ..settings(vec![source("qwen_1", 120.0)]).policy
+            },
             ..settings(vec![source("qwen_1", 120.0)])
         };
         assert_err(
@@ -267,7 +277,10 @@ fn guard_c5_policies() {
         );
     }
     let s = GatewaySettings {
-        max_waiters: 0,
+        policy: ScopePolicy {
+            max_waiters: 0,
+            ..settings(vec![source("qwen_1", 120.0)]).policy
+        },
         ..settings(vec![source("qwen_1", 120.0)])
     };
     assert_err(
@@ -287,7 +300,10 @@ fn cf_033_settings_deadline_domain_and_idempotence() {
     let base = settings(vec![source("qwen_1", 120.0)]);
     for bad in [0.0, f64::INFINITY, -1.0, f64::NAN] {
         let s = GatewaySettings {
-            call_deadline_s: Some(bad),
+            policy: ScopePolicy {
+                call_deadline_s: Some(bad),
+                ..base.policy
+            },
             ..base.clone()
         };
         assert_err(
@@ -297,17 +313,23 @@ fn cf_033_settings_deadline_domain_and_idempotence() {
         );
     }
     let direct = GatewaySettings {
-        call_deadline_s: Some(7.0),
+        policy: ScopePolicy {
+            call_deadline_s: Some(7.0),
+            ..base.policy
+        },
         ..base.clone()
     };
     let v = direct.validate().unwrap();
-    assert_eq!(v.call_deadline_s, Some(7.0));
+    assert_eq!(v.policy.call_deadline_s, Some(7.0));
     let updated = GatewaySettings {
-        call_deadline_s: Some(5.0),
+        policy: ScopePolicy {
+            call_deadline_s: Some(5.0),
+            ..v.policy
+        },
         ..v.clone().into_inner()
     };
     let again = updated.validate().unwrap();
-    assert_eq!(again.call_deadline_s, Some(5.0));
+    assert_eq!(again.policy.call_deadline_s, Some(5.0));
     // Validating normalized values yields the same values (20 §9.2).
     assert_eq!(v.clone().into_inner().validate().unwrap(), v);
 }
@@ -315,7 +337,10 @@ fn cf_033_settings_deadline_domain_and_idempotence() {
 #[test]
 fn cf_035_settings_deadline_reaches_the_plan() {
     let s = GatewaySettings {
-        call_deadline_s: Some(12.0),
+        policy: ScopePolicy {
+            call_deadline_s: Some(12.0),
+            ..settings(vec![source("qwen_1", 120.0)]).policy
+        },
         ..settings(vec![source("qwen_1", 120.0)])
     };
     let plan = ClientPlan::from_settings(&s).unwrap();
@@ -361,16 +386,14 @@ fn guard_f4_text_cap_and_f5_missing_transport() {
 #[test]
 fn cf_048_env_and_settings_stall_threshold_is_authoritative() {
     let v = from_env(&env2_with(&[("LLM__STREAM__STALL_THRESHOLD_MS", "2500")])).unwrap();
-    assert_eq!(v.stall_threshold_ms, 2500);
+    assert_eq!(v.policy.stall_threshold_ms, Some(2500));
     let plan = ClientPlan::from_settings(&v).unwrap();
     assert!(plan.sources.iter().all(|s| s.stall_threshold_ms == 2500));
 
     let mut own = source("qwen_1", 120.0);
     own.stall_threshold_ms = 500;
-    let s = GatewaySettings {
-        stall_threshold_ms: 800,
-        ..settings(vec![own])
-    };
+    let mut s = settings(vec![own]);
+    s.policy.stall_threshold_ms = Some(800);
     let plan = ClientPlan::from_settings(&s).unwrap();
     assert_eq!(plan.sources[0].stall_threshold_ms, 800);
 }
@@ -396,12 +419,15 @@ fn cf_050_stall_keys_are_equal_layers() {
     ]))
     .unwrap();
     assert_eq!(
-        (v.stall_threshold_ms, v.hedge_stall_after_s),
-        (250, Some(8.0))
+        (v.policy.stall_threshold_ms, v.policy.hedge_stall_after_s),
+        (Some(250), Some(8.0))
     );
     let s = GatewaySettings {
-        stall_threshold_ms: 250,
-        hedge_stall_after_s: Some(8.0),
+        policy: ScopePolicy {
+            stall_threshold_ms: Some(250),
+            hedge_stall_after_s: Some(8.0),
+            ..settings(vec![source("qwen_1", 120.0), source("qwen_2", 120.0)]).policy
+        },
         ..settings(vec![source("qwen_1", 120.0), source("qwen_2", 120.0)])
     };
     let p2 = ClientPlan::from_settings(&s).unwrap();
@@ -413,7 +439,7 @@ fn cf_050_stall_keys_are_equal_layers() {
     )
     .unwrap();
     for p in [&p1, &p2, &p3] {
-        assert_eq!(p.hedge_stall_after_s, Some(8.0));
+        assert_eq!(p.policy.hedge_stall_after_s, Some(8.0));
         assert!(p.sources.iter().all(|s| s.stall_threshold_ms == 250));
         assert_eq!(p.hedge.stall_after, Some(Duration::from_secs(8)));
     }
@@ -437,4 +463,63 @@ fn plan_pacer_ceiling_and_secrets() {
     assert!(!format!("{plan:?}").contains("sk-test-secret"));
     let s = settings(vec![source("qwen_1", 120.0)]);
     assert!(!format!("{s:?}").contains("sk-test-secret"));
+}
+
+/// One scope policy: the builder's `.policy(..)` sets every knob the single setters set, the
+/// settings path and the builder give the same plan from the same policy, and the policy rules
+/// keep each path's origin spelling (05 R-19).
+#[test]
+fn r_19_one_scope_policy_on_every_path() {
+    let two = || vec![source("qwen_1", 120.0), source("qwen_2", 120.0)];
+    let policy = ScopePolicy {
+        call_deadline_s: Some(30.0),
+        hedge_after_s: Some(8.0),
+        max_waiters: 7,
+        retry: RetryPolicy::new(4, 0.5, 8.0, None, Some(0.5)).unwrap(),
+        stall_threshold_ms: Some(700),
+        ..ScopePolicy::default()
+    };
+    let whole = build(builder(two()).policy(policy)).unwrap();
+    let single = build(
+        builder(two())
+            .call_deadline(Duration::from_secs(30))
+            .hedge_after_s(8.0)
+            .max_waiters(7)
+            .retry(policy.retry)
+            .stall_threshold_ms(Some(700)),
+    )
+    .unwrap();
+    assert_eq!(whole, single);
+    assert_eq!(whole.call_deadline, Some(Duration::from_secs(30)));
+    assert_eq!(whole.hedge.after, Some(Duration::from_secs(8)));
+    assert!(whole.sources.iter().all(|s| s.stall_threshold_ms == 700));
+    assert_eq!(whole.policy.stall_threshold_ms, None);
+    let by_settings = ClientPlan::from_settings(&GatewaySettings {
+        policy,
+        ..settings(two())
+    })
+    .unwrap();
+    assert_eq!(
+        (by_settings.policy.retry, by_settings.policy.max_waiters),
+        (whole.policy.retry, 7)
+    );
+    assert_eq!(by_settings.sources, whole.sources);
+    let bad = ScopePolicy {
+        max_waiters: 0,
+        ..policy
+    };
+    assert_err(
+        &err(build(builder(two()).policy(bad))),
+        "settings.policy",
+        "GatewayClientBuilder::max_waiters",
+    );
+    assert_err(
+        &err(GatewaySettings {
+            policy: bad,
+            ..settings(two())
+        }
+        .validate()),
+        "settings.policy",
+        "GatewaySettings.max_waiters",
+    );
 }

@@ -5,6 +5,7 @@
 mod support;
 
 use gateway_ports::SourceConfig;
+use polygateway::ScopePolicy;
 use polygateway::{ClientPlan, GatewaySettings};
 use support::*;
 
@@ -23,9 +24,12 @@ fn both_paths(
     field: &str,
 ) {
     let s = GatewaySettings {
-        hedge_after_s: after,
-        hedge_stall_after_s: stall,
-        call_deadline_s: deadline,
+        policy: ScopePolicy {
+            hedge_after_s: after,
+            hedge_stall_after_s: stall,
+            call_deadline_s: deadline,
+            ..settings(sources.clone()).policy
+        },
         ..settings(sources.clone())
     };
     assert_err(
@@ -57,7 +61,10 @@ fn cf_037_env_hedge_keys_with_multi_leg_warning() {
         ("LLM__HEDGE__MAX_EXTRA", "2"),
     ]))
     .unwrap();
-    assert_eq!((v.hedge_after_s, v.hedge_max_extra), (Some(8.0), 2));
+    assert_eq!(
+        (v.policy.hedge_after_s, v.policy.hedge_max_extra),
+        (Some(8.0), 2)
+    );
     assert_eq!(codes(v.warnings()), ["hedge.multi_leg_unsupported"]);
     let names: Vec<_> = v.sources.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["qwen_1", "qwen_2"]);
@@ -70,7 +77,11 @@ fn cf_037_env_hedge_keys_with_multi_leg_warning() {
 fn cf_038_no_hedge_keys_no_warning() {
     let v = from_env(&env2_with(&[])).unwrap();
     assert_eq!(
-        (v.hedge_after_s, v.hedge_max_extra, v.hedge_stall_after_s),
+        (
+            v.policy.hedge_after_s,
+            v.policy.hedge_max_extra,
+            v.policy.hedge_stall_after_s
+        ),
         (None, 1, None)
     );
     assert!(v.warnings().is_empty());
@@ -84,7 +95,10 @@ fn cf_039_hedge_after_domain_on_four_paths() {
     let e = env_err(&env2_with(&[("LLM__HEDGE__AFTER_S", "abc")]));
     assert_err(&e, "config.parse", "LLM__HEDGE__AFTER_S");
     let direct = GatewaySettings {
-        hedge_after_s: Some(f64::NAN),
+        policy: ScopePolicy {
+            hedge_after_s: Some(f64::NAN),
+            ..settings(two(120.0, 120.0)).policy
+        },
         ..settings(two(120.0, 120.0))
     };
     assert_err(
@@ -94,7 +108,10 @@ fn cf_039_hedge_after_domain_on_four_paths() {
     );
     let valid = settings(two(120.0, 120.0)).validate().unwrap().into_inner();
     let updated = GatewaySettings {
-        hedge_after_s: Some(-1.0),
+        policy: ScopePolicy {
+            hedge_after_s: Some(-1.0),
+            ..valid.policy
+        },
         ..valid
     };
     assert_err(
@@ -126,7 +143,10 @@ fn cf_040_hedge_without_sources() {
     );
     // Both unset: no cross-guards with empty sources (only the R-44 builder warning).
     let plan = build(builder(vec![])).unwrap();
-    assert_eq!((plan.hedge_after_s, plan.hedge_stall_after_s), (None, None));
+    assert_eq!(
+        (plan.policy.hedge_after_s, plan.policy.hedge_stall_after_s),
+        (None, None)
+    );
     assert_eq!(codes(&plan.warnings), ["builder.no_sources"]);
 }
 
@@ -150,7 +170,7 @@ fn cf_041_after_must_be_below_min_timeout() {
         ("LLM__HEDGE__AFTER_S", "89"),
     ]))
     .unwrap();
-    assert_eq!(v.hedge_after_s, Some(89.0));
+    assert_eq!(v.policy.hedge_after_s, Some(89.0));
     assert!(v.warnings().is_empty());
 }
 
@@ -163,7 +183,10 @@ fn cf_042_after_at_or_above_min_ttft_only_warns() {
         vec![a, source("qwen_2", 120.0)]
     };
     let s = GatewaySettings {
-        hedge_after_s: Some(35.0),
+        policy: ScopePolicy {
+            hedge_after_s: Some(35.0),
+            ..settings(with_ttft()).policy
+        },
         ..settings(with_ttft())
     };
     assert_eq!(
@@ -173,7 +196,10 @@ fn cf_042_after_at_or_above_min_ttft_only_warns() {
     let plan = build(builder(with_ttft()).hedge_after_s(35.0)).unwrap();
     assert_eq!(codes(&plan.warnings), ["hedge.after_ge_ttft"]);
     let s = GatewaySettings {
-        hedge_after_s: Some(25.0),
+        policy: ScopePolicy {
+            hedge_after_s: Some(25.0),
+            ..settings(with_ttft()).policy
+        },
         ..settings(with_ttft())
     };
     assert!(s.validate().unwrap().warnings().is_empty());
@@ -182,7 +208,10 @@ fn cf_042_after_at_or_above_min_ttft_only_warns() {
 #[test]
 fn cf_043_single_source_warns() {
     let s = GatewaySettings {
-        hedge_after_s: Some(8.0),
+        policy: ScopePolicy {
+            hedge_after_s: Some(8.0),
+            ..settings(vec![source("qwen_1", 120.0)]).policy
+        },
         ..settings(vec![source("qwen_1", 120.0)])
     };
     let v = s.validate().unwrap();
@@ -210,8 +239,11 @@ fn cf_044_after_must_be_below_deadline() {
     ]));
     assert_err(&e, "hedge.after_ge_deadline", "LLM__HEDGE__AFTER_S");
     let s = GatewaySettings {
-        hedge_after_s: Some(29.0),
-        call_deadline_s: Some(30.0),
+        policy: ScopePolicy {
+            hedge_after_s: Some(29.0),
+            call_deadline_s: Some(30.0),
+            ..settings(two(120.0, 120.0)).policy
+        },
         ..settings(two(120.0, 120.0))
     };
     s.validate().unwrap();
@@ -231,7 +263,10 @@ fn cf_045_max_extra_domain_checked_even_when_off() {
     let valid = settings(two(120.0, 120.0)).validate().unwrap().into_inner();
     for bad in [0, 4] {
         let updated = GatewaySettings {
-            hedge_max_extra: bad,
+            policy: ScopePolicy {
+                hedge_max_extra: bad,
+                ..valid.policy
+            },
             ..valid.clone()
         };
         assert_err(
@@ -262,11 +297,14 @@ fn cf_045_max_extra_domain_checked_even_when_off() {
 #[test]
 fn cf_046_settings_hedge_reaches_the_plan() {
     let s = GatewaySettings {
-        hedge_after_s: Some(8.0),
+        policy: ScopePolicy {
+            hedge_after_s: Some(8.0),
+            ..settings(two(120.0, 120.0)).policy
+        },
         ..settings(two(120.0, 120.0))
     };
     let plan = ClientPlan::from_settings(&s).unwrap();
-    assert_eq!(plan.hedge_after_s, Some(8.0));
+    assert_eq!(plan.policy.hedge_after_s, Some(8.0));
     assert_eq!(plan.hedge.after, Some(std::time::Duration::from_secs(8)));
 }
 
@@ -291,9 +329,12 @@ fn cf_047_builder_hedge_options() {
         "GatewayClientBuilder::hedge_after_s",
     );
     let plan = build(builder(two(120.0, 120.0)).hedge_after_s(0.05)).unwrap();
-    assert_eq!(plan.hedge_after_s, Some(0.05));
+    assert_eq!(plan.policy.hedge_after_s, Some(0.05));
     assert_eq!(
-        build(builder(two(120.0, 120.0))).unwrap().hedge_after_s,
+        build(builder(two(120.0, 120.0)))
+            .unwrap()
+            .policy
+            .hedge_after_s,
         None
     );
 }
@@ -315,7 +356,10 @@ fn cf_051_stall_after_below_min_effective_inter_token() {
         "hedge_stall_after_s",
     );
     let s = GatewaySettings {
-        hedge_stall_after_s: Some(14.0),
+        policy: ScopePolicy {
+            hedge_stall_after_s: Some(14.0),
+            ..settings(watched()).policy
+        },
         ..settings(watched())
     };
     s.validate().unwrap();
@@ -349,8 +393,11 @@ fn cf_052_stall_after_below_deadline() {
         "hedge_stall_after_s",
     );
     let s = GatewaySettings {
-        hedge_stall_after_s: Some(29.0),
-        call_deadline_s: Some(30.0),
+        policy: ScopePolicy {
+            hedge_stall_after_s: Some(29.0),
+            call_deadline_s: Some(30.0),
+            ..settings(two(120.0, 120.0)).policy
+        },
         ..settings(two(120.0, 120.0))
     };
     s.validate().unwrap();
@@ -359,6 +406,6 @@ fn cf_052_stall_after_below_deadline() {
 #[test]
 fn cf_053_single_source_stall_hedge_warns() {
     let v = from_env(&env_with(&[("LLM__HEDGE__STALL_AFTER_S", "8")])).unwrap();
-    assert_eq!(v.hedge_stall_after_s, Some(8.0));
+    assert_eq!(v.policy.hedge_stall_after_s, Some(8.0));
     assert_eq!(codes(v.warnings()), ["hedge.single_source"]);
 }

@@ -5,6 +5,7 @@ mod support;
 
 use std::path::PathBuf;
 
+use polygateway::ScopePolicy;
 use polygateway::{CacheBackend, SchemaMode, StateBackend, TelemetryBackend};
 use support::*;
 
@@ -19,7 +20,7 @@ fn process_wide_defaults() {
     assert_eq!(v.telemetry_pg_pool_max, 4);
     assert_eq!(v.telemetry_pg_write_timeout_s, 5.0);
     assert_eq!(v.telemetry_schema_mode, None);
-    assert_eq!(v.telemetry_text_cap, None);
+    assert_eq!(v.policy.telemetry_text_cap, None);
     assert_eq!(v.structured_max_retries, 2);
     assert_eq!(v.cache_ttl_s, 86_400.0);
     assert_eq!(v.cache_memory_max_entries, 10_000);
@@ -27,7 +28,7 @@ fn process_wide_defaults() {
     assert!(v.redact_ips);
     // D7: lease = max timeout + 30, probe = max timeout + 5.
     assert_eq!(v.lease_ttl_s, Some(150.0));
-    assert_eq!(v.breaker.probe_ttl_s, Some(125.0));
+    assert_eq!(v.policy.breaker.probe_ttl_s, Some(125.0));
     assert_eq!((v.lease_ttl_s(), v.probe_ttl_s()), (150.0, 125.0));
 }
 
@@ -45,7 +46,7 @@ fn process_wide_values_parse() {
     ]))
     .unwrap();
     assert_eq!(v.telemetry_schema_mode, Some(SchemaMode::Auto));
-    assert_eq!(v.telemetry_text_cap, Some(100));
+    assert_eq!(v.policy.telemetry_text_cap, Some(100));
     assert!(!v.redact_ips);
     assert_eq!(v.structured_max_retries, 0);
     assert_eq!(v.cache_namespace.as_deref(), Some("team-a"));
@@ -155,7 +156,10 @@ fn c6_redis_url_and_postgres_dsn() {
     let e = env_err(&env_with(&[("PGW_TELEMETRY_PG_POOL_MAX", "0")]));
     assert_err(&e, "config.domain", "PGW_TELEMETRY_PG_POOL_MAX");
     let s = polygateway::GatewaySettings {
-        telemetry_text_cap: Some(0),
+        policy: ScopePolicy {
+            telemetry_text_cap: Some(0),
+            ..settings(vec![source("qwen_1", 120.0)]).policy
+        },
         ..settings(vec![source("qwen_1", 120.0)])
     };
     assert_err(
@@ -188,7 +192,7 @@ fn c9_probe_ttl_at_least_timeout_plus_grace() {
     let e = env_err(&env_with(&[("LLM__BREAKER__PROBE_TTL_S", "124")]));
     assert_err(&e, "breaker.probe_ttl", "LLM__BREAKER__PROBE_TTL_S");
     let v = from_env(&env_with(&[("LLM__BREAKER__PROBE_TTL_S", "125")])).unwrap();
-    assert_eq!(v.breaker.probe_ttl_s, Some(125.0));
+    assert_eq!(v.policy.breaker.probe_ttl_s, Some(125.0));
 }
 
 #[test]

@@ -599,7 +599,7 @@ async fn o_2_o_3_hedge_warns_and_extra_body_is_stripped() {
     // Settings path: the E3 warning too (the transport needs the `monkeyocr` feature there).
     let mut settings = OcrSettings::default();
     settings.gateway.sources = vec![source("monkey_1"), source("monkey_2")];
-    settings.gateway.hedge_after_s = Some(8.0);
+    settings.gateway.policy.hedge_after_s = Some(8.0);
     let v = settings.validate().unwrap();
     assert!(
         v.warnings()

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::error::ConfigError;
 use crate::response::Usage;
 use crate::vocab::{AuthStyle, Effort, EffortFallback, MissingDone};
 
@@ -240,6 +241,69 @@ impl Default for RetryPolicy {
             max_hint_s: None,
             budget_ratio: None,
         }
+    }
+}
+
+impl RetryPolicy {
+    /// A checked retry policy: `max_attempts >= 1`, both backoff bounds finite seconds `> 0`
+    /// with `backoff_max_s >= backoff_base_s`, and `max_hint_s` / `budget_ratio` unset or finite
+    /// `> 0`.
+    ///
+    /// Errors: a [`ConfigError`] with code `settings.policy` whose origin names the offending
+    /// field (`retry.max_attempts`, `retry.backoff_base_s`, …); callers prefix the origin with
+    /// their path. The same rules run on every assembly path ([`RetryPolicy::validate`]).
+    pub fn new(
+        max_attempts: u32,
+        backoff_base_s: f64,
+        backoff_max_s: f64,
+        max_hint_s: Option<f64>,
+        budget_ratio: Option<f64>,
+    ) -> Result<Self, ConfigError> {
+        let policy = Self {
+            max_attempts,
+            backoff_base_s,
+            backoff_max_s,
+            max_hint_s,
+            budget_ratio,
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    /// Checks the rules of [`RetryPolicy::new`] on a policy built field by field (a struct
+    /// literal, serde, the environment parser). Errors as for [`RetryPolicy::new`], first
+    /// failing field in declaration order.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let policy = |field: &str, rule: &str| {
+            Err(ConfigError::new(
+                "settings.policy",
+                field,
+                format!("{field} must be {rule}"),
+            ))
+        };
+        let positive_finite = |v: f64| v.is_finite() && v > 0.0;
+        if self.max_attempts == 0 {
+            return policy("retry.max_attempts", ">= 1");
+        }
+        if !positive_finite(self.backoff_base_s) {
+            return policy("retry.backoff_base_s", "a finite number of seconds > 0");
+        }
+        if !positive_finite(self.backoff_max_s) {
+            return policy("retry.backoff_max_s", "a finite number of seconds > 0");
+        }
+        if self.backoff_max_s < self.backoff_base_s {
+            return policy("retry.backoff_max_s", ">= retry.backoff_base_s");
+        }
+        if self.max_hint_s.is_some_and(|v| !positive_finite(v)) {
+            return policy(
+                "retry.max_hint_s",
+                "unset or a finite number of seconds > 0",
+            );
+        }
+        if self.budget_ratio.is_some_and(|v| !positive_finite(v)) {
+            return policy("retry.budget_ratio", "unset or a finite number > 0");
+        }
+        Ok(())
     }
 }
 

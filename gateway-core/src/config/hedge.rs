@@ -17,10 +17,13 @@ pub const MAX_EXTRA_LIMIT: u32 = 3;
 /// The hedge thresholds of one chat scope. Both thresholds unset (the
 /// default) = hedging off: every round runs the single-leg path with no progress receiver.
 ///
-/// Build it with [`HedgeConfig::off`] plus [`HedgeConfig::with_after`] /
-/// [`HedgeConfig::with_stall_after`] / [`HedgeConfig::with_max_extra`], or from a validated
-/// [`HedgeAssembly`] ([`HedgeAssembly::config`]). Thresholds are runtime-timer durations.
-/// Implements 60 H-1, H-6, H-9, H-12.
+/// Build it with [`HedgeConfig::new`] (checked durations) or [`HedgeConfig::from_secs`]
+/// (checked seconds), starting from [`HedgeConfig::off`] with the checked
+/// [`HedgeConfig::with_after`] / [`HedgeConfig::with_stall_after`] /
+/// [`HedgeConfig::with_max_extra`], or from a validated [`HedgeAssembly`]
+/// ([`HedgeAssembly::config`]). These check each value's own domain; the checks against the
+/// sources and the call deadline are stage D ([`check_hedge_assembly`]). Thresholds are
+/// runtime-timer durations. Implements 60 H-1, H-6, H-9, H-12.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HedgeConfig {
@@ -51,22 +54,80 @@ impl HedgeConfig {
         }
     }
 
-    /// The same config with the first-token threshold set.
-    pub const fn with_after(mut self, after: Duration) -> Self {
-        self.after = Some(after);
-        self
+    /// A checked configuration: `max_extra` in [1, 3], each threshold unset or non-zero.
+    ///
+    /// Errors (`ConfigError.code`, `origin`): `hedge.max_extra_range` (`hedge_max_extra`),
+    /// `hedge.after_domain` (`hedge_after_s`), `hedge.stall_domain` (`hedge_stall_after_s`);
+    /// callers prefix the origin with their path.
+    pub fn new(
+        after: Option<Duration>,
+        stall_after: Option<Duration>,
+        max_extra: u32,
+    ) -> Result<Self, ConfigError> {
+        if !(1..=MAX_EXTRA_LIMIT).contains(&max_extra) {
+            return Err(ConfigError::new(
+                "hedge.max_extra_range",
+                "hedge_max_extra",
+                format!("hedge_max_extra ({max_extra}) must be an integer in [1,3]"),
+            ));
+        }
+        let zero = |d: Option<Duration>| d.is_some_and(|d| d.is_zero());
+        if zero(after) {
+            return Err(ConfigError::new(
+                "hedge.after_domain",
+                "hedge_after_s",
+                "hedge_after_s must be None or a positive duration",
+            ));
+        }
+        if zero(stall_after) {
+            return Err(ConfigError::new(
+                "hedge.stall_domain",
+                "hedge_stall_after_s",
+                "hedge_stall_after_s must be None or a positive duration",
+            ));
+        }
+        Ok(Self {
+            after,
+            stall_after,
+            max_extra,
+        })
     }
 
-    /// The same config with the stall threshold set.
-    pub const fn with_stall_after(mut self, stall_after: Duration) -> Self {
-        self.stall_after = Some(stall_after);
-        self
+    /// [`HedgeConfig::new`] from settings-edge seconds: each threshold unset or finite, `> 0`
+    /// and representable as a `Duration`. Errors as for [`HedgeConfig::new`].
+    pub fn from_secs(
+        after_s: Option<f64>,
+        stall_after_s: Option<f64>,
+        max_extra: u32,
+    ) -> Result<Self, ConfigError> {
+        let secs = |v: Option<f64>, field: &str, code: &'static str| match v {
+            None => Ok(None),
+            Some(v) if v.is_finite() && v > 0.0 => Duration::try_from_secs_f64(v)
+                .map(Some)
+                .map_err(|_| threshold_error(field, code)),
+            Some(_) => Err(threshold_error(field, code)),
+        };
+        Self::new(
+            secs(after_s, "hedge_after_s", "hedge.after_domain")?,
+            secs(stall_after_s, "hedge_stall_after_s", "hedge.stall_domain")?,
+            max_extra,
+        )
     }
 
-    /// The same config with `max_extra` set (stored as given; acts as 1).
-    pub const fn with_max_extra(mut self, max_extra: u32) -> Self {
-        self.max_extra = max_extra;
-        self
+    /// The same config with the first-token threshold set; checked as [`HedgeConfig::new`].
+    pub fn with_after(self, after: Duration) -> Result<Self, ConfigError> {
+        Self::new(Some(after), self.stall_after, self.max_extra)
+    }
+
+    /// The same config with the stall threshold set; checked as [`HedgeConfig::new`].
+    pub fn with_stall_after(self, stall_after: Duration) -> Result<Self, ConfigError> {
+        Self::new(self.after, Some(stall_after), self.max_extra)
+    }
+
+    /// The same config with `max_extra` set (stored as given, acts as 1); checked as
+    /// [`HedgeConfig::new`].
+    pub fn with_max_extra(self, max_extra: u32) -> Result<Self, ConfigError> {
+        Self::new(self.after, self.stall_after, max_extra)
     }
 
     /// `true` when either threshold is set.
@@ -133,8 +194,17 @@ pub struct HedgeAssembly {
     stall_after: Option<Duration>,
 }
 
+fn threshold_error(field: &str, code: &'static str) -> ConfigError {
+    ConfigError::new(
+        code,
+        field,
+        format!("{field} must be None or a finite positive number of seconds"),
+    )
+}
+
 impl HedgeAssembly {
-    /// The runtime configuration of these values.
+    /// The runtime configuration of these values (stage D checked them against the domain of
+    /// [`HedgeConfig::new`] and more, so no second check runs here).
     pub fn config(&self) -> HedgeConfig {
         HedgeConfig {
             after: self.after,

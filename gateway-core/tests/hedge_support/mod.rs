@@ -273,7 +273,7 @@ impl Default for HFxBuilder {
     fn default() -> Self {
         Self {
             sources: vec![source("s1"), source("s2")],
-            hedge: HedgeConfig::off().with_after(T),
+            hedge: HedgeConfig::new(Some(T), None, 1).unwrap(),
             retry: retry(3, 0.01, 0.05),
             backpressure: BackpressurePolicy {
                 stall_window_s: 300.0,
@@ -301,7 +301,7 @@ impl HFxBuilder {
     /// Stall hedge only (`stall_after_s = 0.05`).
     pub fn stall() -> Self {
         Self {
-            hedge: HedgeConfig::off().with_stall_after(T),
+            hedge: HedgeConfig::new(None, Some(T), 1).unwrap(),
             ..Self::default()
         }
     }

@@ -453,13 +453,13 @@ pub(crate) fn parse(scope: &str, kind: ScopeKind, map: &EnvMap) -> Result<Parsed
     }
 
     // RETRY.
-    set!(r, "retry.max_attempts", |k, v| int(k, v, 1)? => s.retry.max_attempts);
-    set!(r, "retry.backoff_base_s", |k, v| positive_float(k, v)? => s.retry.backoff_base_s);
-    set!(r, "retry.backoff_max_s", |k, v| positive_float(k, v)? => s.retry.backoff_max_s);
-    set!(r, "retry.max_hint_s", |k, v| Some(positive_float(k, v)?) => s.retry.max_hint_s);
-    set!(r, "retry.budget_ratio", |k, v| Some(positive_float(k, v)?) => s.retry.budget_ratio);
+    set!(r, "retry.max_attempts", |k, v| int(k, v, 1)? => s.policy.retry.max_attempts);
+    set!(r, "retry.backoff_base_s", |k, v| positive_float(k, v)? => s.policy.retry.backoff_base_s);
+    set!(r, "retry.backoff_max_s", |k, v| positive_float(k, v)? => s.policy.retry.backoff_max_s);
+    set!(r, "retry.max_hint_s", |k, v| Some(positive_float(k, v)?) => s.policy.retry.max_hint_s);
+    set!(r, "retry.budget_ratio", |k, v| Some(positive_float(k, v)?) => s.policy.retry.budget_ratio);
     // BREAKER (with the legacy cooldown alias, §6, A5).
-    set!(r, "breaker.fail_threshold", |k, v| int(k, v, 1)? => s.breaker.fail_threshold);
+    set!(r, "breaker.fail_threshold", |k, v| int(k, v, 1)? => s.policy.breaker.fail_threshold);
     let canonical = r.scope("breaker.cooldown_s");
     let legacy = r.legacy("CIRCUIT_BREAKER_COOLDOWN");
     let canonical = match canonical {
@@ -478,31 +478,31 @@ pub(crate) fn parse(scope: &str, kind: ScopeKind, map: &EnvMap) -> Result<Parsed
                 format!("{ka} and {kb} are both set with different values"),
             ));
         }
-        (Some((a, _)), _) => s.breaker.cooldown_s = a,
+        (Some((a, _)), _) => s.policy.breaker.cooldown_s = a,
         (None, Some((b, kb))) => {
             r.matched.insert("breaker.cooldown_s", kb);
-            s.breaker.cooldown_s = b;
+            s.policy.breaker.cooldown_s = b;
         }
         (None, None) => {}
     }
-    set!(r, "breaker.cooldown_max_s", |k, v| positive_float(k, v)? => s.breaker.cooldown_max_s);
+    set!(r, "breaker.cooldown_max_s", |k, v| positive_float(k, v)? => s.policy.breaker.cooldown_max_s);
     set!(r, "breaker.fail_rate", |k, v| {
         let rate = float(k, v)?;
         if !(rate.is_finite() && rate > 0.0 && rate <= 1.0) {
             return Err(domain_error(k, "a number in (0, 1]"));
         }
         rate
-    } => s.breaker.fail_rate);
-    set!(r, "breaker.min_calls", |k, v| int(k, v, 1)? => s.breaker.min_calls);
-    set!(r, "breaker.window_s", |k, v| positive_float(k, v)? => s.breaker.window_s);
-    set!(r, "breaker.probe_ttl_s", |k, v| Some(positive_float(k, v)?) => s.breaker.probe_ttl_s);
+    } => s.policy.breaker.fail_rate);
+    set!(r, "breaker.min_calls", |k, v| int(k, v, 1)? => s.policy.breaker.min_calls);
+    set!(r, "breaker.window_s", |k, v| positive_float(k, v)? => s.policy.breaker.window_s);
+    set!(r, "breaker.probe_ttl_s", |k, v| Some(positive_float(k, v)?) => s.policy.breaker.probe_ttl_s);
     // BACKPRESSURE.
-    set!(r, "backpressure.stall_window_s", |k, v| positive_float(k, v)? => s.backpressure.stall_window_s);
-    set!(r, "backpressure.poll_interval_s", |k, v| positive_float(k, v)? => s.backpressure.poll_interval_s);
+    set!(r, "backpressure.stall_window_s", |k, v| positive_float(k, v)? => s.policy.backpressure.stall_window_s);
+    set!(r, "backpressure.poll_interval_s", |k, v| positive_float(k, v)? => s.policy.backpressure.poll_interval_s);
     // GLOBAL.
-    set!(r, "global_limits.max_concurrency", |k, v| int(k, v, 0)? => s.global_limits.max_concurrency);
-    set!(r, "global_limits.rpm", |k, v| int(k, v, 0)? => s.global_limits.rpm);
-    set!(r, "global_limits.tpm", |k, v| int(k, v, 0)? => s.global_limits.tpm);
+    set!(r, "global_limits.max_concurrency", |k, v| int(k, v, 0)? => s.policy.global_limits.max_concurrency);
+    set!(r, "global_limits.rpm", |k, v| int(k, v, 0)? => s.policy.global_limits.rpm);
+    set!(r, "global_limits.tpm", |k, v| int(k, v, 0)? => s.policy.global_limits.tpm);
     // Embedding keys (§7).
     let (mut batch_size, mut normalize, mut expected_dim) = (None, None, None);
     if kind == ScopeKind::Embedding {
@@ -511,22 +511,22 @@ pub(crate) fn parse(scope: &str, kind: ScopeKind, map: &EnvMap) -> Result<Parsed
         set!(r, "expected_dim", |k, v| Some(int(k, v, 1)?) => expected_dim);
     }
     // Two-segment keys, then HEDGE and STREAM, in the original's order (L4051-4057).
-    set!(r, "selector", |k, v| choice(k, v, SelectorKind::from_wire, &["round_robin", "least_inflight", "health_aware"])? => s.selector);
+    set!(r, "selector", |k, v| choice(k, v, SelectorKind::from_wire, &["round_robin", "least_inflight", "health_aware"])? => s.policy.selector);
     let wait_words = ["wait", "fail_fast"];
-    set!(r, "quota_full", |k, v| choice(k, v, WaitPolicy::from_wire, &wait_words)? => s.quota_full);
-    set!(r, "circuit_open", |k, v| choice(k, v, WaitPolicy::from_wire, &wait_words)? => s.circuit_open);
-    set!(r, "max_waiters", |k, v| int(k, v, 1)? => s.max_waiters);
-    set!(r, "call_deadline_s", |k, v| Some(positive_float(k, v)?) => s.call_deadline_s);
-    set!(r, "hedge_after_s", |k, v| Some(positive_float(k, v)?) => s.hedge_after_s);
+    set!(r, "quota_full", |k, v| choice(k, v, WaitPolicy::from_wire, &wait_words)? => s.policy.quota_full);
+    set!(r, "circuit_open", |k, v| choice(k, v, WaitPolicy::from_wire, &wait_words)? => s.policy.circuit_open);
+    set!(r, "max_waiters", |k, v| int(k, v, 1)? => s.policy.max_waiters);
+    set!(r, "call_deadline_s", |k, v| Some(positive_float(k, v)?) => s.policy.call_deadline_s);
+    set!(r, "hedge_after_s", |k, v| Some(positive_float(k, v)?) => s.policy.hedge_after_s);
     set!(r, "hedge_max_extra", |k, v| {
         let n: u32 = int(k, v, 1)?;
         if n > 3 {
             return Err(domain_error(k, "an integer in [1,3] (hedge_max_extra)"));
         }
         n
-    } => s.hedge_max_extra);
-    set!(r, "hedge_stall_after_s", |k, v| Some(positive_float(k, v)?) => s.hedge_stall_after_s);
-    set!(r, "stall_threshold_ms", |k, v| int(k, v, 1)? => s.stall_threshold_ms);
+    } => s.policy.hedge_max_extra);
+    set!(r, "hedge_stall_after_s", |k, v| Some(positive_float(k, v)?) => s.policy.hedge_stall_after_s);
+    set!(r, "stall_threshold_ms", |k, v| Some(int(k, v, 1)?) => s.policy.stall_threshold_ms);
 
     parse_process_wide(&mut r, &mut s)?;
 
@@ -602,7 +602,7 @@ fn parse_process_wide(r: &mut Reader<'_>, s: &mut GatewaySettings) -> Result<(),
     set_pgw!(r, "telemetry_pg_pool_max", |k, v| int(k, v, 1)? => s.telemetry_pg_pool_max);
     set_pgw!(r, "telemetry_pg_write_timeout_s", |k, v| positive_float(k, v)? => s.telemetry_pg_write_timeout_s);
     set_pgw!(r, "telemetry_schema_mode", |k, v| Some(choice(k, v, SchemaMode::from_wire, &["auto", "manual"])?) => s.telemetry_schema_mode);
-    set_pgw!(r, "telemetry_text_cap", |k, v| Some(int(k, v, 1)?) => s.telemetry_text_cap);
+    set_pgw!(r, "telemetry_text_cap", |k, v| Some(int(k, v, 1)?) => s.policy.telemetry_text_cap);
     set_pgw!(r, "pricing_path", |_k, v| Some(PathBuf::from(v)) => s.pricing_path);
     set_pgw!(r, "structured_max_retries", |k, v| int(k, v, 0)? => s.structured_max_retries);
     set_pgw!(r, "lease_ttl_s", |k, v| Some(positive_float(k, v)?) => s.lease_ttl_s);
