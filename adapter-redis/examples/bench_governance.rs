@@ -9,8 +9,10 @@
 //! limiter alone on Redis; the breaker alone on Redis.
 //!
 //! `cargo run --release -p adapter-redis --example bench_governance [calls_per_task]`
+//! (`PGW_BENCH_OP_TIMEOUT_MS` raises the operation timeout, e.g. with `redis-server` under valgrind)
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
+use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,26 +81,42 @@ fn pct(v: &[Duration], p: f64) -> f64 {
     v[i].as_secs_f64() * 1e6
 }
 
-/// `cmdstat_evalsha` `(calls, usec)` of the private server.
-fn evalsha_stats(port: u16) -> (u64, u64) {
+/// Every `cmdstat_<name>` `(calls, usec)` of the private server (commands run inside a script
+/// are counted under their own names too).
+fn command_stats(port: u16) -> BTreeMap<String, (u64, u64)> {
     let out = Command::new("redis-cli")
         .args(["-p", &port.to_string(), "INFO", "commandstats"])
         .output()
         .expect("redis-cli");
     let text = String::from_utf8_lossy(&out.stdout);
-    let Some(line) = text
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
-    else {
-        return (0, 0);
-    };
-    let field = |name: &str| {
-        line.split(',')
-            .find_map(|kv| kv.strip_prefix(name))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("calls="), field("usec="))
+    let mut stats = BTreeMap::new();
+    for line in text.lines() {
+        let Some((name, rest)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|l| l.split_once(':'))
+        else {
+            continue;
+        };
+        let field = |key: &str| {
+            rest.split(',')
+                .find_map(|kv| kv.strip_prefix(key))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        stats.insert(name.to_owned(), (field("calls="), field("usec=")));
+    }
+    stats
+}
+
+/// `(calls, usec)` of `name` between two readings.
+fn delta(
+    before: &BTreeMap<String, (u64, u64)>,
+    after: &BTreeMap<String, (u64, u64)>,
+    name: &str,
+) -> (u64, u64) {
+    let (c0, u0) = before.get(name).copied().unwrap_or((0, 0));
+    let (c1, u1) = after.get(name).copied().unwrap_or((0, 0));
+    (c1.saturating_sub(c0), u1.saturating_sub(u0))
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -130,13 +148,22 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let url = format!("redis://127.0.0.1:{port}");
-    let conn = RedisConnection::new(&url, RedisOptions::default()).unwrap();
+    // `PGW_BENCH_OP_TIMEOUT_MS` raises the operation timeout, for a server run under valgrind.
+    let op_timeout = std::env::var("PGW_BENCH_OP_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(adapter_redis::DEFAULT_OP_TIMEOUT, Duration::from_millis);
+    let base = RedisOptions {
+        op_timeout,
+        ..RedisOptions::default()
+    };
+    let conn = RedisConnection::new(&url, base).unwrap();
     let immediate = RedisConnection::new(
         &url,
         RedisOptions {
             breaker_mirror: Duration::ZERO,
             write_behind: Duration::ZERO,
-            ..RedisOptions::default()
+            ..base
         },
     )
     .unwrap();
@@ -152,6 +179,7 @@ async fn main() {
         "redis limiter only",
         "redis breaker only",
     ];
+    let mut commands_per_call = String::new();
     for tasks in [1usize, 64] {
         let per_task = if tasks == 1 {
             calls
@@ -202,19 +230,31 @@ async fn main() {
             // Warm-up (loads the scripts, opens the connection, first mirror read).
             run(Arc::clone(&l), Arc::clone(&b), 1, 20).await;
             conn.flush().await;
-            let before = evalsha_stats(port);
+            let before = command_stats(port);
             let (lat, total) = run(l, b, tasks, per_task).await;
             let n = lat.len() as u64;
             // What is still buffered is part of these calls' cost.
             conn.flush().await;
-            let after = evalsha_stats(port);
-            let scripts = after.0 - before.0;
+            let after = command_stats(port);
+            let (scripts, script_usec) = delta(&before, &after, "evalsha");
             let rt = scripts as f64 / n as f64;
             let script_us = if scripts == 0 {
                 0.0
             } else {
-                (after.1 - before.1) as f64 / scripts as f64
+                script_usec as f64 / scripts as f64
             };
+            if tasks == 1 && backend == "redis (both)" {
+                // What the scripts run inside Redis, per governed call.
+                let inner: Vec<String> = after
+                    .keys()
+                    .filter(|name| name.as_str() != "evalsha" && name.as_str() != "info")
+                    .filter_map(|name| {
+                        let (c, _) = delta(&before, &after, name);
+                        (c > 0).then(|| format!("{name} {:.2}", c as f64 / n as f64))
+                    })
+                    .collect();
+                commands_per_call = inner.join(", ");
+            }
             let p50 = pct(&lat, 0.5);
             if backend == "memory" {
                 memory_p50 = p50;
@@ -227,6 +267,10 @@ async fn main() {
             );
         }
     }
+    println!();
+    println!(
+        "Redis commands run by the scripts per governed call (redis (both), concurrency 1): {commands_per_call}"
+    );
     immediate.quit().await;
     conn.quit().await;
     let _ = server.kill();

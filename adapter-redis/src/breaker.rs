@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use fred::types::Value;
 use gateway_ports::{
     BackendError, BreakerConfig, BreakerSnapshot, BreakerState, CircuitBreaker, FailureReason,
     GateDecision,
@@ -22,7 +23,7 @@ use crate::scripts::BREAKER;
 pub const DEFAULT_PROBE_TTL_S: f64 = 125.0;
 
 /// Config as script arguments (ARGV[2..8]), normalised like the memory breaker.
-fn config_args(c: &BreakerConfig) -> Vec<String> {
+fn config_args(c: &BreakerConfig) -> Vec<Value> {
     let finite_pos = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
     let window = finite_pos(c.window_s).ceil();
     let window_secs = if window >= 1.0 { window as u64 } else { 1 };
@@ -34,7 +35,7 @@ fn config_args(c: &BreakerConfig) -> Vec<String> {
     } else {
         (probe * 1e6).min(1e15).floor()
     };
-    vec![
+    [
         c.fail_threshold.max(1).to_string(),
         format!("{:?}", c.fail_rate),
         c.min_calls.max(1).to_string(),
@@ -43,6 +44,9 @@ fn config_args(c: &BreakerConfig) -> Vec<String> {
         format!("{cooldown_max:?}"),
         format!("{probe_us:.0}"),
     ]
+    .into_iter()
+    .map(Value::from)
+    .collect()
 }
 
 /// Does `reason` count as a failure in the breaker's channels?
@@ -57,7 +61,7 @@ struct Inner {
     scope: String,
     tag: String,
     conn: RedisConnection,
-    config: Arc<[String]>,
+    config: Arc<[Value]>,
     closed: AtomicBool,
     /// `close()` also quits the connection (the assembly built it for this port).
     owns_conn: bool,
@@ -93,7 +97,7 @@ impl RedisCircuitBreaker {
     /// at assembly) are clamped as in the memory breaker. No I/O.
     pub fn new(scope: &str, config: BreakerConfig, conn: RedisConnection) -> Self {
         let tag = scope_tag(scope);
-        let config: Arc<[String]> = config_args(&config).into();
+        let config: Arc<[Value]> = config_args(&config).into();
         conn.register_breaker(&tag, Arc::clone(&config));
         Self {
             inner: Arc::new(Inner {
@@ -125,17 +129,19 @@ impl RedisCircuitBreaker {
     async fn run(
         &self,
         source: &str,
-        op: &str,
+        op: &'static str,
         extra: &[&str],
     ) -> Result<Vec<String>, BackendError> {
         let tag = &self.inner.tag;
         let conn = &self.inner.conn;
         let carry = conn.carry(tag, Some(source), false);
         let mut args = Vec::with_capacity(9 + extra.len());
-        args.push(op.to_owned());
+        args.push(Value::from_static_str(op));
         args.extend(self.inner.config.iter().cloned());
-        args.push(carry.breaker.map(|(_, list)| list).unwrap_or_default());
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args.push(Value::from(
+            carry.breaker.map(|(_, list)| list).unwrap_or_default(),
+        ));
+        args.extend(extra.iter().map(|s| Value::from((*s).to_owned())));
         let r = conn.eval(&BREAKER, breaker_keys(tag, source), args).await?;
         match r.as_slice() {
             [state, epoch, ..] if op == "snap" => {
@@ -276,7 +282,7 @@ impl CircuitBreaker for RedisCircuitBreaker {
     async fn snapshot(&self, source: &str) -> Result<BreakerSnapshot, BackendError> {
         self.check_open()?;
         let r = self.run(source, "snap", &[]).await?;
-        let [state, epoch, cf, calls, fails, until, cooldown] = r.as_slice() else {
+        let [state, epoch, cf, calls, fails, until, cooldown, opens] = r.as_slice() else {
             return Err(malformed("snapshot"));
         };
         let bad = || malformed("snapshot");
@@ -292,6 +298,12 @@ impl CircuitBreaker for RedisCircuitBreaker {
             Some(until.parse().map_err(|_| bad())?)
         };
         s.current_cooldown_s = cooldown.parse().map_err(|_| bad())?;
+        // Lua numbers past 2^53 lose precision; a count past u32::MAX saturates.
+        s.open_count = opens
+            .parse::<u64>()
+            .map_err(|_| bad())?
+            .try_into()
+            .unwrap_or(u32::MAX);
         Ok(s)
     }
 

@@ -67,8 +67,8 @@ impl RedisCache {
                 &ADVANCE_TTLS,
                 Vec::new(),
                 vec![
-                    format!("{}*", glob_escape(&self.prefix)),
-                    shift_ms.to_string(),
+                    format!("{}*", glob_escape(&self.prefix)).into(),
+                    shift_ms.to_string().into(),
                 ],
             )
             .await

@@ -16,7 +16,9 @@ use std::time::Duration;
 use fred::prelude::{
     ClientLike, Config, Error as FredError, KeysInterface, LuaInterface, ReconnectPolicy,
 };
+use fred::types::config::TcpConfig;
 use fred::types::scripts::Script;
+use fred::types::{Key, Value};
 use gateway_ports::{BackendError, Clock};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
@@ -110,7 +112,7 @@ struct SourceLocal {
 #[derive(Default)]
 struct ScopeLocal {
     /// Script arguments of the breaker config of this scope on this connection (if any).
-    breaker_cfg: Option<Arc<[String]>>,
+    breaker_cfg: Option<Arc<[Value]>>,
     /// Local time of the latest buffered progress mark.
     mark_at: Option<Duration>,
     sources: HashMap<String, SourceLocal>,
@@ -145,10 +147,10 @@ fn source_local<'a>(
 
 /// What a script carries from the buffer, and what its reply refreshes.
 pub(crate) struct Carry {
-    /// Age in µs of the buffered progress mark ('' = none).
-    pub mark_age: String,
+    /// Age in µs of the buffered progress mark (`None` = none).
+    pub mark_age: Option<u64>,
     /// Breaker config and the samples (`epoch:count:age_us,…`) for the script's source.
-    pub breaker: Option<(Arc<[String]>, String)>,
+    pub breaker: Option<(Arc<[Value]>, String)>,
     /// Send order and local send time (mirror refresh).
     pub seq: u64,
     pub sent_at: Duration,
@@ -231,6 +233,12 @@ impl RedisConnection {
                 p.default_command_timeout = opts.op_timeout;
             })
             .with_connection_config(|c| {
+                // Every script is one small write answered by one small reply: never let
+                // Nagle's algorithm hold a write back.
+                c.tcp = TcpConfig {
+                    nodelay: Some(true),
+                    ..TcpConfig::default()
+                };
                 c.connection_timeout = opts.connect_timeout;
                 c.internal_command_timeout = opts.connect_timeout;
                 // A script is not idempotent: never re-send one after the connection dropped.
@@ -306,12 +314,13 @@ impl RedisConnection {
     }
 
     /// One `EVALSHA` of `script` (loaded on `NOSCRIPT` and retried once). The reply is a flat
-    /// array of strings.
+    /// array of strings. Keys and arguments are `fred` values so a caller can build them once
+    /// and clone them per call (a clone shares the bytes).
     pub(crate) async fn eval(
         &self,
         script: &Script,
-        keys: Vec<String>,
-        args: Vec<String>,
+        keys: Vec<Key>,
+        args: Vec<Value>,
     ) -> Result<Vec<String>, BackendError> {
         let client = &self.inner.client;
         let r = self
@@ -396,7 +405,7 @@ impl RedisConnection {
             let now = self.now();
             let mut local = self.local();
             for (tag, scope) in local.iter_mut() {
-                let mark = scope.mark_at.take().map(|at| age_us(now, at).to_string());
+                let mark = scope.mark_at.take().map(|at| age_us(now, at));
                 let mut samples = Vec::new();
                 if let Some(cfg) = &scope.breaker_cfg {
                     for (source, s) in &mut scope.sources {
@@ -419,11 +428,11 @@ impl RedisConnection {
                 let mut keys = limiter_keys(&tag);
                 keys.push(crate::keys::time_offset_key(&tag));
                 let args = vec![
-                    "mark".to_owned(),
-                    "0".to_owned(),
-                    age,
-                    String::new(),
-                    String::new(),
+                    Value::from_static_str("mark"),
+                    Value::from_static_str("0"),
+                    uint(age),
+                    empty(),
+                    empty(),
                 ];
                 let _ = self.eval(&LIMITER, keys, args).await;
             }
@@ -431,9 +440,9 @@ impl RedisConnection {
                 let seq = self.next_seq();
                 let sent_at = self.now();
                 let mut args = Vec::with_capacity(cfg.len() + 2);
-                args.push("flush".to_owned());
+                args.push(Value::from_static_str("flush"));
                 args.extend(cfg.iter().cloned());
-                args.push(list);
+                args.push(Value::from(list));
                 if let Ok(r) = self.eval(&BREAKER, breaker_keys(&tag, &source), args).await
                     && let [.., ph, ep] = r.as_slice()
                 {
@@ -483,7 +492,7 @@ impl RedisConnection {
     }
 
     /// Records that a breaker with these script config arguments works on `tag`.
-    pub(crate) fn register_breaker(&self, tag: &str, cfg: Arc<[String]>) {
+    pub(crate) fn register_breaker(&self, tag: &str, cfg: Arc<[Value]>) {
         scope_local(&mut self.local(), tag).breaker_cfg = Some(cfg);
     }
 
@@ -495,7 +504,7 @@ impl RedisConnection {
         let now = self.now();
         let mut local = self.local();
         let mut c = Carry {
-            mark_age: String::new(),
+            mark_age: None,
             breaker: None,
             seq,
             sent_at: now,
@@ -504,7 +513,7 @@ impl RedisConnection {
             return c;
         };
         if mark && let Some(at) = scope.mark_at.take() {
-            c.mark_age = age_us(now, at).to_string();
+            c.mark_age = Some(age_us(now, at));
         }
         if let (Some(cfg), Some(source)) = (&scope.breaker_cfg, source) {
             let list = match scope.sources.get_mut(source) {
@@ -619,23 +628,36 @@ async fn flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration) {
     }
 }
 
+/// The empty script argument (`''`: "none" in the scripts).
+pub(crate) fn empty() -> Value {
+    Value::from_static_str("")
+}
+
+/// A non-negative integer script argument (decimal on the wire).
+pub(crate) fn uint(n: u64) -> Value {
+    Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
 fn age_us(now: Duration, at: Duration) -> u64 {
     u64::try_from(now.saturating_sub(at).as_micros()).unwrap_or(u64::MAX)
 }
 
 /// `epoch:count:age_us,…` (drains `samples`).
 fn encode(samples: &mut Vec<Sample>, now: Duration) -> String {
+    use std::fmt::Write as _;
     let mut out = String::new();
     for s in samples.drain(..) {
         if !out.is_empty() {
             out.push(',');
         }
-        out.push_str(&format!(
+        // Writing into a String cannot fail.
+        let _ = write!(
+            out,
             "{}:{}:{}",
             s.epoch,
             if s.count { '1' } else { '0' },
             age_us(now, s.at)
-        ));
+        );
     }
     out
 }

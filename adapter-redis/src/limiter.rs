@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use fred::types::{Key, Value};
 use gateway_ports::{
     Acquire, BackendError, GlobalLimits, LimitGate, Permit, RateLimiter, SourceConfig, SourceStats,
 };
 
-use crate::conn::RedisConnection;
-use crate::keys::{limiter_keys, scope_tag, time_offset_key};
+use crate::conn::{RedisConnection, empty, uint};
+use crate::keys::{breaker_source_keys, limiter_keys, scope_tag, time_offset_key};
 use crate::scripts::LIMITER;
 
 /// Upper bound of a lease in microseconds (~31 years): larger TTLs mean "never reclaim".
@@ -25,15 +26,40 @@ struct Limits {
     tpm: u64,
 }
 
+/// One configured source with its script arguments and breaker keys built once (no key or
+/// number is formatted on the call path).
+struct SourceEntry {
+    name: String,
+    /// The source name as a script argument.
+    name_arg: Value,
+    /// `max_concurrency`, `rpm`, `tpm` as script arguments.
+    limit_args: [Value; 3],
+    /// The breaker state and bucket keys of this source (carried breaker writes).
+    brk_keys: [Key; 2],
+}
+
+fn limit_args(l: Limits) -> [Value; 3] {
+    [
+        uint(u64::from(l.max_concurrency)),
+        uint(u64::from(l.rpm)),
+        uint(l.tpm),
+    ]
+}
+
 struct Inner {
     scope: String,
     tag: String,
     conn: RedisConnection,
     /// Permits granted by this limiter and not yet released (or dropped).
     live: AtomicUsize,
-    sources: Vec<(String, Limits)>,
-    global: Limits,
-    lease_ttl_us: String,
+    sources: Vec<SourceEntry>,
+    /// Global `max_concurrency`, `rpm`, `tpm` as script arguments.
+    global_args: [Value; 3],
+    /// State, permits, window, leases, progress.
+    keys: Vec<Key>,
+    offset_key: Key,
+    lease_ttl_us: u64,
+    lease_ttl_arg: Value,
     closed: AtomicBool,
     /// `close()` also quits the connection (the assembly built it for this port).
     owns_conn: bool,
@@ -46,36 +72,46 @@ impl Inner {
     /// phase and epoch refresh the breaker mirror and are removed from the returned reply.
     async fn run(
         &self,
-        op: &str,
-        source: Option<&str>,
+        op: &'static str,
+        source: Option<&SourceEntry>,
         mark_now: bool,
-        op_args: Vec<String>,
+        op_args: impl IntoIterator<Item = Value>,
     ) -> Result<Vec<String>, BackendError> {
-        let carry = self.conn.carry(&self.tag, source, true);
-        let mut keys = limiter_keys(&self.tag);
-        let mut args = Vec::with_capacity(5 + op_args.len());
-        args.push(op.to_owned());
-        args.push(self.lease_ttl_us.clone());
+        let carry = self
+            .conn
+            .carry(&self.tag, source.map(|e| e.name.as_str()), true);
+        let mut keys = Vec::with_capacity(self.keys.len() + 3);
+        keys.extend(self.keys.iter().cloned());
+        let mut args = Vec::with_capacity(16);
+        args.push(Value::from_static_str(op));
+        args.push(self.lease_ttl_arg.clone());
         args.push(if mark_now {
-            "0".to_owned()
+            Value::from_static_str("0")
         } else {
-            carry.mark_age
+            carry.mark_age.map_or_else(empty, uint)
         });
         let brk_source = match (carry.breaker, source) {
             (Some((cfg, list)), Some(src)) => {
-                keys.push(format!("{}:brk:{src}", self.tag));
-                keys.push(format!("{}:brkwin:{src}", self.tag));
-                args.push(cfg.get(3).cloned().unwrap_or_else(|| "60".to_owned()));
-                args.push(list);
+                keys.extend(src.brk_keys.iter().cloned());
+                args.push(
+                    cfg.get(3)
+                        .cloned()
+                        .unwrap_or_else(|| Value::from_static_str("60")),
+                );
+                args.push(if list.is_empty() {
+                    empty()
+                } else {
+                    Value::from(list)
+                });
                 Some(src)
             }
             _ => {
-                args.push(String::new());
-                args.push(String::new());
+                args.push(empty());
+                args.push(empty());
                 None
             }
         };
-        keys.push(time_offset_key(&self.tag));
+        keys.push(self.offset_key.clone());
         args.extend(op_args);
         let mut r = self.conn.eval(&LIMITER, keys, args).await?;
         if let Some(src) = brk_source {
@@ -83,9 +119,13 @@ impl Inner {
                 return Err(BackendError::protocol("redis limiter: malformed reply"));
             };
             self.conn
-                .mirror_update(&self.tag, src, carry.seq, carry.sent_at, &ph, &ep);
+                .mirror_update(&self.tag, &src.name, carry.seq, carry.sent_at, &ph, &ep);
         }
         Ok(r)
+    }
+
+    fn entry(&self, source: &str) -> Option<&SourceEntry> {
+        self.sources.iter().find(|e| e.name == source)
     }
 
     fn check_open(&self) -> Result<(), BackendError> {
@@ -102,19 +142,19 @@ impl Inner {
         settle: Option<u64>,
         release: bool,
     ) -> Result<(), BackendError> {
-        let args = vec![
-            id.to_owned(),
-            settle.map(|t| t.to_string()).unwrap_or_default(),
-            if release { "1" } else { "0" }.to_owned(),
+        let entry = self.entry(source);
+        let args = [
+            Value::from(id.to_owned()),
+            settle.map_or_else(empty, uint),
+            Value::from_static_str(if release { "1" } else { "0" }),
+            entry.map_or_else(empty, |e| e.name_arg.clone()),
         ];
-        self.run("finish", Some(source), false, args)
-            .await
-            .map(|_| ())
+        self.run("finish", entry, false, args).await.map(|_| ())
     }
 
     async fn stats(&self, source: &str) -> Result<(SourceStats, usize), BackendError> {
         let r = self
-            .run("stats", None, false, vec![source.to_owned()])
+            .run("stats", None, false, [Value::from(source.to_owned())])
             .await?;
         let n = |i: usize| -> Result<u64, BackendError> {
             r.get(i)
@@ -178,33 +218,39 @@ impl RedisRateLimiter {
         conn: RedisConnection,
     ) -> Self {
         let tag = scope_tag(scope);
-        let mut list: Vec<(String, Limits)> = Vec::new();
+        let mut list: Vec<SourceEntry> = Vec::new();
         for s in sources {
-            if list.iter().any(|(n, _)| n == &s.name) {
+            if list.iter().any(|e| e.name == s.name) {
                 continue;
             }
-            list.push((
-                s.name.clone(),
-                Limits {
+            list.push(SourceEntry {
+                name: s.name.clone(),
+                name_arg: Value::from(s.name.clone()),
+                limit_args: limit_args(Limits {
                     max_concurrency: s.max_concurrency,
                     rpm: s.rpm,
                     tpm: s.tpm,
-                },
-            ));
+                }),
+                brk_keys: breaker_source_keys(&tag, &s.name),
+            });
         }
+        let lease_ttl_us = lease_us(lease_ttl_s);
         Self {
             inner: Arc::new(Inner {
                 scope: scope.to_owned(),
-                tag,
+                tag: tag.clone(),
                 conn,
                 live: AtomicUsize::new(0),
                 sources: list,
-                global: Limits {
+                global_args: limit_args(Limits {
                     max_concurrency: global.max_concurrency,
                     rpm: global.rpm,
                     tpm: global.tpm,
-                },
-                lease_ttl_us: lease_us(lease_ttl_s).to_string(),
+                }),
+                keys: limiter_keys(&tag),
+                offset_key: time_offset_key(&tag),
+                lease_ttl_us,
+                lease_ttl_arg: uint(lease_ttl_us),
                 closed: AtomicBool::new(false),
                 owns_conn: false,
             }),
@@ -238,12 +284,9 @@ impl RedisRateLimiter {
         Ok(self.inner.stats("").await?.1)
     }
 
-    fn limits(&self, source: &str) -> Result<Limits, BackendError> {
+    fn entry(&self, source: &str) -> Result<&SourceEntry, BackendError> {
         self.inner
-            .sources
-            .iter()
-            .find(|(n, _)| n == source)
-            .map(|(_, l)| *l)
+            .entry(source)
             .ok_or_else(|| BackendError::source_not_configured(source))
     }
 }
@@ -251,25 +294,17 @@ impl RedisRateLimiter {
 #[async_trait]
 impl RateLimiter for RedisRateLimiter {
     async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
-        let l = self.limits(source)?;
+        let e = self.entry(source)?;
         self.inner.check_open()?;
-        let g = self.inner.global;
+        let [sc, sr, st] = e.limit_args.clone();
+        let [gc, gr, gt] = self.inner.global_args.clone();
         let r = self
             .inner
             .run(
                 "acquire",
-                Some(source),
+                Some(e),
                 false,
-                vec![
-                    source.to_owned(),
-                    est_tokens.to_string(),
-                    l.max_concurrency.to_string(),
-                    l.rpm.to_string(),
-                    l.tpm.to_string(),
-                    g.max_concurrency.to_string(),
-                    g.rpm.to_string(),
-                    g.tpm.to_string(),
-                ],
+                [e.name_arg.clone(), uint(est_tokens), sc, sr, st, gc, gr, gt],
             )
             .await?;
         match (r.first().map(String::as_str), r.get(1)) {
@@ -300,7 +335,7 @@ impl RateLimiter for RedisRateLimiter {
     }
 
     async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
-        self.limits(source)?;
+        self.entry(source)?;
         self.inner.check_open()?;
         Ok(self.inner.stats(source).await?.0)
     }
@@ -316,16 +351,13 @@ impl RateLimiter for RedisRateLimiter {
             conn.push_mark(&self.inner.tag);
             return Ok(());
         }
-        self.inner
-            .run("mark", None, true, Vec::new())
-            .await
-            .map(|_| ())
+        self.inner.run("mark", None, true, []).await.map(|_| ())
     }
 
     /// One round trip, which also writes a buffered mark of this connection first.
     async fn progress_age_s(&self) -> Result<f64, BackendError> {
         self.inner.check_open()?;
-        let r = self.inner.run("age", None, false, Vec::new()).await?;
+        let r = self.inner.run("age", None, false, []).await?;
         r.first()
             .and_then(|s| s.parse::<f64>().ok())
             .ok_or_else(|| BackendError::protocol("redis limiter: malformed progress reply"))

@@ -33,21 +33,23 @@ end
 /// The breaker state machine helpers, shared by the breaker script and the limiter script (which
 /// carries buffered breaker successes and reports the breaker state of its source). State hash
 /// `S`: `ph` c/o/h, `until` µs, `hp` probe held, `po` probe owner, `pe` probe expiry µs, `ep`
-/// epoch, `cf` consecutive failures, `op` opens, `lc` last cooldown s. Bucket hash `B`:
+/// epoch, `cf` consecutive failures, `op` opens (the cooldown exponent, reset on close), `lc`
+/// last cooldown s, `oc` opens since the key was created (never reset). Bucket hash `B`:
 /// `c:<second>` calls, `f:<second>` failures. `WS` = window in seconds.
 const BRK_LIB: &str = r"
 local function bfmt(n) return string.format('%d', n) end
 local function brk_load(S)
-  local v = redis.call('HMGET', S, 'ph', 'until', 'hp', 'po', 'pe', 'ep', 'cf', 'op', 'lc')
+  local v = redis.call('HMGET', S, 'ph', 'until', 'hp', 'po', 'pe', 'ep', 'cf', 'op', 'lc', 'oc')
   return { ph = v[1] or 'c', untl = tonumber(v[2] or '0'), hp = (v[3] == '1'), po = v[4] or '',
     pe = tonumber(v[5] or '0'), ep = tonumber(v[6] or '0'), cf = tonumber(v[7] or '0'),
-    op = tonumber(v[8] or '0'), lc = tonumber(v[9] or '0') }
+    op = tonumber(v[8] or '0'), lc = tonumber(v[9] or '0'), oc = tonumber(v[10] or '0') }
 end
 local function brk_save(S, b)
   local hp = '0'
   if b.hp then hp = '1' end
   redis.call('HSET', S, 'ph', b.ph, 'until', bfmt(b.untl), 'hp', hp, 'po', b.po, 'pe', bfmt(b.pe),
-    'ep', bfmt(b.ep), 'cf', bfmt(b.cf), 'op', bfmt(b.op), 'lc', string.format('%.17g', b.lc))
+    'ep', bfmt(b.ep), 'cf', bfmt(b.cf), 'op', bfmt(b.op), 'lc', string.format('%.17g', b.lc),
+    'oc', bfmt(b.oc))
 end
 -- Open -> half-open after the cooldown; an expired probe lease is reclaimed. True if changed.
 local function brk_refresh(b, now)
@@ -323,6 +325,7 @@ end
 local function open(b, now)
   local dur = cooldown_for(b.op)
   b.op = b.op + 1
+  b.oc = b.oc + 1
   local untl = now + math.floor(dur * 1000000)
   if b.ph == 'o' and b.untl > untl then untl = b.untl end
   b.ph = 'o'
@@ -424,7 +427,8 @@ elseif op == 'snap' then
   elseif b.ph == 'h' then
     state = 'half_open'
   end
-  return { state, fmt(b.ep), fmt(b.cf), fmt(calls), fmt(fails), untl, string.format('%.17g', cd) }
+  return { state, fmt(b.ep), fmt(b.cf), fmt(calls), fmt(fails), untl, string.format('%.17g', cd),
+    fmt(b.oc) }
 end
 return redis.error_reply('unknown breaker op')
 ";

@@ -447,3 +447,34 @@ pub async fn g_76_rate_limited_counts_in_neither_channel<B: Backend>(b: &B) {
     assert_eq!((s.state, s.epoch), (BreakerState::HalfOpen, epoch));
     assert!(enter(&*br, "a", "next").await.is_probe, "probe released");
 }
+
+/// `open_count` in the snapshot: every open counts (the consecutive trip, a failed probe's
+/// re-open, a forced open), closing does not reset it, and a source never seen reports 0.
+//
+pub async fn r_39_open_count_counts_every_open<B: Backend>(b: &B) {
+    let br = b.breaker(harness_config()).await;
+    assert_eq!(br.snapshot("a").await.expect("snap").open_count, 0);
+    trip(&*br, "a", 3).await;
+    assert_eq!(br.snapshot("a").await.expect("snap").open_count, 1);
+    b.time().advance(secs(60)).await;
+    let p = enter(&*br, "a", "p").await;
+    assert!(p.is_probe);
+    fail(&*br, &p).await; // re-open: 120 s
+    let s = br.snapshot("a").await.expect("snap");
+    assert_eq!((s.state, s.open_count), (BreakerState::Open, 2));
+    b.time().advance(secs(120)).await;
+    let p = enter(&*br, "a", "p2").await;
+    succeed(&*br, &p).await;
+    let s = br.snapshot("a").await.expect("snap");
+    assert_eq!(
+        (s.state, s.open_count),
+        (BreakerState::Closed, 2),
+        "close keeps the count"
+    );
+    let d = enter(&*br, "a", "dead").await;
+    br.record_failure(&d, FailureReason::Timeout, true)
+        .await
+        .expect("record_failure");
+    assert_eq!(br.snapshot("a").await.expect("snap").open_count, 3);
+    assert_eq!(br.snapshot("b").await.expect("snap").open_count, 0);
+}

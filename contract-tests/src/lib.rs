@@ -180,6 +180,7 @@ macro_rules! breaker_contract {
             ct_brk_10_unavailable_fails_closed,
             ct_brk_12_fast_path,
             g_76_rate_limited_counts_in_neither_channel,
+            r_39_open_count_counts_every_open,
         );
     };
     (@rows $make:expr; $($row:ident),+ $(,)?) => {

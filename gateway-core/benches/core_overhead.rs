@@ -8,6 +8,10 @@
 //! issuing calls concurrently on a 2-worker runtime (the figure is wall time / calls).
 //! Target ≤ 5 µs per call. Run: `cargo bench -p gateway-core --features testing --bench
 //! core_overhead -- --warm-up-time 1 --measurement-time 3`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the bench owns the runtime and spawns the cleanup worker and concurrent calls"
+)]
 #![allow(missing_docs, reason = "criterion_group! generates an undocumented fn")]
 
 use std::hint::black_box;

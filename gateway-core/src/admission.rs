@@ -28,10 +28,10 @@ use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
 use crate::backoff::seconds_to_duration_saturating;
+use crate::call_context::new_uuid_v4;
 use crate::cleanup::{AttemptGuard, CleanupQueue};
 use crate::pacer::Pacer;
 use crate::select::{Selector, SourceId, SourceLoad, StatsView};
-use crate::stats::new_uuid_v4;
 
 /// Default bound on callers waiting under a `wait` policy.
 pub const DEFAULT_MAX_WAITERS: usize = 10_000;

@@ -43,6 +43,10 @@ impl Clock for TokioClock {
         Instant::now().saturating_duration_since(self.origin)
     }
 
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the production clock is the one place the core reads the wall clock"
+    )]
     fn wall(&self) -> SystemTime {
         SystemTime::now()
     }

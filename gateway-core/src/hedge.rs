@@ -32,10 +32,10 @@ use tokio::sync::watch;
 
 use crate::admission::{Admitted, Pick};
 use crate::attempt::{AttemptRunner, LegControl, LegSignals};
+use crate::call_context::CallContext;
 use crate::classify::failure_reason_of;
 use crate::leg::{LegDelta, LegResult, LoopSuccess, RoundOutcome, leg_outcome, run_attempt};
 use crate::scope::LoopEnv;
-use crate::stats::CallContext;
 
 pub use crate::config::hedge::{
     HedgeAssembly, HedgeAssemblyInput, HedgeConfig, MAX_EXTRA_LIMIT, check_hedge_assembly,

@@ -23,11 +23,11 @@ use crate::admission::Admitted;
 use crate::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, SettleMode, TransportResult,
 };
+use crate::call_context::CallContext;
 use crate::classify::failure_reason_of;
 use crate::cleanup::{AttemptGuard, AttemptRowInfo};
 use crate::rows::{AttemptRowOutcome, CancelLabel};
 use crate::scope::{LoopEnv, ScopeState};
-use crate::stats::CallContext;
 
 /// A successful loop: the winning attempt's result and provenance.
 #[derive(Debug)]

@@ -18,6 +18,7 @@ pub mod attempt;
 pub mod backoff;
 pub mod budget;
 pub mod cache;
+pub mod call_context;
 pub mod classify;
 pub mod cleanup;
 pub mod clock;
@@ -40,7 +41,6 @@ pub mod rows;
 mod scope;
 pub mod select;
 pub mod stall;
-pub mod stats;
 pub mod stream_call;
 #[cfg(feature = "structured")]
 pub mod structured;

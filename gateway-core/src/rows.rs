@@ -10,7 +10,6 @@
 //! A sink never fails from the loop's point of view (telemetry failures are warnings
 //! inside the emitter), so its methods return `()`.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -20,6 +19,7 @@ use gateway_ports::{
 };
 
 use crate::attempt::TransportResult;
+use crate::telemetry::input::RowInput;
 
 /// The label of a cancelled attempt row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,9 +49,9 @@ impl fmt::Display for CancelLabel {
 
 /// Call-level facts shared by every row of one logical call (80 T-12 "the call's" columns).
 ///
-/// `input` is opaque to governance: the facade puts what the emitter needs for the call-level
-/// columns (messages summary, sampling, tenant, meta, caller dimensions) and the emitter
-/// downcasts it. Governance never reads it.
+/// `input` is carried, never read, by governance: the facade puts what the emitter needs for
+/// the call-level columns (messages summary, sampling, tenant, meta, caller dimensions) as a
+/// typed [`RowInput`]; the emitter reads it.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct RowCall {
@@ -61,8 +61,8 @@ pub struct RowCall {
     pub operation: CallOperation,
     /// The scope label.
     pub scope: String,
-    /// Emitter-owned call input (opaque here).
-    pub input: Option<Arc<dyn Any + Send + Sync>>,
+    /// The call-level row input (governance carries it; the emitter reads it).
+    pub input: Option<Arc<RowInput>>,
 }
 
 impl RowCall {
@@ -87,7 +87,7 @@ impl fmt::Debug for RowCall {
             .field("logical_call_id", &self.logical_call_id)
             .field("operation", &self.operation)
             .field("scope", &self.scope)
-            .field("input", &self.input.as_ref().map(|_| "<opaque>"))
+            .field("input", &self.input.as_ref().map(|_| "<row input>"))
             .finish()
     }
 }

@@ -22,12 +22,12 @@ use rand::{Rng, SeedableRng};
 use crate::admission::Admission;
 use crate::attempt::SettleMode;
 use crate::budget::RetryBudget;
+use crate::call_context::{CallContext, new_uuid_v4};
 use crate::cleanup::CleanupQueue;
 use crate::config::hedge::HedgeConfig;
 use crate::pacer::Pacer;
 use crate::rows::{RowCall, RowSink};
 use crate::select::Selector;
-use crate::stats::{CallContext, new_uuid_v4};
 
 /// The injected jitter source (30 vocabulary "rng"): nominally uniform in `[0, 1)`.
 pub type Jitter = Arc<dyn Fn() -> f64 + Send + Sync>;

@@ -1,4 +1,8 @@
 //! Admission (30 §6, G-58..G-84; README D2; 05; 95 CF-073, CF-088..CF-090).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns concurrent calls; the library never spawns"
+)]
 
 mod support;
 

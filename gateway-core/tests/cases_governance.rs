@@ -18,7 +18,10 @@ fn http_429(headers: &[(&str, &str)], body: &str) -> AttemptError {
         .iter()
         .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
         .collect();
-    let ctx = ClassifyContext::new("s1", ErrorOperation::Chat, SystemTime::now());
+    // A fixed wall instant: every Retry-After here is relative, and the core reads the wall clock
+    // only through the Clock port.
+    let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_735_689_600);
+    let ctx = ClassifyContext::new("s1", ErrorOperation::Chat, wall);
     classify_http(429, &headers, body, &ctx).into_error()
 }
 

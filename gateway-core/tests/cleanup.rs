@@ -1,6 +1,10 @@
 //! Cancellation and cleanup: the settlement matrix S1–S8 under dropped futures, the cleanup
 //! queue, row labels (30 §9, G-104..G-116; README D8; 05 R-7..R-10; 95 CF-067..CF-076,
 //! CF-306, CF-307).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns the cleanup worker; the library never spawns"
+)]
 
 mod support;
 

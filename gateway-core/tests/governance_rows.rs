@@ -3,7 +3,10 @@
 //! of 30 G-107 with a parked `try_acquire` and a held half-open probe.
 //! Tier 1: paused tokio clock, `ScriptedRunner`, memory backends (wrapped where a backend call
 //! must park or fail).
-
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns the cleanup worker; the library never spawns"
+)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -2,6 +2,10 @@
 //! fail-closed admission and quiet write-backs (30 G-7, G-82, G-83), the neutral breaker
 //! success of `ResultInvalid` / `RequestRejected` (G-71, G-89; 50 V-48), the health feed
 //! (G-90) and global progress (G-54). Tier 1: paused clock, `ScriptedRunner`, memory backends.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns the cleanup worker; the library never spawns"
+)]
 
 mod hedge_support;
 mod support;

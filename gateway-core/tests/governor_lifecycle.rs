@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gateway_core::attempt::TransportResult;
+use gateway_core::call_context::{CallContext, new_uuid_v4};
 use gateway_core::clock::FakeClock;
 use gateway_core::rows::RowCall;
-use gateway_core::stats::{CallContext, new_uuid_v4};
 use gateway_core::testing::{RecordingRowSink, Script};
 use gateway_ports::{CallOperation, GatewayError};
 use support::*;

@@ -3,6 +3,10 @@
 //! gates, memory backends. Timing assertions are lower bounds or relative with ≥ 4× margins;
 //! windows are pinned with "entered" handles, never with sleeps.
 #![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns the cleanup worker; the library never spawns"
+)]
+#![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "test helpers outside #[test] fns panic on failure by design"
@@ -16,11 +20,11 @@ use std::sync::Arc;
 
 use gateway_core::admission::Pick;
 use gateway_core::attempt::TransportResult;
+use gateway_core::call_context::CallContext;
 use gateway_core::clock::TokioClock;
 use gateway_core::governor::CallOptions;
 use gateway_core::hedge::{HedgeConfig, HedgeSide, combine_failures};
 use gateway_core::rows::RowCall;
-use gateway_core::stats::CallContext;
 use gateway_core::testing::{Script, Step};
 use gateway_ports::{
     Acquire, CallOperation, CallStats, FailureReason, GatewayError, RateLimiter, ScopeReason,

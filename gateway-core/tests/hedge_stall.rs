@@ -14,11 +14,11 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gateway_core::call_context::CallContext;
 use gateway_core::clock::TokioClock;
 use gateway_core::governor::CallOptions;
 use gateway_core::hedge::HedgeConfig;
 use gateway_core::rows::RowCall;
-use gateway_core::stats::CallContext;
 use gateway_core::testing::{Script, Step};
 use gateway_ports::{Acquire, CallOperation, GatewayError, RateLimiter, ScopeReason};
 use hedge_support::*;

@@ -8,7 +8,10 @@
 //! one error, attempts == runner calls == attempt rows of the call, terminal rows == failed
 //! calls (0 or 1 per call), and the call's budget-consuming failures never exceed
 //! `max_attempts`.
-
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns the cleanup worker; the library never spawns"
+)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -29,6 +32,7 @@ use gateway_core::governor::{CallOptions, GovernorBuilder};
 use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
 use gateway_core::pacer::{AimdPacer, Pacer};
 use gateway_core::rows::{AttemptRowOutcome, RowCall};
+use gateway_core::telemetry::RowInput;
 use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
     BackpressurePolicy, BreakerConfig, Clock, FailureReason, GatewayError, GlobalLimits,
@@ -108,12 +112,20 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
+/// The call index, carried in the row input's `parent_call_id`.
 fn call_index(call: &RowCall) -> usize {
     call.input
         .as_ref()
-        .and_then(|i| i.downcast_ref::<usize>())
-        .copied()
+        .and_then(|i| i.parent_call_id.as_deref())
+        .and_then(|id| id.parse().ok())
         .expect("row input = call index")
+}
+
+/// A row input tagging a call with its index.
+fn indexed_input(i: usize) -> Arc<RowInput> {
+    let mut input = RowInput::default();
+    input.parent_call_id = Some(i.to_string());
+    Arc::new(input)
 }
 
 async fn run_case(c: Case) -> Result<(), TestCaseError> {
@@ -184,13 +196,11 @@ async fn run_case(c: Case) -> Result<(), TestCaseError> {
             r
         })
         .collect();
-    let results = futures_util::future::join_all(
-        runners
-            .iter()
-            .enumerate()
-            .map(|(i, r)| gov.run_chat(r, CallOptions::default().with_row_input(Arc::new(i)))),
-    )
-    .await;
+    let results =
+        futures_util::future::join_all(runners.iter().enumerate().map(|(i, r)| {
+            gov.run_chat(r, CallOptions::default().with_row_input(indexed_input(i)))
+        }))
+        .await;
     gov.quiesce().await;
 
     // Nothing in flight.

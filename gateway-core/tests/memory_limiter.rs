@@ -1,6 +1,10 @@
 //! `MemoryRateLimiter` beyond the shared contract suite (contract-tests runs CT-LIM-*): the
 //! accounting invariant and zero leaks under random interleavings (proptest), the R-11 wakeup,
 //! the R-9 fast path without a runtime, and construction edge cases.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns concurrent waiters; the library never spawns"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

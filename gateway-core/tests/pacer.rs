@@ -1,4 +1,8 @@
 //! AIMD pacer (30 §6.5 G-72; 05 ).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the test owns the runtime and spawns concurrent callers; the library never spawns"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

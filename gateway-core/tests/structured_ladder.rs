@@ -321,13 +321,7 @@ async fn c_9_c_17_rows_carry_round_messages_and_caller_sampling() {
     let rows = fx.sink.attempts();
     let inputs: Vec<&RowInput> = rows
         .iter()
-        .map(|r| {
-            r.call
-                .input
-                .as_ref()
-                .and_then(|i| i.downcast_ref::<RowInput>())
-                .unwrap()
-        })
+        .map(|r| r.call.input.as_deref().unwrap())
         .collect();
     assert_eq!(
         inputs[0].sampling["response_format"],

@@ -327,7 +327,6 @@ pub(crate) struct ClientInner {
         allow(dead_code, reason = "read by the structured path only")
     )]
     structured: StructuredConfig,
-    pub(crate) profiles: Arc<ProviderRegistry>,
 }
 
 /// What a chat client adds to its assembly beyond the governance components (70): the
@@ -503,7 +502,8 @@ impl GatewayClient {
         let runtime = Runtime::start(assembly)?;
         let mut executor_options = ExecutorOptions::default()
             .with_clock(Arc::clone(&runtime.clock))
-            .with_warnings(Arc::new(WarningThrottle::new()));
+            .with_warnings(Arc::new(WarningThrottle::new()))
+            .with_profiles(Arc::new(extras.profiles));
         executor_options.redact_ips = runtime.redact_ips;
         executor_options.scope = Some(scope);
         Ok(Self {
@@ -512,7 +512,6 @@ impl GatewayClient {
                 transport,
                 executor_options,
                 structured: extras.structured,
-                profiles: Arc::new(extras.profiles),
             }),
         })
     }
@@ -571,8 +570,7 @@ impl GatewayClient {
             return self.chat_structured(&request, call).await;
         }
         let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
-            .with_options(inner.executor_options.clone())
-            .with_profiles(Arc::clone(&inner.profiles));
+            .with_options(inner.executor_options.clone());
         let cache = inner
             .runtime
             .cache
@@ -616,7 +614,6 @@ impl GatewayClient {
         let result = ladder::run_cached(handle, &mut state, cache.as_ref(), |round| {
             ChatExecutor::new(Arc::clone(&inner.transport), round)
                 .with_options(inner.executor_options.clone())
-                .with_profiles(Arc::clone(&inner.profiles))
         })
         .await;
         ChatOutcome::of(result)

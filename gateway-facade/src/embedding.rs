@@ -31,6 +31,7 @@ use gateway_core::attempt::SettleMode;
 use gateway_core::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
 };
+use gateway_core::call_context::new_uuid_v4;
 use gateway_core::classify::{
     ClassifyContext, LivenessKind, classify_liveness_timeout, classify_wire_failure,
 };
@@ -39,7 +40,6 @@ use gateway_core::governor::CallOptions;
 use gateway_core::redact::ScrubOptions;
 use gateway_core::request::build_embed_body;
 use gateway_core::retry_loop::LoopPolicy;
-use gateway_core::stats::new_uuid_v4;
 use gateway_core::telemetry::RowInput;
 use gateway_core::telemetry::shape::embed_response_placeholder;
 use gateway_ports::{

@@ -229,7 +229,6 @@ impl GatewayClient {
         let driver: Driver = Box::pin(async move {
             let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
                 .with_options(inner.executor_options.clone())
-                .with_profiles(Arc::clone(&inner.profiles))
                 .with_commit_gate(Arc::clone(&driver_gate));
             let mut call = CallOptions::default()
                 .with_row_input(Arc::new(RowInput::chat(&request)))

@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 
 use crate::assembly::{ClientPlan, InjectedComponents};
 use crate::settings::{CacheBackend, LEASE_GRACE_S, TelemetryBackend, ValidatedSettings};
-use crate::status::{OpenCounter, SourceStatus};
+use crate::status::SourceStatus;
 
 /// How long `close()` waits for the cleanup worker task to return after the governor shut its
 /// queue (the governor already waited up to 30 s for the queue to drain).
@@ -271,7 +271,7 @@ fn shared_state(
     plan: &ClientPlan,
     settings: &ValidatedSettings,
 ) -> Result<SharedState, ConfigError> {
-    use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
+    use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisRateLimiter};
 
     use crate::settings::StateBackend;
 
@@ -288,7 +288,7 @@ fn shared_state(
             "a backend is redis but REDIS_URL is unset",
         )
     })?;
-    let conn = RedisConnection::new(url.expose_secret(), RedisOptions::default())
+    let conn = RedisConnection::new(url.expose_secret(), redis_options(settings))
         .map_err(|e| ConfigError::new("settings.backend", "REDIS_URL", e.to_string()))?;
     let limiter: Option<Arc<dyn RateLimiter>> = limiter_redis.then(|| {
         Arc::new(
@@ -311,6 +311,20 @@ fn shared_state(
     Ok((limiter, breaker))
 }
 
+/// The Redis connection options of these settings: the adapter's defaults with the breaker
+/// mirror (`PGW_REDIS_BREAKER_MIRROR_MS`) and the write-behind bound
+/// (`PGW_REDIS_WRITE_BEHIND_MS`) taken from the settings (`0` turns either off).
+#[cfg(feature = "redis")]
+pub(crate) fn redis_options(
+    settings: &crate::settings::GatewaySettings,
+) -> adapter_redis::RedisOptions {
+    adapter_redis::RedisOptions {
+        breaker_mirror: Duration::from_millis(u64::from(settings.redis_breaker_mirror_ms)),
+        write_behind: Duration::from_millis(u64::from(settings.redis_write_behind_ms)),
+        ..adapter_redis::RedisOptions::default()
+    }
+}
+
 /// `PGW_CACHE_BACKEND=redis`: a `RedisCache` under the scope's hash-tagged prefix, on its own
 /// connection to `REDIS_URL`, closed by the client's `close()`.
 #[cfg(feature = "redis")]
@@ -318,7 +332,7 @@ fn redis_cache(
     plan: &ClientPlan,
     settings: &ValidatedSettings,
 ) -> Result<CacheSource, ConfigError> {
-    use adapter_redis::{RedisCache, RedisConnection, RedisOptions};
+    use adapter_redis::{RedisCache, RedisConnection};
 
     let url = settings.redis_url.as_ref().ok_or_else(|| {
         ConfigError::new(
@@ -327,7 +341,7 @@ fn redis_cache(
             "PGW_CACHE_BACKEND is redis but REDIS_URL is unset",
         )
     })?;
-    let conn = RedisConnection::new(url.expose_secret(), RedisOptions::default())
+    let conn = RedisConnection::new(url.expose_secret(), redis_options(settings))
         .map_err(|e| ConfigError::new("settings.backend", "REDIS_URL", e.to_string()))?;
     Ok(CacheSource::Owned(Arc::new(
         RedisCache::new(&plan.scope, conn).owning_connection(),
@@ -435,7 +449,7 @@ pub(crate) struct Runtime {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) redact_ips: bool,
     limiter: Arc<dyn RateLimiter>,
-    breaker: Arc<OpenCounter>,
+    breaker: Arc<dyn CircuitBreaker>,
     pacer: Arc<dyn Pacer>,
     selector: Arc<dyn Selector>,
     telemetry: Option<Telemetry>,
@@ -513,7 +527,6 @@ impl Runtime {
                     true,
                 ),
             };
-        let breaker = Arc::new(OpenCounter::new(breaker));
         let pacer = a
             .governance
             .pacer
@@ -568,7 +581,7 @@ impl Runtime {
         } else {
             HedgeConfig::off()
         };
-        let breaker_port: Arc<dyn CircuitBreaker> = breaker.clone();
+        let breaker_port = Arc::clone(&breaker);
         let mut builder = GovernorBuilder::new(
             plan.scope.clone(),
             plan.sources.clone(),
@@ -695,7 +708,7 @@ impl Runtime {
                 breaker_state: snapshot.as_ref().map(|s| s.state),
                 epoch: snapshot.as_ref().map(|s| s.epoch),
                 consecutive_failures: snapshot.as_ref().map(|s| s.consecutive_failures),
-                open_count: self.breaker.open_count(&source.name),
+                open_count: snapshot.as_ref().map_or(0, |s| s.open_count),
                 inflight: stats.map(|s| s.inflight),
                 rpm_used: stats.map(|s| s.rpm_used),
                 tpm_used: stats.map(|s| s.tpm_used),
@@ -705,5 +718,35 @@ impl Runtime {
             });
         }
         out
+    }
+}
+
+#[cfg(all(test, feature = "redis"))]
+mod tests {
+    use std::time::Duration;
+
+    use crate::settings::GatewaySettings;
+
+    use super::redis_options;
+
+    /// The two buffering keys reach the Redis connection options; 0 turns either off and the
+    /// other options keep the adapter's defaults.
+    #[test]
+    fn redis_options_follow_the_settings() {
+        let defaults = adapter_redis::RedisOptions::default();
+        let o = redis_options(&GatewaySettings::default());
+        assert_eq!(o, defaults);
+        assert_eq!(o.breaker_mirror, Duration::from_millis(250));
+        assert_eq!(o.write_behind, Duration::from_millis(100));
+        let o = redis_options(&GatewaySettings {
+            redis_breaker_mirror_ms: 0,
+            redis_write_behind_ms: 1500,
+            ..GatewaySettings::default()
+        });
+        assert_eq!(o.breaker_mirror, Duration::ZERO);
+        assert_eq!(o.write_behind, Duration::from_millis(1500));
+        assert_eq!(o.op_timeout, defaults.op_timeout);
+        assert_eq!(o.reconnect_delay, defaults.reconnect_delay);
+        assert_eq!(o.connect_timeout, defaults.connect_timeout);
     }
 }

@@ -241,3 +241,68 @@ fn pricing_file_loaded_validated_and_warned() {
     let v = from_env(&env_with(&[])).unwrap();
     assert!(v.pricing().is_none());
 }
+
+/// `PGW_REDIS_BREAKER_MIRROR_MS` / `PGW_REDIS_WRITE_BEHIND_MS` (issue 15, chosen names): integers
+/// of milliseconds in [0, 60 000], 0 = off; defaults 250 and 100; a bad value names its key.
+#[test]
+fn redis_mirror_and_write_behind_keys() {
+    let v = from_env(&env_with(&[])).unwrap();
+    assert_eq!(
+        (v.redis_breaker_mirror_ms, v.redis_write_behind_ms),
+        (250, 100)
+    );
+    let v = from_env(&env_with(&[
+        ("PGW_REDIS_BREAKER_MIRROR_MS", "0"),
+        ("PGW_REDIS_WRITE_BEHIND_MS", "60000"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        (v.redis_breaker_mirror_ms, v.redis_write_behind_ms),
+        (0, 60_000)
+    );
+    let v = from_env(&env_with(&[
+        ("PGW_REDIS_BREAKER_MIRROR_MS", " 1000 "),
+        ("PGW_REDIS_WRITE_BEHIND_MS", "0"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        (v.redis_breaker_mirror_ms, v.redis_write_behind_ms),
+        (1000, 0)
+    );
+    for key in ["PGW_REDIS_BREAKER_MIRROR_MS", "PGW_REDIS_WRITE_BEHIND_MS"] {
+        for bad in ["0.5", "250ms", "x", "true"] {
+            let e = env_err(&env_with(&[(key, bad)]));
+            assert_err(&e, "config.parse", key);
+        }
+        for bad in ["-1", "60001", "99999999999"] {
+            let e = env_err(&env_with(&[(key, bad)]));
+            assert!(
+                e.code == "config.domain" || e.code == "config.parse",
+                "{key}={bad}: {e:?}"
+            );
+            assert_eq!(e.origin, key, "{key}={bad}");
+        }
+        let e = env_err(&env_with(&[(key, "60001")]));
+        assert_err(&e, "config.domain", key);
+        assert!(e.message.contains(key), "{e:?}");
+    }
+    // The struct path names the field.
+    let s = polygateway::GatewaySettings {
+        redis_write_behind_ms: 60_001,
+        ..settings(vec![source("qwen_1", 120.0)])
+    };
+    assert_err(
+        &err(s.validate()),
+        "settings.backend",
+        "GatewaySettings.redis_write_behind_ms",
+    );
+    let s = polygateway::GatewaySettings {
+        redis_breaker_mirror_ms: u32::MAX,
+        ..settings(vec![source("qwen_1", 120.0)])
+    };
+    assert_err(
+        &err(s.validate()),
+        "settings.backend",
+        "GatewaySettings.redis_breaker_mirror_ms",
+    );
+}

@@ -1,6 +1,10 @@
 //! The governed chat call both cache benchmarks measure (`gateway-core/benches/cache_hit.rs` and
 //! `adapter-redis/examples/bench_cache.rs` include this file with `#[path]`): one source, the
 //! production memory limiter and breaker, an attempt that answers at once, a small prompt.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the bench owns the runtime and spawns the cleanup worker"
+)]
 
 use std::sync::Arc;
 

@@ -12,12 +12,14 @@ use std::borrow::Cow;
 use gateway_ports::{FinishReason, ResponseMode, body_text};
 use serde_json::{Map, Value};
 
+use super::accumulated::{Accumulated, finalize_text, push_finish_warning, summarize_tools};
+use super::error::{AccumulateError, ProtocolViolation};
 use super::fast::TextBody;
+use super::machine::{model_of, model_text};
+use super::options::AccumulateOptions;
+use super::parts::read_content_parts;
 use super::tools::{synthesized_tool_id, with_id_first};
-use super::{
-    AccumulateError, AccumulateOptions, Accumulated, DialectWarning, ProtocolViolation,
-    finalize_text, model_of, model_text, push_finish_warning, summarize_tools,
-};
+use super::warnings::DialectWarning;
 
 fn violation<T>(v: ProtocolViolation) -> Result<T, AccumulateError> {
     Err(AccumulateError::Protocol(v))
@@ -128,7 +130,7 @@ pub fn parse_non_stream_value(
     let mut part_warnings = Vec::new();
     let parts = match message.get("content") {
         Some(Value::Array(parts)) => {
-            let read = super::read_content_parts(parts).ok_or(AccumulateError::Protocol(
+            let read = read_content_parts(parts).ok_or(AccumulateError::Protocol(
                 ProtocolViolation::MessageMalformed,
             ))?;
             for kind in &read.skipped {

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::ProtocolViolation;
+use super::error::ProtocolViolation;
 use super::merge::MergeState;
 
 /// Tool-call slots per attempt: slots are numbered `0..MAX_TOOL_SLOTS`; a call that would need

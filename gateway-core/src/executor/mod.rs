@@ -72,6 +72,10 @@ pub struct ExecutorOptions {
     pub scope: Option<String>,
     /// The client's reasoning contradiction throttle (one per client).
     pub contradictions: Arc<ContradictionThrottle>,
+    /// The provider profiles (capability table) the reasoning decision and the think-tag
+    /// stripping read; default the built-in registry. One per client, like the throttles, so it
+    /// travels with the other client-wide options instead of beside them.
+    pub profiles: Arc<ProviderRegistry>,
 }
 
 impl Default for ExecutorOptions {
@@ -82,6 +86,7 @@ impl Default for ExecutorOptions {
             redact_ips: true,
             scope: None,
             contradictions: Arc::new(ContradictionThrottle::new()),
+            profiles: Arc::clone(crate::thinking::shared_builtin_registry()),
         }
     }
 }
@@ -107,10 +112,17 @@ impl ExecutorOptions {
         self.warnings = warnings;
         self
     }
+
+    /// Options reading this provider registry (a client's registry with its registered
+    /// profiles; the default is the built-in one).
+    pub fn with_profiles(mut self, profiles: Arc<ProviderRegistry>) -> Self {
+        self.profiles = profiles;
+        self
+    }
 }
 
 /// The production [`AttemptRunner`] of one chat call: the transport, the call's
-/// request, the provider profiles and the client options. Built once per call by the
+/// request and the client options (provider profiles included). Built once per call by the
 /// facade (cheap: every field is an `Arc`) and borrowed by `Governor::run_chat`.
 ///
 /// Each attempt: build the body → send → judge (see the module docs). The future it
@@ -119,7 +131,6 @@ impl ExecutorOptions {
 pub struct ChatExecutor {
     transport: Arc<dyn ChatTransport>,
     request: Arc<ChatRequest>,
-    profiles: Arc<ProviderRegistry>,
     options: ExecutorOptions,
     gate: Option<Arc<CommitGate>>,
 }
@@ -135,13 +146,12 @@ impl fmt::Debug for ChatExecutor {
 }
 
 impl ChatExecutor {
-    /// An executor of `request` over `transport`, with the built-in provider profiles and
-    /// default options.
+    /// An executor of `request` over `transport`, with the default options (the built-in
+    /// provider profiles).
     pub fn new(transport: Arc<dyn ChatTransport>, request: Arc<ChatRequest>) -> Self {
         Self {
             transport,
             request,
-            profiles: Arc::clone(crate::thinking::shared_builtin_registry()),
             options: ExecutorOptions::default(),
             gate: None,
         }
@@ -154,13 +164,7 @@ impl ChatExecutor {
         self
     }
 
-    /// The same executor with this provider registry.
-    pub fn with_profiles(mut self, profiles: Arc<ProviderRegistry>) -> Self {
-        self.profiles = profiles;
-        self
-    }
-
-    /// The same executor with these options.
+    /// The same executor with these options (clock, throttles, scope, provider registry).
     pub fn with_options(mut self, options: ExecutorOptions) -> Self {
         self.options = options;
         self
@@ -182,7 +186,7 @@ impl ChatExecutor {
     ) -> AttemptOutcome {
         let source = Arc::clone(&ctx.source);
         let plain;
-        let profile = match self.profiles.get(&source.provider) {
+        let profile = match self.options.profiles.get(&source.provider) {
             Some(profile) => profile,
             None => {
                 plain = ProviderProfile::plain(source.provider.as_str());
@@ -326,7 +330,10 @@ impl<'a> Judge<'a> {
         let mut acc_options = AccumulateOptions::new(ctx.call_id.clone(), source.name.clone());
         acc_options.max_response_bytes =
             usize::try_from(source.max_response_bytes).unwrap_or(usize::MAX);
-        acc_options.inline_think_tags = executor.profiles.inline_think_tags(&source.provider);
+        acc_options.inline_think_tags = executor
+            .options
+            .profiles
+            .inline_think_tags(&source.provider);
         Self {
             source_name: &source.name,
             source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),

@@ -3,7 +3,6 @@
 //! [`Governed`] (a governed success) and [`chat_response`] (a winning attempt as the caller's
 //! [`LlmResponse`]). Re-exported from `crate::governor`.
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -13,6 +12,7 @@ use gateway_ports::{CallStats, LlmResponse, SourceConfig};
 
 use crate::attempt::TransportResult;
 use crate::retry_loop::LoopSuccess;
+use crate::telemetry::input::RowInput;
 
 /// Per-call options of a governed call.
 #[derive(Clone)]
@@ -23,8 +23,8 @@ pub struct CallOptions {
     pub call_deadline: Option<Duration>,
     /// Origin named by an invalid per-call deadline (default `"ChatOptions::call_deadline"`).
     pub deadline_origin: Option<String>,
-    /// Emitter-owned call input for the call-level row columns (opaque).
-    pub row_input: Option<Arc<dyn Any + Send + Sync>>,
+    /// The call-level row input (the emitter's; governance carries it unread).
+    pub row_input: Option<Arc<RowInput>>,
     /// The request's upstream wire mode (`ChatRequest::stream`, default `true` like it): only
     /// the hedge entry gate reads it (60 H-12 — a stall-only scope hedges streaming calls only).
     pub stream: bool,
@@ -60,7 +60,7 @@ impl CallOptions {
     }
 
     /// Options carrying this row input.
-    pub fn with_row_input(mut self, input: Arc<dyn Any + Send + Sync>) -> Self {
+    pub fn with_row_input(mut self, input: Arc<RowInput>) -> Self {
         self.row_input = Some(input);
         self
     }

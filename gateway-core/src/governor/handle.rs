@@ -2,7 +2,6 @@
 //! batches, the structured-output ladder's rounds), made by `Governor::begin_call` /
 //! `Governor::begin_ladder_call`. Re-exported from `crate::governor`.
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -15,10 +14,11 @@ use super::call::Governed;
 use crate::attempt::{AttemptRunner, SettleMode};
 #[cfg(doc)]
 use crate::cache::CacheCall;
+use crate::call_context::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 use crate::retry_loop::{LoopPolicy, run_loop};
 use crate::rows::{CacheHitRowFacts, RowCall};
 use crate::scope::{LoopEnv, ScopeState};
-use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
+use crate::telemetry::input::RowInput;
 
 /// One open logical call over several serial loops, made by
 /// [`Governor::begin_call`].
@@ -75,7 +75,7 @@ impl CallHandle {
         runner: &R,
         policy: LoopPolicy,
         settle: SettleMode,
-        row_input: Option<Arc<dyn Any + Send + Sync>>,
+        row_input: Option<Arc<RowInput>>,
     ) -> Result<Governed, GatewayError> {
         if let Some(error) = &self.ended {
             return Err(error.clone());

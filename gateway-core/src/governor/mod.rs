@@ -40,6 +40,7 @@ use crate::admission::{Admission, AdmissionParts, AdmissionPolicy, DEFAULT_MAX_W
 use crate::attempt::{AttemptRunner, SettleMode};
 use crate::budget::RetryBudget;
 use crate::cache::CacheCall;
+use crate::call_context::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 use crate::cleanup::{CleanupQueue, CleanupReceiver, CleanupStats};
 use crate::clock::TokioClock;
 use crate::config::hedge::HedgeConfig;
@@ -50,7 +51,6 @@ use crate::retry_loop::{LoopPolicy, run_loop};
 use crate::rows::{CacheHitRowFacts, NoopRowSink, RowCall, RowSink};
 use crate::scope::{LoopEnv, ScopeState, default_jitter};
 use crate::select::{Selector, selector_for};
-use crate::stats::{CallContext, CallGuard, emit_terminal_failure, new_uuid_v4};
 
 mod call;
 mod handle;

@@ -62,8 +62,10 @@ struct SourceBreaker {
     epoch: u64,
     consecutive: u32,
     buckets: VecDeque<SecondBucket>,
-    /// Open-count exponent `k`.
+    /// Open-count exponent `k` (reset when the circuit closes).
     opens: u32,
+    /// Opens since this source was first seen; never reset (`BreakerSnapshot::open_count`).
+    open_count: u32,
     /// Duration of the current (or last) open, seconds.
     last_cooldown_s: f64,
 }
@@ -76,6 +78,7 @@ impl SourceBreaker {
             consecutive: 0,
             buckets: VecDeque::new(),
             opens: 0,
+            open_count: 0,
             last_cooldown_s: 0.0,
         }
     }
@@ -229,6 +232,7 @@ impl MemoryCircuitBreaker {
     fn open(&self, b: &mut SourceBreaker, now: Duration) {
         let dur_s = self.inner.cfg.cooldown_for(b.opens);
         b.opens = b.opens.saturating_add(1);
+        b.open_count = b.open_count.saturating_add(1);
         let mut until = now.saturating_add(secs(dur_s));
         if let Phase::Open { until: old } = b.phase {
             until = until.max(old);
@@ -452,6 +456,7 @@ impl CircuitBreaker for MemoryCircuitBreaker {
         let mut s = BreakerSnapshot::default();
         s.epoch = b.epoch;
         s.consecutive_failures = b.consecutive;
+        s.open_count = b.open_count;
         s.window_calls = window_calls;
         s.window_failures = window_failures;
         match &b.phase {

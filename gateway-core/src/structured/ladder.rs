@@ -205,7 +205,7 @@ where
     loop {
         let plain = Arc::new(ladder.plain_request().clone());
         let runner = make_runner(Arc::new(ladder.round_request()));
-        let row_input: Arc<dyn std::any::Any + Send + Sync> = Arc::new(RowInput::chat(&plain));
+        let row_input = Arc::new(RowInput::chat(&plain));
         let governed = handle
             .run_loop(
                 &runner,

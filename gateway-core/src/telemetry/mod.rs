@@ -18,11 +18,14 @@
 //! The core has no runtime of its own (no `tokio::spawn`) and the emitter needs none: rows are
 //! handed over inline, `flush` and `close` await the recorder's.
 
+mod error_columns;
 #[cfg(feature = "testing")]
 mod facts;
+pub(crate) mod input;
 mod json;
 pub mod pricing;
 pub mod shape;
+mod text;
 
 use std::fmt;
 use std::sync::Arc;

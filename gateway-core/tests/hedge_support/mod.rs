@@ -6,6 +6,10 @@
 //! Beyond `support`: a runner wrapper that records which attempts got a progress signal
 //! (H-79, H-105), a selector that records the health feed (H-88), and a limiter wrapper whose
 //! acquisition for one source is parked until the test opens it (H-83).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the fixture owns the runtime and spawns the cleanup worker; the library never spawns"
+)]
 #![allow(dead_code)]
 #![allow(
     clippy::unwrap_used,

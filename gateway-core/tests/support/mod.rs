@@ -2,6 +2,10 @@
 //! `ScriptedRunner`, a `RecordingRowSink` and the spawned cleanup worker (05 R-10: core tests
 //! spawn it with tokio as a dev-dependency). Common values per 95: `tpm = 1000`,
 //! `est_tokens = 400`, `max_concurrency = 1`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the fixture owns the runtime and spawns the cleanup worker; the library never spawns"
+)]
 #![allow(dead_code)]
 #![allow(
     clippy::unwrap_used,

@@ -9,7 +9,7 @@ use gateway_ports::config::PricingTable;
 use gateway_ports::{ConfigError, ConfigWarning};
 
 use super::validate::positive_finite;
-use super::{GatewaySettings, pricing};
+use super::{GatewaySettings, MAX_REDIS_DELAY_MS, pricing};
 
 macro_rules! word_enum {
     (
@@ -174,6 +174,18 @@ pub(super) fn check_process_wide(
             ));
         }
         _ => {}
+    }
+    for (field, v) in [
+        ("redis_breaker_mirror_ms", s.redis_breaker_mirror_ms),
+        ("redis_write_behind_ms", s.redis_write_behind_ms),
+    ] {
+        if v > MAX_REDIS_DELAY_MS {
+            return Err(ConfigError::new(
+                "settings.backend",
+                at(field),
+                format!("{field} must be an integer of milliseconds in [0, {MAX_REDIS_DELAY_MS}]"),
+            ));
+        }
     }
     if s.telemetry_backend == TelemetryBackend::Postgres
         && s.telemetry_pg_dsn

@@ -147,11 +147,13 @@ const SCOPE_KEYS: [(&str, &str); 29] = [
 const EMBEDDING_ONLY: [&str; 3] = ["BATCH_SIZE", "NORMALIZE", "EXPECTED_DIM"];
 
 /// Settings field → process-wide key, in table order.
-const PROCESS_KEYS: [(&str, &str); 19] = [
+const PROCESS_KEYS: [(&str, &str); 21] = [
     ("limiter_backend", "PGW_LIMITER_BACKEND"),
     ("breaker_backend", "PGW_BREAKER_BACKEND"),
     ("cache_backend", "PGW_CACHE_BACKEND"),
     ("redis_url", "REDIS_URL"),
+    ("redis_breaker_mirror_ms", "PGW_REDIS_BREAKER_MIRROR_MS"),
+    ("redis_write_behind_ms", "PGW_REDIS_WRITE_BEHIND_MS"),
     ("cache_namespace", "PGW_CACHE_NAMESPACE"),
     ("cache_salt", "PGW_CACHE_SALT"),
     ("cache_ttl_s", "PGW_CACHE_TTL_S"),
@@ -564,6 +566,8 @@ fn parse_process_wide(r: &mut Reader<'_>, s: &mut GatewaySettings) -> Result<(),
         }
         Some(Secret::new(v.to_owned()))
     } => s.redis_url);
+    set_pgw!(r, "redis_breaker_mirror_ms", |k, v| redis_delay_ms(k, v)? => s.redis_breaker_mirror_ms);
+    set_pgw!(r, "redis_write_behind_ms", |k, v| redis_delay_ms(k, v)? => s.redis_write_behind_ms);
     set_pgw!(r, "cache_namespace", |k, v| {
         if v.chars().count() > 256 || v.chars().any(char::is_control) {
             return Err(domain_error(k, "at most 256 characters without control characters"));
@@ -608,6 +612,21 @@ fn parse_process_wide(r: &mut Reader<'_>, s: &mut GatewaySettings) -> Result<(),
     set_pgw!(r, "lease_ttl_s", |k, v| Some(positive_float(k, v)?) => s.lease_ttl_s);
     set_pgw!(r, "redact_ips", |k, v| boolean(k, v)? => s.redact_ips);
     Ok(())
+}
+
+/// A Redis buffering delay in milliseconds: an integer in [0, 60 000] (0 = off).
+fn redis_delay_ms(k: &str, v: &str) -> Result<u32, ConfigError> {
+    let ms: u32 = int(k, v, 0)?;
+    if ms > super::MAX_REDIS_DELAY_MS {
+        return Err(domain_error(
+            k,
+            &format!(
+                "an integer of milliseconds in [0, {}] (0 = off)",
+                super::MAX_REDIS_DELAY_MS
+            ),
+        ));
+    }
+    Ok(ms)
 }
 
 /// One source from its keys (in field order; then A8, A3).

@@ -34,6 +34,15 @@ pub use gateway_core::policy::DEFAULT_MAX_WAITERS;
 pub const DEFAULT_CACHE_TTL_S: f64 = 86_400.0;
 /// Default `cache_memory_max_entries` (chosen).
 pub const DEFAULT_CACHE_MEMORY_MAX_ENTRIES: u32 = 10_000;
+/// Default `redis_breaker_mirror_ms` (chosen): how long a process trusts the closed breaker
+/// state it last read from Redis.
+pub const DEFAULT_REDIS_BREAKER_MIRROR_MS: u32 = 250;
+/// Default `redis_write_behind_ms` (chosen): the latest a buffered breaker success or progress
+/// mark reaches Redis.
+pub const DEFAULT_REDIS_WRITE_BEHIND_MS: u32 = 100;
+/// Largest accepted `redis_breaker_mirror_ms` and `redis_write_behind_ms` (one minute): beyond
+/// it other processes would see this one's breaker and progress state too late to matter.
+pub const MAX_REDIS_DELAY_MS: u32 = 60_000;
 /// Default `telemetry_pg_pool_max`.
 pub const DEFAULT_TELEMETRY_PG_POOL_MAX: u32 = 4;
 /// Default `telemetry_pg_write_timeout_s` in seconds.

@@ -15,9 +15,10 @@ use super::env::{self, EnvMap};
 use super::validate::{check_embedding, max_timeout_s, non_chat_hedge_warning, validate_gateway};
 use super::{
     CacheBackend, DEFAULT_BATCH_SIZE, DEFAULT_CACHE_MEMORY_MAX_ENTRIES, DEFAULT_CACHE_TTL_S,
-    DEFAULT_CHAT_SCOPE, DEFAULT_EMBED_SCOPE, DEFAULT_OCR_SCOPE, DEFAULT_STRUCTURED_MAX_RETRIES,
-    DEFAULT_TELEMETRY_PG_POOL_MAX, DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S, LEASE_GRACE_S,
-    PROBE_GRACE_S, SchemaMode, StateBackend, TelemetryBackend,
+    DEFAULT_CHAT_SCOPE, DEFAULT_EMBED_SCOPE, DEFAULT_OCR_SCOPE, DEFAULT_REDIS_BREAKER_MIRROR_MS,
+    DEFAULT_REDIS_WRITE_BEHIND_MS, DEFAULT_STRUCTURED_MAX_RETRIES, DEFAULT_TELEMETRY_PG_POOL_MAX,
+    DEFAULT_TELEMETRY_PG_WRITE_TIMEOUT_S, LEASE_GRACE_S, PROBE_GRACE_S, SchemaMode, StateBackend,
+    TelemetryBackend,
 };
 
 /// Every setting of one scope: sources, the [`ScopePolicy`] and the process-wide keys.
@@ -47,6 +48,16 @@ pub struct GatewaySettings {
     pub cache_backend: CacheBackend,
     /// `REDIS_URL` (`redis://` or `rediss://`); required iff a backend is `redis`.
     pub redis_url: Option<Secret<String>>,
+    /// `PGW_REDIS_BREAKER_MIRROR_MS` in milliseconds (default 250, at most 60 000): how long a
+    /// process answers `try_enter` on a closed source from the breaker state it last read from
+    /// Redis, so an open made by another process is seen at most this late. `0` = every
+    /// `try_enter` asks Redis (one more round trip per call).
+    pub redis_breaker_mirror_ms: u32,
+    /// `PGW_REDIS_WRITE_BEHIND_MS` in milliseconds (default 100, at most 60 000): the latest a
+    /// buffered breaker success or progress mark is written to Redis (normally the permit's
+    /// settle/release carries it sooner). `0` = every success and mark is written at once (one
+    /// round trip each).
+    pub redis_write_behind_ms: u32,
     /// `PGW_CACHE_NAMESPACE`; `None` = the scope label (resolved by validation).
     pub cache_namespace: Option<String>,
     /// `PGW_CACHE_SALT`; `None` = no salt. A [`Secret`]: a salt known to others lets them
@@ -91,6 +102,8 @@ impl Default for GatewaySettings {
             breaker_backend: StateBackend::Memory,
             cache_backend: CacheBackend::None,
             redis_url: None,
+            redis_breaker_mirror_ms: DEFAULT_REDIS_BREAKER_MIRROR_MS,
+            redis_write_behind_ms: DEFAULT_REDIS_WRITE_BEHIND_MS,
             cache_namespace: None,
             cache_salt: None,
             cache_ttl_s: DEFAULT_CACHE_TTL_S,

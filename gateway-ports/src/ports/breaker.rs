@@ -68,6 +68,12 @@ pub struct BreakerSnapshot {
     pub open_until_s: Option<f64>,
     /// Cooldown of the current/next open in seconds.
     pub current_cooldown_s: f64,
+    /// How many times this source's breaker opened since the backend first saw it (closing does
+    /// not reset it; saturates at `u32::MAX`). The memory backend counts its own process; a
+    /// shared backend counts every process sharing it. Absent in older serialized snapshots
+    /// (read as 0).
+    #[serde(default)]
+    pub open_count: u32,
 }
 
 /// The circuit breaker port. Constructible from `(scope, BreakerConfig, Arc<dyn Clock>)`.

@@ -1,4 +1,7 @@
-//! Logical-call statistics and the terminal-row discipline.
+//! The per-call context: logical-call statistics, the terminal-row discipline and call ids.
+//!
+//! (Named `stats` until issue 14; the name now says what it holds — the context one logical
+//! call carries through every loop — rather than one of its uses.)
 //!
 //! Owns [`CallContext`] — one per logical call, created at the statistics boundary and shared
 //! by every loop, round and leg of the call (never stored on the client) — with its
