@@ -17,11 +17,11 @@ use gateway_ports::config::SourceConfig;
 use gateway_ports::vocab::{AuthStyle, ScopeKind};
 use gateway_ports::{ConfigError, ConfigWarning};
 
-/// Stage D lives beside the hedge orchestrator that owns its thresholds; re-exported
-/// here so `gateway_core::config` holds every assembly guard of the core.
-pub use crate::hedge::{
-    HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly, non_chat_hedge_warning,
-};
+pub mod hedge;
+
+/// Stage D (the hedge thresholds) has a file of its own, [`hedge`]; re-exported here so
+/// `gateway_core::config` holds every assembly guard of the core.
+pub use hedge::{HedgeAssembly, HedgeAssemblyInput, check_hedge_assembly, non_chat_hedge_warning};
 
 /// Keys the library controls in a request body; an `extra_body` holding one is refused
 /// (20 §11.2 B6, chosen).
