@@ -45,7 +45,7 @@ use tokio::time::Instant;
 pub use prepare::{Preparation, existing_columns, prepare_schema};
 
 use crate::droplog::DropLog;
-use crate::queue::{Queue, Refused};
+use crate::queue::{Msg, Queue, Refused};
 
 /// Default queue capacity in rows (chosen).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
@@ -168,12 +168,6 @@ impl SqliteRecorderConfig {
         self.drop_log_interval = interval;
         self
     }
-}
-
-pub(crate) enum Msg {
-    Row(Box<TelemetryRow>),
-    Flush(oneshot::Sender<()>),
-    Close(oneshot::Sender<()>),
 }
 
 #[derive(Debug, Default, Clone)]

@@ -22,8 +22,14 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use gateway_ports::TelemetryRow;
+use tokio::sync::oneshot;
 
-use crate::Msg;
+/// A message to the writer thread: a row, or a flush/close request answered on its channel.
+pub(crate) enum Msg {
+    Row(Box<TelemetryRow>),
+    Flush(oneshot::Sender<()>),
+    Close(oneshot::Sender<()>),
+}
 
 /// Why a row was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

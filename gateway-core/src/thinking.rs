@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use gateway_ports::ThinkingObservation;
 
-use crate::effort::CapabilityEntry;
+use crate::effort::capability::CapabilityEntry;
 
 /// The name of the built-in profile with inline think tags.
 pub const QWEN: &str = "qwen";

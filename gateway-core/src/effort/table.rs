@@ -10,7 +10,7 @@
 use gateway_ports::Effort;
 use serde_json::{Value, json};
 
-use super::{CapabilityEntry, Evidence, ThinkingWire};
+use super::capability::{CapabilityEntry, Evidence, ThinkingWire};
 
 const OPENAI_REASONING: &str = "https://platform.openai.com/docs/guides/reasoning";
 const OPENAI_GPT5: &str = "https://platform.openai.com/docs/guides/latest-model";

@@ -8,7 +8,6 @@ use gateway_core::config::has_scheme_and_authority;
 use gateway_ports::config::PricingTable;
 use gateway_ports::{ConfigError, ConfigWarning};
 
-use super::validate::positive_finite;
 use super::{GatewaySettings, MAX_REDIS_DELAY_MS, pricing};
 
 macro_rules! word_enum {
@@ -274,4 +273,9 @@ fn cache_id(b: CacheBackend) -> &'static str {
         CacheBackend::Memory => "memory-cache",
         CacheBackend::Redis => "redis-cache",
     }
+}
+
+/// `v` is a finite number above zero (durations and TTLs in seconds).
+pub(super) fn positive_finite(v: f64) -> bool {
+    v.is_finite() && v > 0.0
 }

@@ -11,15 +11,11 @@ use gateway_ports::config::SourceConfig;
 use gateway_ports::vocab::ScopeKind;
 use gateway_ports::{ConfigError, ConfigWarning};
 
-use super::backends::check_process_wide;
+use super::backends::{check_process_wide, positive_finite};
 use super::{GatewaySettings, LEASE_GRACE_S, PROBE_GRACE_S, ValidatedSettings};
 
 pub(super) fn max_timeout_s(sources: &[SourceConfig]) -> f64 {
     sources.iter().map(|s| s.timeout_s).fold(0.0, f64::max)
-}
-
-pub(super) fn positive_finite(v: f64) -> bool {
-    v.is_finite() && v > 0.0
 }
 
 /// `true` when `scope` is a valid scope name: `^[A-Za-z][A-Za-z0-9_]*$` without `__`.

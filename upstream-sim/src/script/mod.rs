@@ -10,6 +10,7 @@
 //! so one fixture produces identical bytes in both test tiers. The module needs only serde,
 //! serde_json, base64, bytes and thiserror, so it builds with `default-features = false`.
 
+mod archive;
 mod faults;
 mod http1;
 pub mod ocr;

@@ -30,20 +30,7 @@ fn json_plan(status: u16, body: &Value) -> Plan {
     plan
 }
 
-/// The path of response `index`'s result archive.
-pub fn archive_path(index: usize) -> String {
-    format!("/static/sim-r{index}.zip")
-}
-
-/// The response index named by an archive path (`/static/sim-r{i}.zip`).
-pub fn archive_index(path: &str) -> Option<usize> {
-    path.split('?')
-        .next()?
-        .strip_prefix("/static/sim-r")?
-        .strip_suffix(".zip")?
-        .parse()
-        .ok()
-}
+pub use super::archive::{archive_index, archive_path};
 
 /// `POST /ocr/text`: `{"success", "task_type": "text", "content", "message"}`.
 pub fn render_text(ocr: &Ocr) -> Plan {

@@ -77,7 +77,7 @@ impl RequestFacts {
             ("POST", "/ocr/text") => Endpoint::OcrText,
             ("POST", "/parse") => Endpoint::OcrParse,
             ("GET", "/health") => Endpoint::Health,
-            ("GET", p) if super::ocr::archive_index(p).is_some() => Endpoint::OcrResult,
+            ("GET", p) if super::archive::archive_index(p).is_some() => Endpoint::OcrResult,
             _ => Endpoint::Other,
         };
         let model = body
