@@ -22,7 +22,7 @@ use upstream_sim::Sim;
 use upstream_sim::script::Script;
 
 use crate::config::SCHEMA_VERSION;
-use crate::demo::DemoArgs;
+use crate::demo_args::DemoArgs;
 use crate::exit;
 use crate::out;
 
@@ -43,7 +43,7 @@ pub fn redis_env_map(scope: &str, healthy: &str, down: &str, redis_url: &str) ->
         let key = |field: &str| format!("{scope}__{provider}__1__{field}");
         map.insert(key("BASE_URL"), base_url.to_owned());
         map.insert(key("API_KEY"), "sk-demo-not-a-secret".to_owned());
-        map.insert(key("MODEL"), crate::demo::DEMO_MODEL.to_owned());
+        map.insert(key("MODEL"), crate::demo_args::DEMO_MODEL.to_owned());
         map.insert(key("TIMEOUT_S"), "5".to_owned());
     }
     map.insert(

@@ -29,7 +29,10 @@ async fn run() -> Result<String, String> {
         ("PGW_TELEMETRY_BACKEND", "none".to_owned()),
         ("LLM__DEMO__1__BASE_URL", sim.base_url()),
         ("LLM__DEMO__1__API_KEY", "sk-demo-not-a-secret".to_owned()),
-        ("LLM__DEMO__1__MODEL", crate::demo::DEMO_MODEL.to_owned()),
+        (
+            "LLM__DEMO__1__MODEL",
+            crate::demo_args::DEMO_MODEL.to_owned(),
+        ),
     ] {
         map.insert(key.to_owned(), value);
     }

@@ -313,7 +313,7 @@ async fn probe_all(
 /// Runs `pgw doctor`; returns the exit code.
 pub async fn run(args: DoctorArgs) -> u8 {
     if args.kind == KindArg::Ocr {
-        return crate::ocr::doctor(&args).await;
+        return doctor_ocr(&args).await;
     }
     let default_scope = match args.kind {
         KindArg::Chat => "LLM",
@@ -421,6 +421,94 @@ pub async fn run(args: DoctorArgs) -> u8 {
         exit::DOCTOR_SOURCE
     } else {
         exit::DOCTOR_MODEL_MISSING
+    }
+}
+
+/// `pgw doctor --kind ocr`: validates the OCR scope, then probes every source with
+/// `GET {base_url}/health` (concurrent, each bounded by `min(timeout_s, 10 s)`; no admission,
+/// no breaker, no telemetry). Exit 0 when every source is healthy, 13 otherwise.
+pub async fn doctor_ocr(args: &DoctorArgs) -> u8 {
+    let scope = args.config.scope_or("OCR");
+    let plan = match plan_for(args, &scope) {
+        Ok(plan) => plan,
+        Err(e) => return config::report_config_error(&e, args.json),
+    };
+    if let Err(e) = config::refuse_unknown_keys(&args.config, &plan.warnings) {
+        return config::report_config_error(&e, args.json);
+    }
+    let map = match args.config.env_map(&scope) {
+        Ok(map) => map,
+        Err(e) => return config::report_config_error(&e, args.json),
+    };
+    let client = match polygateway::OcrClient::from_env_map(&scope, &map) {
+        Ok(client) => client,
+        Err(e) => return config::report_config_error(&e, args.json),
+    };
+    if !args.json {
+        out::stderr_line(&format!(
+            "pgw doctor: scope {} ({} source{}): configuration valid",
+            plan.scope,
+            plan.sources.len(),
+            if plan.sources.len() == 1 { "" } else { "s" }
+        ));
+        config::print_warnings(&plan.warnings);
+    }
+    let started = tokio::time::Instant::now();
+    let health = tokio::select! {
+        health = client.check_health() => health,
+        signal = signals::interrupted() => {
+            client.close().await;
+            return signal.exit_code();
+        }
+    };
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    client.close().await;
+    let all_ok = health.values().all(|h| *h);
+    let verdict = |h: bool| if h { "ok" } else { "unhealthy" };
+    if args.json {
+        let sources: Vec<Value> = plan
+            .sources
+            .iter()
+            .map(|s| {
+                let healthy = health.get(&s.name).copied().unwrap_or(false);
+                json!({
+                    "name": s.name,
+                    "base_url": s.base_url,
+                    "model": s.model,
+                    "verdict": verdict(healthy),
+                    "probe": "GET /health",
+                    "healthy": healthy,
+                })
+            })
+            .collect();
+        out::stdout_json(&json!({
+            "schema_version": SCHEMA_VERSION,
+            "ok": all_ok,
+            "scope": plan.scope,
+            "warnings": plan.warnings.iter().map(config::warning_json).collect::<Vec<_>>(),
+            "sources": sources,
+        }));
+    } else {
+        for s in &plan.sources {
+            let healthy = health.get(&s.name).copied().unwrap_or(false);
+            out::stdout_line(&format!(
+                "{} {} ({}): GET /health → {} (all probes {} ms)",
+                verdict(healthy),
+                s.name,
+                s.base_url,
+                if healthy {
+                    "healthy"
+                } else {
+                    "not healthy (no answer, an error status, or status/model_loaded not ready)"
+                },
+                latency_ms
+            ));
+        }
+    }
+    if all_ok {
+        exit::OK
+    } else {
+        exit::DOCTOR_SOURCE
     }
 }
 

@@ -11,6 +11,7 @@
 mod chat;
 mod config;
 mod demo;
+mod demo_args;
 mod demo_redis;
 mod demo_structured;
 mod doctor;

@@ -14,6 +14,7 @@ mod archive;
 mod faults;
 mod http1;
 pub mod ocr;
+mod plan;
 mod render;
 mod runner;
 mod types;

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::render::{Plan, PlannedWrite, render_error};
+use super::plan::{Plan, PlannedWrite, render_error};
 use super::types::{Framing, Head, Ocr, OcrArchive, OcrLocation};
 
 /// The host a `location: foreign` download URL names.
