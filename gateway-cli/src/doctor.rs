@@ -321,13 +321,10 @@ pub async fn run(args: DoctorArgs) -> u8 {
         KindArg::Ocr => "OCR",
     };
     let scope = args.config.scope_or(default_scope);
-    let plan = match plan_for(&args, &scope) {
+    let plan = match checked_plan(&args, &scope) {
         Ok(plan) => plan,
-        Err(e) => return config::report_config_error(&e, args.json),
+        Err(code) => return code,
     };
-    if let Err(e) = config::refuse_unknown_keys(&args.config, &plan.warnings) {
-        return config::report_config_error(&e, args.json);
-    }
     let transport = match OpenAiTransport::new(&plan.sources, TransportOptions::default()) {
         Ok(t) => Arc::new(t),
         Err(e) => {
@@ -336,13 +333,7 @@ pub async fn run(args: DoctorArgs) -> u8 {
         }
     };
     if !args.json {
-        out::stderr_line(&format!(
-            "pgw doctor: scope {} ({} source{}): configuration valid",
-            plan.scope,
-            plan.sources.len(),
-            if plan.sources.len() == 1 { "" } else { "s" }
-        ));
-        config::print_warnings(&plan.warnings);
+        print_plan_valid(&plan);
     }
     let probes = tokio::select! {
         probes = probe_all(transport, &plan.sources, args.kind) => probes,
@@ -375,13 +366,7 @@ pub async fn run(args: DoctorArgs) -> u8 {
                 })
             })
             .collect();
-        out::stdout_json(&json!({
-            "schema_version": SCHEMA_VERSION,
-            "ok": all_ok,
-            "scope": plan.scope,
-            "warnings": plan.warnings.iter().map(config::warning_json).collect::<Vec<_>>(),
-            "sources": sources,
-        }));
+        print_json_report(&plan, all_ok, sources);
     } else {
         for p in &probes {
             let mut detail = match (&p.status, &p.error) {
@@ -429,13 +414,10 @@ pub async fn run(args: DoctorArgs) -> u8 {
 /// no breaker, no telemetry). Exit 0 when every source is healthy, 13 otherwise.
 pub async fn doctor_ocr(args: &DoctorArgs) -> u8 {
     let scope = args.config.scope_or("OCR");
-    let plan = match plan_for(args, &scope) {
+    let plan = match checked_plan(args, &scope) {
         Ok(plan) => plan,
-        Err(e) => return config::report_config_error(&e, args.json),
+        Err(code) => return code,
     };
-    if let Err(e) = config::refuse_unknown_keys(&args.config, &plan.warnings) {
-        return config::report_config_error(&e, args.json);
-    }
     let map = match args.config.env_map(&scope) {
         Ok(map) => map,
         Err(e) => return config::report_config_error(&e, args.json),
@@ -445,13 +427,7 @@ pub async fn doctor_ocr(args: &DoctorArgs) -> u8 {
         Err(e) => return config::report_config_error(&e, args.json),
     };
     if !args.json {
-        out::stderr_line(&format!(
-            "pgw doctor: scope {} ({} source{}): configuration valid",
-            plan.scope,
-            plan.sources.len(),
-            if plan.sources.len() == 1 { "" } else { "s" }
-        ));
-        config::print_warnings(&plan.warnings);
+        print_plan_valid(&plan);
     }
     let started = tokio::time::Instant::now();
     let health = tokio::select! {
@@ -481,13 +457,7 @@ pub async fn doctor_ocr(args: &DoctorArgs) -> u8 {
                 })
             })
             .collect();
-        out::stdout_json(&json!({
-            "schema_version": SCHEMA_VERSION,
-            "ok": all_ok,
-            "scope": plan.scope,
-            "warnings": plan.warnings.iter().map(config::warning_json).collect::<Vec<_>>(),
-            "sources": sources,
-        }));
+        print_json_report(&plan, all_ok, sources);
     } else {
         for s in &plan.sources {
             let healthy = health.get(&s.name).copied().unwrap_or(false);
@@ -510,6 +480,38 @@ pub async fn doctor_ocr(args: &DoctorArgs) -> u8 {
     } else {
         exit::DOCTOR_SOURCE
     }
+}
+
+/// The validated plan of `scope` with unknown keys refused; `Err` is the exit code after the
+/// configuration error was reported.
+fn checked_plan(args: &DoctorArgs, scope: &str) -> Result<polygateway::ClientPlan, u8> {
+    let plan = plan_for(args, scope).map_err(|e| config::report_config_error(&e, args.json))?;
+    config::refuse_unknown_keys(&args.config, &plan.warnings)
+        .map_err(|e| config::report_config_error(&e, args.json))?;
+    Ok(plan)
+}
+
+/// The human-mode line saying the scope's configuration is valid, then its warnings.
+fn print_plan_valid(plan: &polygateway::ClientPlan) {
+    out::stderr_line(&format!(
+        "pgw doctor: scope {} ({} source{}): configuration valid",
+        plan.scope,
+        plan.sources.len(),
+        if plan.sources.len() == 1 { "" } else { "s" }
+    ));
+    config::print_warnings(&plan.warnings);
+}
+
+/// The `--json` answer of `pgw doctor` (every kind): the scope, its warnings and one object per
+/// probed source.
+fn print_json_report(plan: &polygateway::ClientPlan, all_ok: bool, sources: Vec<Value>) {
+    out::stdout_json(&json!({
+        "schema_version": SCHEMA_VERSION,
+        "ok": all_ok,
+        "scope": plan.scope,
+        "warnings": plan.warnings.iter().map(config::warning_json).collect::<Vec<_>>(),
+        "sources": sources,
+    }));
 }
 
 #[cfg(test)]

@@ -18,60 +18,21 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gateway_core::attempt::{
-    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
-};
-use gateway_core::cleanup::run_cleanup_worker;
-use gateway_core::governor::{CallOptions, Governor, GovernorBuilder};
-use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
-use gateway_ports::{BreakerConfig, Clock, GlobalLimits, SourceConfig};
+use gateway_core::attempt::TransportResult;
+use gateway_core::governor::{CallOptions, Governor};
 use tokio::time::Instant;
 
-/// A runner whose attempt succeeds at once (usage 10 + 5).
-#[derive(Debug)]
-struct InstantRunner {
-    result: TransportResult,
-}
+#[path = "support/governed_call.rs"]
+#[allow(dead_code, reason = "the shared fixture also serves the cache benches")]
+mod governed_call;
 
-impl AttemptRunner for InstantRunner {
-    async fn run(
-        &self,
-        _ctx: AttemptCtx,
-        _signals: Option<LegSignals>,
-        _control: LegControl,
-    ) -> AttemptOutcome {
-        AttemptOutcome::Success(Box::new(self.result.clone()))
-    }
-}
+use governed_call::InstantRunner;
 
-/// A governor over one unlimited source (`max_concurrency = 128`, no RPM/TPM cap) with the
-/// production defaults: memory limiter and breaker, AIMD pacer, health-aware selector,
-/// `TokioClock`, seeded jitter, `NoopRowSink`. Must be called inside a runtime (it spawns the
-/// cleanup worker).
+/// The shared bench governor over one unlimited source (`max_concurrency = 128`, no RPM/TPM
+/// cap) with the production defaults and `TokioClock`. Must be called inside a runtime (it
+/// spawns the cleanup worker).
 fn governor() -> Governor {
-    let mut s = SourceConfig::new("s1", "bench", "http://127.0.0.1:9", None, "m");
-    s.max_concurrency = 128;
-    s.est_tokens = Some(400);
-    let sources = vec![s];
-    let clock: Arc<dyn Clock> = Arc::new(gateway_core::clock::TokioClock::new());
-    let limiter = Arc::new(MemoryRateLimiter::new(
-        "llm",
-        &sources,
-        GlobalLimits::default(),
-        100.0,
-        clock.clone(),
-    ));
-    let breaker = Arc::new(MemoryCircuitBreaker::new(
-        "llm",
-        BreakerConfig::default(),
-        clock.clone(),
-    ));
-    let (gov, rx) = GovernorBuilder::new("llm", sources, limiter.clone(), breaker)
-        .clock(clock)
-        .wakeup(limiter.notify())
-        .build();
-    tokio::spawn(run_cleanup_worker(rx));
-    gov
+    governed_call::governor(Arc::new(gateway_core::clock::TokioClock::new()))
 }
 
 fn runner() -> Arc<InstantRunner> {

@@ -1,4 +1,4 @@
-//! The governed chat call both cache benchmarks measure (`gateway-core/benches/cache_hit.rs` and
+//! The governed chat call the core benchmarks measure (`core_overhead.rs`, `cache_hit.rs` and
 //! `adapter-redis/examples/bench_cache.rs` include this file with `#[path]`): one source, the
 //! production memory limiter and breaker, an attempt that answers at once, a small prompt.
 #![allow(
