@@ -126,14 +126,6 @@ impl Unavailable {
         }
     }
 
-    /// The same payload with this backend diagnostic (the display text of
-    /// `GovernanceBackend`, an explanation for `quota_full`).
-    #[must_use]
-    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
-        self.detail = Some(detail.into());
-        self
-    }
-
     /// Scope label.
     pub fn scope(&self) -> &str {
         &self.scope
