@@ -8,6 +8,12 @@
 //! with the breaker mirror and write-behind off (every operation its own round trip); the
 //! limiter alone on Redis; the breaker alone on Redis.
 //!
+//! Three shapes: back to back at concurrency 1; back to back at 64 (the saturation throughput
+//! of one Redis — there the per-call time is queueing, 64 callers × the server's time per
+//! script); and 64 calls in flight that each hold their permit for a simulated upstream time
+//! (`PGW_BENCH_HOLD_MS`, default 20 ms), where the printed time is the governance alone, the
+//! hold left out: the latency the callers of a deployment see.
+//!
 //! `cargo run --release -p adapter-redis --example bench_governance [calls_per_task]`
 //! (`PGW_BENCH_OP_TIMEOUT_MS` raises the operation timeout, e.g. with `redis-server` under valgrind)
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
@@ -33,12 +39,25 @@ fn source() -> SourceConfig {
     s
 }
 
-async fn one_call(l: &dyn RateLimiter, b: &dyn CircuitBreaker, owner: &str) {
+/// One governed call's governance; returns the time spent in it, leaving out `hold` (the
+/// upstream call, simulated by a timer between admission and settlement).
+async fn one_call(
+    l: &dyn RateLimiter,
+    b: &dyn CircuitBreaker,
+    owner: &str,
+    hold: Duration,
+) -> Duration {
+    let start = Instant::now();
     let d = b.try_enter("a", owner).await.expect("try_enter");
     assert!(d.allowed);
     let Acquire::Granted(p) = l.try_acquire("a", 100).await.expect("acquire") else {
         panic!("denied");
     };
+    let mut spent = start.elapsed();
+    if !hold.is_zero() {
+        tokio::time::sleep(hold).await;
+    }
+    let resumed = Instant::now();
     b.record_success(&d, true).await.expect("record_success");
     l.mark_progress().await.expect("mark_progress");
     if !p.settle_and_release_now(80) {
@@ -46,6 +65,8 @@ async fn one_call(l: &dyn RateLimiter, b: &dyn CircuitBreaker, owner: &str) {
             .await
             .expect("settle_then_release");
     }
+    spent += resumed.elapsed();
+    spent
 }
 
 async fn run(
@@ -53,6 +74,7 @@ async fn run(
     b: Arc<dyn CircuitBreaker>,
     tasks: usize,
     calls: usize,
+    hold: Duration,
 ) -> (Vec<Duration>, Duration) {
     let t0 = Instant::now();
     let mut handles = Vec::new();
@@ -61,9 +83,7 @@ async fn run(
         handles.push(tokio::spawn(async move {
             let mut lat = Vec::with_capacity(calls);
             for i in 0..calls {
-                let s = Instant::now();
-                one_call(&*l, &*b, &format!("c{t}-{i}")).await;
-                lat.push(s.elapsed());
+                lat.push(one_call(&*l, &*b, &format!("c{t}-{i}"), hold).await);
             }
             lat
         }));
@@ -180,17 +200,37 @@ async fn main() {
         "redis breaker only",
     ];
     let mut commands_per_call = String::new();
-    for tasks in [1usize, 64] {
+    // `PGW_BENCH_HOLD_MS`: the simulated upstream time of the held rows (default 20 ms, a fast
+    // embedding call; chat calls take far longer, which only lowers the load on Redis).
+    let hold_ms: u64 = std::env::var("PGW_BENCH_HOLD_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let hold = Duration::from_millis(hold_ms);
+    // (concurrency, upstream hold): back to back at 1 and 64 (at 64 this is the saturation
+    // throughput of one Redis: the latency is queueing, by Little's law), then 64 calls in flight
+    // each holding its permit for the upstream time, the latency a deployment's callers see.
+    let shapes = [(1usize, Duration::ZERO), (64, Duration::ZERO), (64, hold)];
+    for (tasks, hold) in shapes {
         let per_task = if tasks == 1 {
             calls
-        } else {
+        } else if hold.is_zero() {
             (calls / 8).max(10)
+        } else {
+            // About one second of held calls per row.
+            ((1000 / hold_ms.max(1)) as usize).clamp(10, calls)
+        };
+        let shape = if hold.is_zero() {
+            format!("{tasks}")
+        } else {
+            format!("{tasks}, {hold_ms} ms upstream")
         };
         let mut memory_p50 = 0.0;
         for backend in backends {
             let scope = format!(
-                "bench-{}-{tasks}",
-                backend.replace([' ', ',', '(', ')'], "")
+                "bench-{}-{tasks}-{}",
+                backend.replace([' ', ',', '(', ')'], ""),
+                hold.as_millis()
             );
             let mem_l: Arc<dyn RateLimiter> = Arc::new(MemoryRateLimiter::new(
                 &scope,
@@ -228,10 +268,10 @@ async fn main() {
                 _ => (redis_l(&immediate), redis_b(&immediate)),
             };
             // Warm-up (loads the scripts, opens the connection, first mirror read).
-            run(Arc::clone(&l), Arc::clone(&b), 1, 20).await;
+            run(Arc::clone(&l), Arc::clone(&b), 1, 20, Duration::ZERO).await;
             conn.flush().await;
             let before = command_stats(port);
-            let (lat, total) = run(l, b, tasks, per_task).await;
+            let (lat, total) = run(l, b, tasks, per_task, hold).await;
             let n = lat.len() as u64;
             // What is still buffered is part of these calls' cost.
             conn.flush().await;
@@ -260,7 +300,7 @@ async fn main() {
                 memory_p50 = p50;
             }
             println!(
-                "| {backend} | {tasks} | {n} | {p50:.1} | {:.1} | {:.1} | {:.0} | {rt:.2} | {script_us:.1} |",
+                "| {backend} | {shape} | {n} | {p50:.1} | {:.1} | {:.1} | {:.0} | {rt:.2} | {script_us:.1} |",
                 pct(&lat, 0.99),
                 p50 - memory_p50,
                 n as f64 / total.as_secs_f64(),
