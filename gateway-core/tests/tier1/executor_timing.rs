@@ -530,10 +530,7 @@ async fn h_62_generation_ms_is_wall_time_net_of_truncated_stalls() {
 
 // ---- cancellation (05 R-8) ------------------------------------------------------------------
 
-async fn cancel_after(
-    wire: Arc<gateway_core::testing::ScriptedWire>,
-    after_ms: u64,
-) -> AttemptOutcome {
+async fn cancel_after(wire: Arc<gateway_testkit::ScriptedWire>, after_ms: u64) -> AttemptOutcome {
     let executor = ChatExecutor::new(wire, request(ResponseMode::Text, true));
     let control = LegControl::new();
     let ctx = AttemptCtx::new("call-0001", Arc::new(source()));

@@ -24,7 +24,7 @@ use upstream_sim::script::{End, RawChunk};
 const THINK: &str = r#"{"role":"assistant","reasoning_content":"long thought"}"#;
 const ROLE: &str = r#"{"role":"assistant"}"#;
 
-fn ended(chunks: Vec<RawChunk>) -> Arc<gateway_core::testing::ScriptedWire> {
+fn ended(chunks: Vec<RawChunk>) -> Arc<gateway_testkit::ScriptedWire> {
     wire_of(vec![response(chunks, End::Eof)])
 }
 
