@@ -11,14 +11,11 @@ use crate::client_support;
 
 use crate::cache_isolation;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use client_support::{chat_env, map, sim, sim_completion, source_keys};
 use gateway_core::cache::MemoryCache;
 use gateway_core::clock::TokioClock;
-use gateway_ports::{CacheError, ResponseCache};
 use gateway_testkit::HookedCache;
 use gateway_testkit::hooked::CacheMethod;
 use polygateway::{
