@@ -19,13 +19,13 @@ use gateway_core::rows::{
 };
 use gateway_core::select::StaticSelector;
 use gateway_core::telemetry::{EmitterConfig, RowInput, TelemetryEmitter};
-use gateway_core::testing::{Script, ScriptedRunner};
 use gateway_ports::schema::{BACKFILL_COLUMNS, BASE_COLUMNS, SchemaMode, SqlBackend};
 use gateway_ports::{
     AttemptError, AttemptFailure, BreakerConfig, CallOperation, ChatRequest, CircuitBreaker, Clock,
     ErrorOperation, GlobalLimits, LlmResponse, ModelPrice, PricingTable, RetryPolicy, SourceConfig,
     TelemetryRecorder, TelemetryRow, TelemetryStatusProvider, Usage,
 };
+use gateway_testkit::{Script, ScriptedRunner};
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlV;
 use serde_json::json;

@@ -4,9 +4,10 @@
 //! - `gateway-core` depends (normally, directly or through another workspace crate) on an I/O
 //!   crate: reqwest, hyper, fred, tokio-postgres, deadpool-postgres, rusqlite, axum, zip;
 //! - a workspace member named `adapter-*` depends on any workspace crate but `gateway-ports`
-//!   (dev-dependencies excepted: tests may use the core's doubles);
-//! - a normal or build dependency, or a cargo feature, of any member switches on
-//!   `gateway-core`'s `testing` feature.
+//!   (dev-dependencies excepted: tests may use the core and the test kit);
+//! - any member has a normal or build dependency (optional or not) on `gateway-testkit`, the
+//!   crate of the test doubles: dev-dependencies only, so no double ships in a normal build;
+//! - `gateway-testkit` is publishable (it must say `publish = false`).
 //!
 //! Members are discovered from the metadata, so crates added later (adapter-redis,
 //! adapter-postgres, adapter-monkeyocr…) are checked without editing this file. The checker
@@ -35,7 +36,10 @@ fn is_shipped(dep: &Value) -> bool {
     !matches!(dep["kind"].as_str(), Some("dev"))
 }
 
-/// Every violation of the three rules in a `cargo metadata --format-version 1 --no-deps`
+/// The crate of the test doubles (dev-dependencies only).
+const TESTKIT: &str = "gateway-testkit";
+
+/// Every violation of the four rules in a `cargo metadata --format-version 1 --no-deps`
 /// document (one line each, naming the crates).
 fn violations(metadata: &Value) -> Vec<String> {
     let mut out = Vec::new();
@@ -61,8 +65,8 @@ fn violations(metadata: &Value) -> Vec<String> {
         }
         for dep in shipped_deps(&name) {
             // Past the core itself, an optional dependency is behind a feature of that crate
-            // which the core's own dependency line decides; the core's optional lines (its
-            // `testing` doubles) are still followed, so an I/O crate reached that way counts.
+            // which the core's own dependency line decides; the core's own optional lines are
+            // still followed, so an I/O crate reached behind a core feature counts.
             if name != "gateway-core" && dep["optional"].as_bool() == Some(true) {
                 continue;
             }
@@ -91,37 +95,25 @@ fn violations(metadata: &Value) -> Vec<String> {
         }
     }
 
-    // 3. nothing shipped enables gateway-core/testing.
-    for (name, package) in &members {
+    // 3. nobody ships the test kit: dev-dependencies only.
+    for name in members.keys() {
         for dep in shipped_deps(name) {
-            let enables = dep["features"]
-                .as_array()
-                .is_some_and(|f| f.iter().any(|f| f == "testing"));
-            if dep["name"] == "gateway-core" && enables {
+            if dep["name"] == TESTKIT {
+                let kind = dep["kind"].as_str().unwrap_or("normal");
                 out.push(format!(
-                    "{name} enables gateway-core's `testing` in a non-dev dependency"
+                    "{name} has a {kind} dependency on {TESTKIT} (dev-dependencies only)"
                 ));
             }
         }
-        if name == "gateway-core" {
-            continue;
-        }
-        if let Some(features) = package["features"].as_object() {
-            for (feature, enables) in features {
-                let on = enables.as_array().is_some_and(|e| {
-                    e.iter().any(|x| {
-                        matches!(
-                            x.as_str(),
-                            Some("gateway-core/testing" | "gateway-core?/testing")
-                        )
-                    })
-                });
-                if on {
-                    out.push(format!(
-                        "{name} feature `{feature}` enables gateway-core's `testing`"
-                    ));
-                }
-            }
+    }
+
+    // 4. the test kit is never published (`publish = false` is an empty registry list).
+    if let Some(kit) = members.get(TESTKIT) {
+        let unpublished = kit["publish"].as_array().is_some_and(Vec::is_empty);
+        if !unpublished {
+            out.push(format!(
+                "{TESTKIT} is publishable (it must say publish = false)"
+            ));
         }
     }
     out.sort();
@@ -161,6 +153,7 @@ fn cf_025_the_workspace_graph_keeps_the_hexagon() {
         .collect();
     assert!(names.contains(&"gateway-core"), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("adapter-")), "{names:?}");
+    assert!(names.contains(&TESTKIT), "{names:?}");
     assert_eq!(violations(&metadata), Vec::<String>::new());
 }
 
@@ -171,7 +164,7 @@ fn dep(name: &str, kind: Option<&str>, features: &[&str]) -> Value {
 }
 
 fn package(name: &str, deps: Vec<Value>, features: Value) -> Value {
-    json!({ "name": name, "dependencies": deps, "features": features })
+    json!({ "name": name, "dependencies": deps, "features": features, "publish": null })
 }
 
 /// A clean workspace shaped like ours, plus `extra` packages.
@@ -183,19 +176,26 @@ fn fake(extra: Vec<Value>, core_deps: Vec<Value>) -> Value {
             [
                 vec![
                     dep("gateway-ports", None, &[]),
-                    dep("gateway-core", Some("dev"), &["testing"]),
+                    dep(TESTKIT, Some("dev"), &[]),
                 ],
                 core_deps,
             ]
             .concat(),
-            json!({ "testing": ["dep:upstream-sim"] }),
+            json!({ "structured": ["dep:jsonschema"] }),
         ),
+        json!({
+            "name": TESTKIT,
+            "dependencies": [dep("gateway-core", None, &[]), dep("upstream-sim", None, &[])],
+            "features": {},
+            "publish": [],
+        }),
         package(
             "adapter-sqlite",
             vec![
                 dep("gateway-ports", None, &[]),
                 dep("rusqlite", None, &[]),
-                dep("gateway-core", Some("dev"), &["testing"]),
+                dep("gateway-core", Some("dev"), &[]),
+                dep(TESTKIT, Some("dev"), &[]),
             ],
             json!({}),
         ),
@@ -261,21 +261,53 @@ fn cf_025_checker_catches_an_adapter_depending_on_the_core_even_one_added_later(
 
 // covers: CF-025
 #[test]
-fn cf_025_checker_catches_testing_enabled_by_a_normal_dependency_or_a_feature() {
-    let contract = package(
-        "contract-tests",
-        vec![dep("gateway-core", None, &["testing"])],
-        json!({}),
-    );
+fn cf_025_checker_catches_the_test_kit_as_a_normal_build_or_optional_dependency() {
+    let contract = package("contract-tests", vec![dep(TESTKIT, None, &[])], json!({}));
     let found = violations(&fake(vec![contract], vec![]));
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("contract-tests enables gateway-core's `testing`"));
-    let cli = package(
-        "gateway-cli",
-        vec![dep("gateway-core", None, &[])],
-        json!({ "default": ["gateway-core/testing"] }),
+    assert!(
+        found[0].starts_with("contract-tests has a normal dependency on gateway-testkit"),
+        "{found:?}"
     );
-    let found = violations(&fake(vec![cli], vec![]));
+    let build = package(
+        "gateway-cli",
+        vec![dep(TESTKIT, Some("build"), &[])],
+        json!({}),
+    );
+    let found = violations(&fake(vec![build], vec![]));
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("feature `default`"));
+    assert!(found[0].contains("a build dependency"), "{found:?}");
+    // Behind a feature (an optional normal dependency) still ships when the feature is on.
+    let mut optional = dep(TESTKIT, None, &[]);
+    optional["optional"] = json!(true);
+    let facade = package(
+        "hello-app",
+        vec![optional],
+        json!({ "doubles": ["dep:gateway-testkit"] }),
+    );
+    let found = violations(&fake(vec![facade], vec![]));
+    assert_eq!(found.len(), 1, "{found:?}");
+    // The core itself may not ship it either.
+    let found = violations(&fake(vec![], vec![dep(TESTKIT, None, &[])]));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("gateway-core has a normal dependency"),
+        "{found:?}"
+    );
+}
+
+// covers: CF-025
+#[test]
+fn cf_025_checker_catches_a_publishable_test_kit() {
+    let mut metadata = fake(vec![], vec![]);
+    for p in metadata["packages"].as_array_mut().unwrap() {
+        if p["name"] == TESTKIT {
+            p["publish"] = Value::Null;
+        }
+    }
+    let found = violations(&metadata);
+    assert_eq!(
+        found,
+        ["gateway-testkit is publishable (it must say publish = false)"]
+    );
 }

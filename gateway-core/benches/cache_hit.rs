@@ -10,7 +10,7 @@
 //! - `no_cache`: the same governed call without a cache (the baseline of a miss);
 //! - `key_only` and `restore_only`: the two pure steps of a hit.
 //!
-//! Run: `cargo bench -p gateway-core --features testing --bench cache_hit -- --warm-up-time 1
+//! Run: `cargo bench -p gateway-core --bench cache_hit -- --warm-up-time 1
 //! --measurement-time 3`.
 #![allow(missing_docs, reason = "criterion_group! generates an undocumented fn")]
 

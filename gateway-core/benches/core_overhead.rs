@@ -6,7 +6,7 @@
 //!
 //! Two shapes: one task issuing calls back to back on a `current_thread` runtime, and 64 tasks
 //! issuing calls concurrently on a 2-worker runtime (the figure is wall time / calls).
-//! Target ≤ 5 µs per call. Run: `cargo bench -p gateway-core --features testing --bench
+//! Target ≤ 5 µs per call. Run: `cargo bench -p gateway-core --bench
 //! core_overhead -- --warm-up-time 1 --measurement-time 3`.
 #![allow(
     clippy::disallowed_methods,

@@ -2,11 +2,11 @@
 //! hand to whoever performs one transport invocation, and what comes back.
 //!
 //! Owns [`AttemptRunner`] (production: the executor that drives a `ChatTransport`; tests:
-//! `testing::ScriptedRunner`), its inputs [`AttemptCtx`], [`LegSignals`] and [`LegControl`], its
-//! output [`AttemptOutcome`], and [`TransportResult`], the judged outcome of one successful
-//! attempt. The runner only *performs* the attempt; admission, settlement, write-backs
-//! and rows stay in the core's attempt step (`retry_loop`), so every runner gets the same
-//! governance.
+//! `gateway_testkit::ScriptedRunner`), its inputs [`AttemptCtx`], [`LegSignals`] and
+//! [`LegControl`], its output [`AttemptOutcome`], and [`TransportResult`], the judged outcome
+//! of one successful attempt. The runner only *performs* the attempt; admission, settlement,
+//! write-backs and rows stay in the core's attempt step (`retry_loop`), so every runner gets
+//! the same governance.
 
 use std::fmt;
 use std::future::Future;
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 /// Produced by the core's attempt executor from the transport's wire events (never by a
 /// transport); input of response building, settlement and the attempt row.
 /// `#[non_exhaustive]` with `Default`: build it with `TransportResult::default()` plus field
-/// assignment, or with the testing builder `TransportResult::ok(prompt, completion)`.
+/// assignment, or with the shorthand `TransportResult::ok(prompt, completion)`.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct TransportResult {
@@ -79,10 +79,11 @@ impl TransportResult {
     }
 }
 
-#[cfg(feature = "testing")]
+/// Shorthand constructors for code that plays an attempt outside a real executor (a custom
+/// [`AttemptRunner`], the scripted runner of `gateway-testkit`, benches).
 impl TransportResult {
-    /// Testing builder: a measured success with this usage and content `"ok"`
-    /// (the original's positional `TransportResult(...)`).
+    /// A measured success with this usage (tokens) and content `"ok"` (the original's
+    /// positional `TransportResult(...)`); every other field at its default.
     pub fn ok(prompt_tokens: u64, completion_tokens: u64) -> Self {
         Self {
             content: "ok".to_owned(),

@@ -45,7 +45,5 @@ pub mod stream_call;
 #[cfg(feature = "structured")]
 pub mod structured;
 pub mod telemetry;
-#[cfg(feature = "testing")]
-pub mod testing;
 pub mod thinking;
 pub mod verdict;

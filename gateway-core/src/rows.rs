@@ -5,7 +5,7 @@
 //! call — to [`RowSink`]; the telemetry emitter (issue "telemetry") turns facts into the
 //! 39-column `TelemetryRow`. Governance never builds rows, so the loop stays free of telemetry
 //! shaping and tests assert counts, kinds, labels, `logical_call_id` and `error_type` through a
-//! recording fake (`testing::RecordingRowSink`).
+//! recording fake (`gateway_testkit::RecordingRowSink`).
 //!
 //! A sink never fails from the loop's point of view (telemetry failures are warnings
 //! inside the emitter), so its methods return `()`.
@@ -192,7 +192,7 @@ pub struct CacheHitRowFacts {
 }
 
 /// Where governance sends row facts. Implemented by the telemetry emitter; tests use
-/// `testing::RecordingRowSink`. Each method is awaited inline by the emitting code, or
+/// `gateway_testkit::RecordingRowSink`. Each method is awaited inline by the emitting code, or
 /// run by the cleanup worker for dropped attempts and calls.
 #[async_trait]
 pub trait RowSink: Send + Sync + fmt::Debug + 'static {

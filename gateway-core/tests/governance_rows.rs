@@ -14,11 +14,10 @@
 )]
 
 mod support;
-mod wrappers;
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use gateway_core::attempt::SettleMode;
@@ -32,14 +31,18 @@ use gateway_core::retry_loop::{LoopPolicy, LoopSuccess};
 use gateway_core::rows::CancelLabel;
 use gateway_core::rows::TerminalOutcome;
 use gateway_core::select::StaticSelector;
-use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
-    Acquire, BackpressurePolicy, BreakerConfig, CallOperation, CircuitBreaker, Clock,
-    FailureReason, GatewayError, GlobalLimits, RateLimiter, RetryPolicy, ScopeReason,
+    Acquire, BackendError, BackendErrorKind, BackpressurePolicy, BreakerConfig, CallOperation,
+    CircuitBreaker, Clock, FailureReason, GatewayError, GlobalLimits, RateLimiter, RetryPolicy,
+    ScopeReason,
+};
+use gateway_testkit::hooked::{Effect, HookedCall, LimiterMethod};
+use gateway_testkit::{
+    HookedBreaker, HookedLimiter, Latch, ProbeLedger, RecordingRowSink, Script, ScriptedRunner,
+    WarnCapture,
 };
 use support::*;
 use tokio::time::Instant;
-use wrappers::{ParkingLimiter, ProbeTracker, WarnCapture};
 
 fn ok() -> Script {
     Script::ok(TransportResult::ok(10, 5))
@@ -52,16 +55,18 @@ fn cde_scope(e: &GatewayError) -> (String, f64) {
     }
 }
 
-/// A governor wired by hand: memory limiter (optionally behind a parking wrapper), memory
-/// breaker behind a probe tracker, an AIMD pacer, a recording sink.
+/// A governor wired by hand: memory limiter behind hooks (parking or counting), memory
+/// breaker behind hooks tracking its half-open probes, an AIMD pacer, a recording sink.
 struct Wired {
     gov: Governor,
     runner: ScriptedRunner,
     sink: Arc<RecordingRowSink>,
     limiter: Arc<MemoryRateLimiter>,
-    parking: Option<Arc<ParkingLimiter>>,
+    hooked_limiter: Arc<HookedLimiter>,
+    /// Opens when a `try_acquire` parks (`park`).
+    parked: Option<Arc<Latch>>,
     breaker: Arc<MemoryCircuitBreaker>,
-    tracker: Arc<ProbeTracker>,
+    tracker: Arc<ProbeLedger>,
     pacer: Arc<AimdPacer>,
 }
 
@@ -95,15 +100,22 @@ fn wired(o: WiredOpts) -> Wired {
         100.0,
         clock.clone(),
     ));
-    let parking = match (o.park, o.count_cap) {
-        (true, _) => Some(Arc::new(ParkingLimiter::new(limiter.clone()))),
-        (false, Some(cap)) => Some(Arc::new(ParkingLimiter::counting(limiter.clone(), cap))),
-        (false, None) => None,
-    };
-    let port: Arc<dyn RateLimiter> = match &parking {
-        Some(p) => p.clone(),
-        None => limiter.clone(),
-    };
+    let hooked_limiter = Arc::new(HookedLimiter::new(limiter.clone()));
+    if let Some(cap) = o.count_cap {
+        // A busy loop on the paused clock would otherwise hang the test.
+        let seen = AtomicU64::new(0);
+        hooked_limiter.before(move |c| {
+            if c.method() == LimiterMethod::TryAcquire {
+                let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+                assert!(n <= cap, "{n} try_acquire calls: the waiting picks spin");
+            }
+            Effect::Forward
+        });
+    }
+    let parked = o
+        .park
+        .then(|| hooked_limiter.park(LimiterMethod::TryAcquire));
+    let port: Arc<dyn RateLimiter> = hooked_limiter.clone();
     let breaker = Arc::new(MemoryCircuitBreaker::new(
         "llm",
         BreakerConfig {
@@ -114,14 +126,17 @@ fn wired(o: WiredOpts) -> Wired {
         },
         clock.clone(),
     ));
-    let mut tracker = ProbeTracker::new(breaker.clone());
+    let hooked_breaker = Arc::new(HookedBreaker::new(breaker.clone()));
     if o.fail_release {
-        tracker = tracker.failing_release();
+        hooked_breaker.fail_probe_release(BackendError::new(
+            BackendErrorKind::Unavailable,
+            "release_probe: scripted failure",
+        ));
     }
-    let tracker = Arc::new(tracker);
+    let tracker = hooked_breaker.track_probes();
     let pacer = Arc::new(AimdPacer::for_sources(&sources));
     let sink = Arc::new(o.sink);
-    let (gov, rx) = GovernorBuilder::new("llm", sources, port, tracker.clone())
+    let (gov, rx) = GovernorBuilder::new("llm", sources, port, hooked_breaker)
         .selector(Arc::new(StaticSelector))
         .pacer(pacer.clone())
         .clock(clock)
@@ -141,7 +156,8 @@ fn wired(o: WiredOpts) -> Wired {
         runner: ScriptedRunner::new(),
         sink,
         limiter,
-        parking,
+        hooked_limiter,
+        parked,
         breaker,
         tracker,
         pacer,
@@ -440,12 +456,12 @@ async fn g_107_s1_parked_try_acquire_with_held_probe_releases_everything() {
         ..WiredOpts::default()
     });
     half_open(&w.breaker, "s1").await;
-    let parking = w.parking.clone().unwrap();
+    let parked = w.parked.clone().unwrap();
     {
         let mut call = Box::pin(w.gov.run_chat(&w.runner, CallOptions::default()));
         tokio::select! {
             r = call.as_mut() => panic!("the call returned {r:?} before the drop"),
-            () = parking.parked() => {}
+            () = parked.wait() => {}
         }
         // Inside `pick`: the probe and a pacer slot are held, the permit is not granted.
         assert_eq!(w.tracker.outstanding().len(), 1);
@@ -493,7 +509,7 @@ async fn g_80_r_11_quota_waiters_with_aimd_pacer_do_not_wake_each_other() {
     a.unwrap();
     b.unwrap();
     assert!(start.elapsed() >= Duration::from_secs(60));
-    let picks = w.parking.as_ref().unwrap().acquires();
+    let picks = w.hooked_limiter.count(LimiterMethod::TryAcquire);
     // Polling every 10 ms for ~60 s is ~6000 picks per caller.
     assert!(picks < 20_000, "{picks} picks");
 }

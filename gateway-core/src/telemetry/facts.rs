@@ -1,6 +1,7 @@
-//! Constructors of the row facts for code outside `gateway-core` (tests, benches, fixtures):
-//! the fact types are `#[non_exhaustive]`, so other crates cannot write their literals
-//! (feature `testing`).
+//! Constructors of the row facts for code outside `gateway-core`: the fact types are
+//! `#[non_exhaustive]`, so other crates cannot write their literals. A custom `RowSink` or
+//! `TelemetryRecorder` test, a bench or a fixture (`gateway-testkit`) builds facts here; the
+//! core itself fills every field where it emits a row.
 
 use std::sync::Arc;
 

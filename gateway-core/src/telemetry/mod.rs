@@ -19,7 +19,6 @@
 //! handed over inline, `flush` and `close` await the recorder's.
 
 mod error_columns;
-#[cfg(feature = "testing")]
 mod facts;
 pub(crate) mod input;
 mod json;

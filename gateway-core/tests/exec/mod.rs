@@ -13,10 +13,10 @@ use gateway_core::accumulate::WarningThrottle;
 use gateway_core::attempt::AttemptRunner as _;
 use gateway_core::attempt::{AttemptCtx, AttemptOutcome, LegControl, LegSignals, TransportResult};
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
-use gateway_core::testing::ScriptedWire;
 use gateway_ports::{
     AttemptError, Category, ChatRequest, MissingDone, ReasonCode, ResponseMode, SourceConfig,
 };
+use gateway_testkit::ScriptedWire;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 use upstream_sim::script::{End, Head, Headers, RawChunk, Response, Script};

@@ -25,8 +25,8 @@ use gateway_core::classify::failure_reason_of;
 use gateway_core::governor::CallOptions;
 use gateway_core::hedge::HedgeConfig;
 use gateway_core::rows::{AttemptRowFacts, AttemptRowOutcome};
-use gateway_core::testing::{Script, Step};
 use gateway_ports::{AttemptError, FailureReason, GatewayError, ScopeReason};
+use gateway_testkit::{Script, Step};
 use hedge_support::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -103,7 +103,7 @@ async fn one_iteration(seed: u64, cov: &mut Coverage) {
     let n_sources = rng.gen_range(2..=3);
     let names = ["s1", "s2", "s3"];
     let max_attempts = rng.gen_range(1..=3);
-    let mut b = HFxBuilder::default()
+    let mut b = FxBuilder::hedge_after()
         .hedge(hedge)
         .max_attempts(max_attempts);
     b.sources = names[..n_sources]

@@ -19,8 +19,8 @@ use gateway_core::attempt::{SettleMode, TransportResult};
 use gateway_core::deadline::ensure_call_deadline_s;
 use gateway_core::governor::CallOptions;
 use gateway_core::retry_loop::LoopPolicy;
-use gateway_core::testing::Script;
 use gateway_ports::CallOperation;
+use gateway_testkit::Script;
 use proptest::prelude::*;
 use support::*;
 

@@ -19,7 +19,6 @@
 )]
 
 use crate::support;
-use crate::wrappers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,14 +32,14 @@ use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
 use gateway_core::pacer::{AimdPacer, Pacer};
 use gateway_core::rows::{AttemptRowOutcome, RowCall};
 use gateway_core::telemetry::RowInput;
-use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
     BackpressurePolicy, BreakerConfig, Clock, FailureReason, GatewayError, GlobalLimits,
     RateLimiter, RetryPolicy, WaitPolicy,
 };
+use gateway_testkit::HookedBreaker;
+use gateway_testkit::{RecordingRowSink, Script, ScriptedRunner};
 use proptest::prelude::*;
 use support::*;
-use wrappers::ProbeTracker;
 
 #[derive(Debug, Clone)]
 enum Out {
@@ -158,10 +157,11 @@ async fn run_case(c: Case) -> Result<(), TestCaseError> {
         },
         clock.clone(),
     ));
-    let tracker = Arc::new(ProbeTracker::new(breaker));
+    let hooked = Arc::new(HookedBreaker::new(breaker));
+    let tracker = hooked.track_probes();
     let pacer = Arc::new(AimdPacer::for_sources(&sources));
     let sink = Arc::new(RecordingRowSink::new());
-    let (gov, rx) = GovernorBuilder::new("llm", sources, limiter.clone(), tracker.clone())
+    let (gov, rx) = GovernorBuilder::new("llm", sources, limiter.clone(), hooked)
         .pacer(pacer.clone())
         .clock(clock)
         .jitter(Arc::new(|| 0.5))

@@ -13,8 +13,6 @@ mod exec;
 mod hedge_support;
 #[path = "../support/mod.rs"]
 mod support;
-#[path = "../wrappers/mod.rs"]
-mod wrappers;
 
 mod accumulate_fast_props;
 mod accumulate_props;

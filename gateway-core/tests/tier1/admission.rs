@@ -13,8 +13,8 @@ use std::time::Duration;
 use gateway_core::admission::{Pick, Rejections};
 use gateway_core::attempt::TransportResult;
 use gateway_core::pacer::{AimdPacer, Pacer};
-use gateway_core::testing::Script;
 use gateway_ports::{BackpressurePolicy, FailureReason, GatewayError, ScopeReason, WaitPolicy};
+use gateway_testkit::Script;
 use support::*;
 use tokio::time::Instant;
 

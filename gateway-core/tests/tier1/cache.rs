@@ -12,10 +12,8 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use gateway_core::attempt::TransportResult;
 use gateway_core::cache::{
     CACHE_KEY_PREFIX, CacheNamespace, ChatCache, KeyParts, MemoryCache, RestoreMiss, decode_entry,
@@ -24,12 +22,13 @@ use gateway_core::cache::{
 use gateway_core::clock::FakeClock;
 use gateway_core::governor::CallOptions;
 use gateway_core::telemetry::{RowInput, RowShaper};
-use gateway_core::testing::{RecordedRow, Script};
 use gateway_ports::{
     CacheError, CachePolicy, CallStats, ChatRequest, Clock, Effort, FinishReason, GatewayError,
     JsonObject, LlmResponse, OpenAiChatCompletion, ResponseCache, ResponseMode, StreamEnd,
     StructuredFailure, StructuredOutputStrategy, StructuredSpec, Usage,
 };
+use gateway_testkit::hooked::{CacheMethod, HookedCall};
+use gateway_testkit::{Effect, HookedCache, RecordedRow, Script};
 use serde_json::{Map, Value, json};
 use support::*;
 
@@ -66,79 +65,37 @@ fn completion(message: Value, finish: Option<&str>, id: Option<&str>) -> OpenAiC
     .unwrap()
 }
 
-/// A `ResponseCache` over a `MemoryCache` that counts calls and can fail, tick a fake clock or
-/// sleep (paused tokio time) per operation.
-struct TestCache {
-    inner: MemoryCache,
-    gets: AtomicU32,
-    sets: AtomicU32,
-    fail_get: bool,
-    fail_set: bool,
-    tick: Option<(Arc<FakeClock>, Duration)>,
-    set_delay: Option<Duration>,
-    get_delay: Option<Duration>,
+/// Installs a hook advancing `clock` by `d` on every `get` and `set` (a "ticking" backend).
+fn tick(cache: &HookedCache, clock: &Arc<FakeClock>, d: Duration) {
+    let clock = clock.clone();
+    cache.before(move |c| {
+        if matches!(c.method(), CacheMethod::Get | CacheMethod::Set) {
+            clock.advance(d);
+        }
+        Effect::Forward
+    });
 }
 
-impl TestCache {
-    fn new(clock: Arc<dyn Clock>) -> Self {
-        Self {
-            inner: MemoryCache::new(100, clock),
-            gets: AtomicU32::new(0),
-            sets: AtomicU32::new(0),
-            fail_get: false,
-            fail_set: false,
-            tick: None,
-            set_delay: None,
-            get_delay: None,
-        }
-    }
-    fn gets(&self) -> u32 {
-        self.gets.load(Ordering::SeqCst)
-    }
-    fn sets(&self) -> u32 {
-        self.sets.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl ResponseCache for TestCache {
-    async fn get(&self, key: &str) -> Result<Option<String>, CacheError> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
-        if let Some((clock, d)) = &self.tick {
-            clock.advance(*d);
-        }
-        if let Some(d) = self.get_delay {
-            tokio::time::sleep(d).await;
-        }
-        if self.fail_get {
-            return Err(CacheError::new("get refused by the test"));
-        }
-        self.inner.get(key).await
-    }
-    async fn set(&self, key: &str, value: String, ttl: Duration) -> Result<(), CacheError> {
-        self.sets.fetch_add(1, Ordering::SeqCst);
-        if let Some((clock, d)) = &self.tick {
-            clock.advance(*d);
-        }
-        if let Some(d) = self.set_delay {
-            tokio::time::sleep(d).await;
-        }
-        if self.fail_set {
-            return Err(CacheError::new("set refused by the test"));
-        }
-        self.inner.set(key, value, ttl).await
-    }
-}
-
-/// A governor fixture (fake clock) plus a `ChatCache` over a `TestCache`.
+/// A governor fixture (fake clock) plus a `ChatCache` over the real `MemoryCache` behind hooks
+/// (counting every call; a test makes one fail, tick a fake clock or sleep on paused time).
 struct CacheFx {
     fx: Fx,
-    backend: Arc<TestCache>,
+    memory: Arc<MemoryCache>,
+    backend: Arc<HookedCache>,
     cache: ChatCache,
 }
 
+impl CacheFx {
+    fn gets(&self) -> u64 {
+        self.backend.count(CacheMethod::Get)
+    }
+    fn sets(&self) -> u64 {
+        self.backend.count(CacheMethod::Set)
+    }
+}
+
 fn cache_fx_with(
-    edit: impl FnOnce(&mut TestCache, &Arc<FakeClock>),
+    edit: impl FnOnce(&HookedCache, &Arc<FakeClock>),
     deadline: Option<Duration>,
 ) -> CacheFx {
     let fx = FxBuilder {
@@ -148,16 +105,21 @@ fn cache_fx_with(
     }
     .build();
     let fake = fx.fake.clone().unwrap();
-    let mut backend = TestCache::new(fake.clone());
-    edit(&mut backend, &fake);
-    let backend = Arc::new(backend);
+    let memory = Arc::new(MemoryCache::new(100, fake.clone()));
+    let backend = Arc::new(HookedCache::new(memory.clone()));
+    edit(&backend, &fake);
     let cache = ChatCache::new(
         backend.clone(),
         &[source("s1")],
         "llm",
         Duration::from_secs(60),
     );
-    CacheFx { fx, backend, cache }
+    CacheFx {
+        fx,
+        memory,
+        backend,
+        cache,
+    }
 }
 
 fn cache_fx() -> CacheFx {
@@ -191,8 +153,7 @@ impl CacheFx {
     /// Stores `entry` under the key of `request` directly in the backend.
     async fn inject(&self, request: &ChatRequest, entry: Value) {
         let key = self.cache.key_for(request, None);
-        self.backend
-            .inner
+        self.memory
             .set(&key, entry.to_string(), Duration::from_secs(60))
             .await
             .unwrap();
@@ -992,15 +953,12 @@ async fn cf_290_second_identical_call_hits() {
 /// a hit (one `get`) → `total_latency_ms 250`.
 #[tokio::test(start_paused = true)]
 async fn cf_291_hit_total_latency_is_cache_path_time() {
-    let f = cache_fx_with(
-        |c, clock| c.tick = Some((clock.clone(), Duration::from_millis(250))),
-        None,
-    );
+    let f = cache_fx_with(|c, clock| tick(c, clock, Duration::from_millis(250)), None);
     let r = request("q");
     f.inject(&r, json!({"content": "cached"})).await;
     let hit = f.chat(&r).await.unwrap();
     assert!(hit.cache_hit);
-    assert_eq!(f.backend.gets(), 1);
+    assert_eq!(f.gets(), 1);
     assert_eq!(hit.call_stats.unwrap().total_latency_ms, 250);
 }
 
@@ -1010,7 +968,9 @@ async fn cf_291_hit_total_latency_is_cache_path_time() {
 #[tokio::test(start_paused = true)]
 async fn cf_314_deadline_expires_during_set() {
     let f = cache_fx_with(
-        |c, _| c.set_delay = Some(Duration::from_millis(500)),
+        |c, _| {
+            c.delay(CacheMethod::Set, Duration::from_millis(500));
+        },
         Some(Duration::from_millis(200)),
     );
     f.fx.runner
@@ -1019,8 +979,8 @@ async fn cf_314_deadline_expires_during_set() {
     let e = f.chat(&r).await.unwrap_err();
     assert!(matches!(e, GatewayError::CallDeadlineExceeded(_)), "{e:?}");
     assert_eq!(f.fx.runner.call_count(), 1);
-    assert_eq!(f.backend.sets(), 1);
-    assert!(f.backend.inner.is_empty(), "nothing stored");
+    assert_eq!(f.sets(), 1);
+    assert!(f.memory.is_empty(), "nothing stored");
     assert_eq!(f.fx.sink.terminals().len(), 1);
 }
 
@@ -1028,13 +988,18 @@ async fn cf_314_deadline_expires_during_set() {
 /// CF-328 (C-52): a failing `set` is a warning; the call returns the fresh response.
 #[tokio::test(start_paused = true)]
 async fn cf_328_set_failure_returns_fresh() {
-    let f = cache_fx_with(|c, _| c.fail_set = true, None);
+    let f = cache_fx_with(
+        |c, _| {
+            c.fail(CacheMethod::Set, CacheError::new("set refused by the test"));
+        },
+        None,
+    );
     f.fx.runner
         .push(Script::ok(text_result("answer", Some("stop"), None)));
     let r = f.chat(&request("q")).await.unwrap();
     assert_eq!(r.content, "answer");
     assert!(!r.cache_hit);
-    assert_eq!(f.backend.sets(), 1);
+    assert_eq!(f.sets(), 1);
 }
 
 // covers: C-54
@@ -1042,13 +1007,18 @@ async fn cf_328_set_failure_returns_fresh() {
 /// happens.
 #[tokio::test(start_paused = true)]
 async fn cf_329_get_failure_is_miss() {
-    let f = cache_fx_with(|c, _| c.fail_get = true, None);
+    let f = cache_fx_with(
+        |c, _| {
+            c.fail(CacheMethod::Get, CacheError::new("get refused by the test"));
+        },
+        None,
+    );
     f.fx.runner
         .push(Script::ok(text_result("answer", Some("stop"), None)));
     let r = f.chat(&request("q")).await.unwrap();
     assert!(!r.cache_hit);
     assert_eq!(f.fx.runner.call_count(), 1);
-    assert_eq!(f.backend.sets(), 1);
+    assert_eq!(f.sets(), 1);
 }
 
 /// CF-330 (C-55, C-56): unusable stored openai messages are misses; the fresh result
@@ -1152,8 +1122,8 @@ async fn cf_332_cf_338_uncacheable_results_not_stored() {
         f.fx.runner.push(Script::ok(result));
         let first = f.chat(&req).await.unwrap();
         assert!(!first.cache_hit, "case {i}");
-        assert_eq!(f.backend.sets(), 0, "case {i}: backend untouched");
-        assert!(f.backend.inner.is_empty(), "case {i}");
+        assert_eq!(f.sets(), 0, "case {i}: backend untouched");
+        assert!(f.memory.is_empty(), "case {i}");
         let second = f.chat(&req).await.unwrap();
         assert!(!second.cache_hit, "case {i}");
         assert_eq!(second.call_stats.unwrap().attempts, 1, "case {i}");
@@ -1198,7 +1168,7 @@ async fn cf_339_hits_are_independent_copies() {
     };
     async fn go(
         gov: &gateway_core::governor::Governor,
-        runner: &gateway_core::testing::ScriptedRunner,
+        runner: &gateway_testkit::ScriptedRunner,
         cache: &ChatCache,
         r: &ChatRequest,
     ) -> LlmResponse {
@@ -1240,7 +1210,7 @@ async fn cf_341_cf_255_failure_writes_nothing() {
     f.fx.runner.push(Script::fail(rejected()));
     let e = f.chat(&openai("q")).await.unwrap_err();
     assert!(matches!(e, GatewayError::RequestRejected(_)), "{e:?}");
-    assert_eq!(f.backend.sets(), 0);
+    assert_eq!(f.sets(), 0);
     assert_eq!(f.fx.sink.terminals().len(), 1);
     assert!(f.hit_rows().is_empty());
     f.fx.gov.quiesce().await;
@@ -1252,7 +1222,12 @@ async fn cf_341_cf_255_failure_writes_nothing() {
 #[tokio::test(start_paused = true)]
 async fn cf_342_cf_363_cancellation_during_get_and_set() {
     // During get.
-    let f = cache_fx_with(|c, _| c.get_delay = Some(Duration::from_secs(10)), None);
+    let f = cache_fx_with(
+        |c, _| {
+            c.delay(CacheMethod::Get, Duration::from_secs(10));
+        },
+        None,
+    );
     let r = request("q");
     let res = tokio::time::timeout(Duration::from_secs(1), f.chat(&r)).await;
     assert!(res.is_err(), "cancelled while reading");
@@ -1262,12 +1237,17 @@ async fn cf_342_cf_363_cancellation_during_get_and_set() {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].kind(), "terminal_failure");
     // During set.
-    let f = cache_fx_with(|c, _| c.set_delay = Some(Duration::from_secs(10)), None);
+    let f = cache_fx_with(
+        |c, _| {
+            c.delay(CacheMethod::Set, Duration::from_secs(10));
+        },
+        None,
+    );
     f.fx.runner
         .push(Script::ok(text_result("answer", Some("stop"), None)));
     let res = tokio::time::timeout(Duration::from_secs(1), f.chat(&r)).await;
     assert!(res.is_err(), "cancelled while writing");
-    assert!(f.backend.inner.is_empty());
+    assert!(f.memory.is_empty());
     f.fx.gov.quiesce().await;
     assert!(f.hit_rows().is_empty());
     assert_eq!(f.fx.sink.terminals().len(), 1);
@@ -1288,7 +1268,7 @@ async fn cf_343_bypass_and_refresh() {
     };
     let out = f.chat(&bypass).await.unwrap();
     assert_eq!(out.content, "new");
-    assert_eq!((f.backend.gets(), f.backend.sets()), (0, 0));
+    assert_eq!((f.gets(), f.sets()), (0, 0));
     f.fx.runner
         .push(Script::ok(text_result("newer", Some("stop"), None)));
     let refresh = ChatRequest {
@@ -1297,7 +1277,7 @@ async fn cf_343_bypass_and_refresh() {
     };
     let out = f.chat(&refresh).await.unwrap();
     assert_eq!(out.content, "newer");
-    assert_eq!((f.backend.gets(), f.backend.sets()), (0, 1));
+    assert_eq!((f.gets(), f.sets()), (0, 1));
     let hit = f.chat(&r).await.unwrap();
     assert!(hit.cache_hit);
     assert_eq!(hit.content, "newer");

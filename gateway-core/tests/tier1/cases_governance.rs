@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 use gateway_core::attempt::TransportResult;
 use gateway_core::classify::{ClassifyContext, classify_http};
 use gateway_core::governor::CallOptions;
-use gateway_core::testing::Script;
 use gateway_ports::{AttemptError, ErrorOperation, GatewayError, RetryPolicy, ScopeReason};
+use gateway_testkit::Script;
 use support::*;
 use tokio::time::Instant;
 

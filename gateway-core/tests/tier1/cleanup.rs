@@ -17,8 +17,8 @@ use gateway_core::attempt::TransportResult;
 use gateway_core::cleanup::{CleanupQueue, JobKind, run_cleanup_worker};
 use gateway_core::pacer::{AimdPacer, Pacer};
 use gateway_core::rows::CancelLabel;
-use gateway_core::testing::{HangOn, RecordingRowSink, Script};
 use gateway_ports::UsageSource;
+use gateway_testkit::{HangOn, RecordingRowSink, Script};
 use support::*;
 
 fn ok() -> Script {

@@ -9,8 +9,8 @@ use gateway_core::attempt::TransportResult;
 use gateway_core::deadline::{ensure_call_deadline_s, resolve_call_deadline, with_deadline};
 use gateway_core::governor::CallOptions;
 use gateway_core::rows::CancelLabel;
-use gateway_core::testing::Script;
 use gateway_ports::{AttemptError, GatewayError, GlobalLimits, RateLimiter};
+use gateway_testkit::Script;
 use support::*;
 
 fn ok() -> Script {

@@ -1,6 +1,6 @@
 //! Reasoning effort in the attempt executor, tier 1 (05 R-30) on the paused clock over
-//! `testing::ScriptedWire`: the fragment in the body (C-24), `applied_effort` (C-34), a refusal
-//! before any byte (C-27), and the throttled contradiction check (C-36, C-37).
+//! `gateway_testkit::ScriptedWire`: the fragment in the body (C-24), `applied_effort` (C-34), a
+//! refusal before any byte (C-27), and the throttled contradiction check (C-36, C-37).
 
 #![allow(
     clippy::unwrap_used,

@@ -1,7 +1,7 @@
 //! Tier 1 (05 R-30) of the attempt executor: watchdogs (40 S-88..S-93), timing signals (S-81..
 //! S-87; 05 R-12), stall metering (60 H-50..H-59, H-61/H-62 through the governor), loser
 //! cancellation while the transport is pending (05 R-8) and the JSON body on a stream (05 R-27)
-//! — on tokio's paused clock over `testing::ScriptedWire`, so every instant is exact.
+//! — on tokio's paused clock over `gateway_testkit::ScriptedWire`, so every instant is exact.
 
 #![allow(
     clippy::unwrap_used,
@@ -530,10 +530,7 @@ async fn h_62_generation_ms_is_wall_time_net_of_truncated_stalls() {
 
 // ---- cancellation (05 R-8) ------------------------------------------------------------------
 
-async fn cancel_after(
-    wire: Arc<gateway_core::testing::ScriptedWire>,
-    after_ms: u64,
-) -> AttemptOutcome {
+async fn cancel_after(wire: Arc<gateway_testkit::ScriptedWire>, after_ms: u64) -> AttemptOutcome {
     let executor = ChatExecutor::new(wire, request(ResponseMode::Text, true));
     let control = LegControl::new();
     let ctx = AttemptCtx::new("call-0001", Arc::new(source()));

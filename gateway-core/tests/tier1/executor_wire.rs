@@ -1,6 +1,6 @@
 //! Tier 1 (05 R-30) of the executor's judgment on the wire: the completion verdict rows of 95 §8
 //! (CF-201..CF-236) and the frame admission rows of 95 §5 (CF-099, CF-121), plus 40 S-33/S-97,
-//! played by `testing::ScriptedWire` and judged by `ChatExecutor` end to end (accumulator,
+//! played by `gateway_testkit::ScriptedWire` and judged by `ChatExecutor` end to end (accumulator,
 //! verdict, snapshot). Byte-exact framing is tier 2 (`adapter-openai/tests/judgment_cases.rs`).
 
 #![allow(
@@ -24,7 +24,7 @@ use upstream_sim::script::{End, RawChunk};
 const THINK: &str = r#"{"role":"assistant","reasoning_content":"long thought"}"#;
 const ROLE: &str = r#"{"role":"assistant"}"#;
 
-fn ended(chunks: Vec<RawChunk>) -> Arc<gateway_core::testing::ScriptedWire> {
+fn ended(chunks: Vec<RawChunk>) -> Arc<gateway_testkit::ScriptedWire> {
     wire_of(vec![response(chunks, End::Eof)])
 }
 

@@ -11,96 +11,23 @@ use crate::hedge_support;
 use crate::support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use gateway_core::attempt::TransportResult;
 use gateway_core::cleanup::run_cleanup_worker;
 use gateway_core::governor::{CallOptions, Governor, GovernorBuilder};
-use gateway_core::memory::MemoryRateLimiter;
 use gateway_core::pacer::NoopPacer;
 use gateway_core::select::StaticSelector;
-use gateway_core::testing::{RecordingRowSink, Script, ScriptedRunner};
 use gateway_ports::{
-    Acquire, BackendError, BackendErrorKind, BreakerSnapshot, CircuitBreaker, FailureReason,
-    GateDecision, GatewayError, RateLimiter, SourceStats,
+    BackendError, BackendErrorKind, CircuitBreaker, FailureReason, GatewayError, RateLimiter,
 };
-use hedge_support::HFxBuilder;
+use gateway_testkit::hooked::{BreakerMethod, LimiterMethod};
+use gateway_testkit::{HookedBreaker, HookedLimiter, RecordingRowSink, Script, ScriptedRunner};
+use hedge_support::FxBuilder;
 use support::*;
 
 fn ok() -> Script {
     Script::ok(TransportResult::ok(10, 5))
-}
-
-/// A breaker whose gate or whose write-backs fail with a backend error.
-struct FlakyBreaker {
-    inner: Arc<dyn CircuitBreaker>,
-    gate: Option<BackendErrorKind>,
-    write_backs_fail: bool,
-    entered: AtomicU32,
-}
-
-impl FlakyBreaker {
-    fn down(&self) -> Result<(), BackendError> {
-        if self.write_backs_fail {
-            return Err(BackendError::new(BackendErrorKind::Unavailable, "down"));
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl CircuitBreaker for FlakyBreaker {
-    async fn try_enter(&self, source: &str, owner: &str) -> Result<GateDecision, BackendError> {
-        self.entered.fetch_add(1, Ordering::SeqCst);
-        if let Some(kind) = self.gate {
-            return Err(BackendError::new(kind, "breaker backend down"));
-        }
-        self.inner.try_enter(source, owner).await
-    }
-    async fn record_success(&self, entry: &GateDecision, count: bool) -> Result<(), BackendError> {
-        self.down()?;
-        self.inner.record_success(entry, count).await
-    }
-    async fn record_failure(
-        &self,
-        entry: &GateDecision,
-        reason: FailureReason,
-        force_open: bool,
-    ) -> Result<(), BackendError> {
-        self.down()?;
-        self.inner.record_failure(entry, reason, force_open).await
-    }
-    async fn release_probe(&self, entry: &GateDecision) -> Result<(), BackendError> {
-        self.down()?;
-        self.inner.release_probe(entry).await
-    }
-    async fn snapshot(&self, source: &str) -> Result<BreakerSnapshot, BackendError> {
-        self.inner.snapshot(source).await
-    }
-}
-
-/// A limiter whose `try_acquire` fails with `kind`.
-struct FailingLimiter {
-    inner: Arc<MemoryRateLimiter>,
-    kind: BackendErrorKind,
-}
-
-#[async_trait]
-impl RateLimiter for FailingLimiter {
-    async fn try_acquire(&self, _source: &str, _est: u64) -> Result<Acquire, BackendError> {
-        Err(BackendError::new(self.kind, "limiter backend down"))
-    }
-    async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
-        self.inner.source_stats(source).await
-    }
-    async fn mark_progress(&self) -> Result<(), BackendError> {
-        self.inner.mark_progress().await
-    }
-    async fn progress_age_s(&self) -> Result<f64, BackendError> {
-        self.inner.progress_age_s().await
-    }
 }
 
 /// A one-source governor over the given ports, with its cleanup worker.
@@ -126,10 +53,11 @@ async fn g_83_g_7_admission_backend_errors_fail_closed_before_any_send() {
         BackendErrorKind::SourceNotConfigured,
     ] {
         // The limiter fails.
-        let limiter = Arc::new(FailingLimiter {
-            inner: fx.limiter.clone(),
-            kind,
-        });
+        let limiter = Arc::new(HookedLimiter::new(fx.limiter.clone()));
+        limiter.fail(
+            LimiterMethod::TryAcquire,
+            BackendError::new(kind, "limiter backend down"),
+        );
         let (gov, worker) = governor(limiter, fx.breaker.clone());
         let runner = ScriptedRunner::new();
         runner.push(ok());
@@ -138,12 +66,11 @@ async fn g_83_g_7_admission_backend_errors_fail_closed_before_any_send() {
             .await
             .unwrap_err();
         // The breaker fails at the gate.
-        let breaker = Arc::new(FlakyBreaker {
-            inner: fx.breaker.clone(),
-            gate: Some(kind),
-            write_backs_fail: false,
-            entered: AtomicU32::new(0),
-        });
+        let breaker = Arc::new(HookedBreaker::new(fx.breaker.clone()));
+        breaker.fail(
+            BreakerMethod::TryEnter,
+            BackendError::new(kind, "breaker backend down"),
+        );
         let (gov2, worker2) = governor(fx.limiter.clone(), breaker);
         let e2 = gov2
             .run_chat(&runner, CallOptions::default())
@@ -170,12 +97,8 @@ async fn g_83_g_7_admission_backend_errors_fail_closed_before_any_send() {
 #[tokio::test(start_paused = true)]
 async fn g_7_g_82_failed_write_backs_never_change_the_outcome() {
     let fx = fx();
-    let breaker = Arc::new(FlakyBreaker {
-        inner: fx.breaker.clone(),
-        gate: None,
-        write_backs_fail: true,
-        entered: AtomicU32::new(0),
-    });
+    let breaker = Arc::new(HookedBreaker::new(fx.breaker.clone()));
+    breaker.fail_write_backs(BackendError::new(BackendErrorKind::Unavailable, "down"));
     let (gov, worker) = governor(fx.limiter.clone(), breaker);
     let runner = ScriptedRunner::new();
     // record_failure fails after the transient, record_success after the success: neither
@@ -201,7 +124,7 @@ async fn g_7_g_82_failed_write_backs_never_change_the_outcome() {
 #[tokio::test(start_paused = true)]
 async fn g_89_g_71_result_invalid_and_request_rejected_are_neutral() {
     for (bad, is_invalid) in [(invalid(), true), (rejected(), false)] {
-        let fx = HFxBuilder::off().build();
+        let fx = FxBuilder::hedge_off().build();
         // Two counted failures on s1 before the call.
         for _ in 0..2 {
             let d = fx.breaker.try_enter("s1", "prior").await.unwrap();
@@ -236,7 +159,7 @@ async fn g_89_g_71_result_invalid_and_request_rejected_are_neutral() {
 #[tokio::test(start_paused = true)]
 async fn g_90_health_feed_by_outcome() {
     let feed = |outcome: Vec<Script>| async move {
-        let fx = HFxBuilder::off().sources(&["s1"]).build();
+        let fx = FxBuilder::hedge_off().sources(&["s1"]).build();
         for s in outcome {
             fx.push_for("s1", s);
         }
@@ -261,7 +184,7 @@ async fn g_90_health_feed_by_outcome() {
     assert!(feed(vec![Script::fail(rejected())]).await.is_empty());
     assert!(feed(vec![Script::fail(invalid())]).await.is_empty());
     // A cancelled attempt feeds nothing.
-    let fx = HFxBuilder::off().sources(&["s1"]).build();
+    let fx = FxBuilder::hedge_off().sources(&["s1"]).build();
     fx.push_for("s1", Script::hang());
     let r = tokio::time::timeout(Duration::from_secs(1), fx.chat_non_stream()).await;
     assert!(r.is_err());
@@ -275,12 +198,7 @@ async fn g_90_health_feed_by_outcome() {
 #[tokio::test(start_paused = true)]
 async fn g_64_cooldown_memo_skips_the_breaker_until_the_reported_cooldown_ends() {
     let fx = fx();
-    let breaker = Arc::new(FlakyBreaker {
-        inner: fx.breaker.clone(),
-        gate: None,
-        write_backs_fail: false,
-        entered: AtomicU32::new(0),
-    });
+    let breaker = Arc::new(HookedBreaker::new(fx.breaker.clone()));
     let (gov, worker) = governor(fx.limiter.clone(), breaker.clone());
     let runner = ScriptedRunner::new();
     // SourceDead force-opens s1 (cooldown 60 s); the switch round is denied by the breaker,
@@ -291,7 +209,7 @@ async fn g_64_cooldown_memo_skips_the_breaker_until_the_reported_cooldown_ends()
         .await
         .unwrap_err();
     assert!(matches!(e, GatewayError::CircuitOpen(_)), "{e:?}");
-    let entered = breaker.entered.load(Ordering::SeqCst);
+    let entered = breaker.count(BreakerMethod::TryEnter);
     assert_eq!(entered, 2);
     // A memo hit is a breaker-class rejection without a breaker round trip.
     tokio::time::advance(Duration::from_secs(30)).await;
@@ -304,13 +222,13 @@ async fn g_64_cooldown_memo_skips_the_breaker_until_the_reported_cooldown_ends()
         unavailable(&e).per_source_reasons.get("s1"),
         Some(&FailureReason::CircuitOpen)
     );
-    assert_eq!(breaker.entered.load(Ordering::SeqCst), entered);
+    assert_eq!(breaker.count(BreakerMethod::TryEnter), entered);
     // The memo never outlives the cooldown the breaker reported: after it the breaker is asked
     // again and grants the half-open probe.
     tokio::time::advance(Duration::from_secs(31)).await;
     runner.push(ok());
     gov.run_chat(&runner, CallOptions::default()).await.unwrap();
-    assert_eq!(breaker.entered.load(Ordering::SeqCst), entered + 1);
+    assert_eq!(breaker.count(BreakerMethod::TryEnter), entered + 1);
     assert_eq!(runner.call_count(), 2);
     gov.close().await;
     worker.await.unwrap();

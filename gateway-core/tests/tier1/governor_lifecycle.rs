@@ -10,8 +10,8 @@ use gateway_core::attempt::TransportResult;
 use gateway_core::call_context::{CallContext, new_uuid_v4};
 use gateway_core::clock::FakeClock;
 use gateway_core::rows::RowCall;
-use gateway_core::testing::{RecordingRowSink, Script};
 use gateway_ports::{CallOperation, GatewayError};
+use gateway_testkit::{RecordingRowSink, Script};
 use support::*;
 
 fn ok() -> Script {
@@ -144,7 +144,7 @@ async fn cf_085_generation_net_of_stall() {
     let fx = fx();
     fx.runner.push(
         Script::new()
-            .then(gateway_core::testing::Step::Sleep(Duration::from_secs(5)))
+            .then(gateway_testkit::Step::Sleep(Duration::from_secs(5)))
             .report_stall(3200.0, 2)
             .then_ok(TransportResult::ok(10, 5)),
     );
@@ -160,7 +160,7 @@ async fn cf_086_generation_clamped_at_zero() {
     let fx = fx();
     fx.runner.push(
         Script::new()
-            .then(gateway_core::testing::Step::Sleep(Duration::from_secs(5)))
+            .then(gateway_testkit::Step::Sleep(Duration::from_secs(5)))
             .report_stall(6000.0, 3)
             .then_ok(TransportResult::ok(10, 5)),
     );

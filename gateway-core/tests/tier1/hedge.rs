@@ -25,10 +25,10 @@ use gateway_core::clock::TokioClock;
 use gateway_core::governor::CallOptions;
 use gateway_core::hedge::{HedgeConfig, HedgeSide, combine_failures};
 use gateway_core::rows::RowCall;
-use gateway_core::testing::{Script, Step};
 use gateway_ports::{
     Acquire, CallOperation, CallStats, FailureReason, GatewayError, RateLimiter, ScopeReason,
 };
+use gateway_testkit::{Script, Step};
 use hedge_support::*;
 use support::{dead, rate_limited, retry, transient, unavailable};
 use tokio::time::{Instant, sleep};
@@ -39,7 +39,7 @@ fn gated_ok(content: &str) -> Script {
 }
 
 /// The terminal row's statistics of a failed call (errors carry none, 30 G-6).
-async fn terminal_stats(fx: &HFx) -> CallStats {
+async fn terminal_stats(fx: &Fx) -> CallStats {
     fx.gov.quiesce().await;
     let t = fx.sink.terminals();
     assert_eq!(t.len(), 1, "one terminal row");
@@ -53,7 +53,7 @@ async fn terminal_stats(fx: &HFx) -> CallStats {
 // covers: H-22, H-17, H-43, H-63, H-65, H-67, H-72
 #[tokio::test(start_paused = true)]
 async fn h_76_cf_256_non_stream_triggers_hedge_and_fast_leg_wins() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::hang());
     fx.push_for("s2", Script::succeed_after(ms(20), ok_result("fast")));
     let start = Instant::now();
@@ -70,7 +70,7 @@ async fn h_76_cf_256_non_stream_triggers_hedge_and_fast_leg_wins() {
 // covers: H-17, H-18, H-69
 #[tokio::test(start_paused = true)]
 async fn h_77_cf_257_stream_hedges_when_first_token_absent() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::hang());
     fx.push_for("s2", Script::ok(ok_result("fast")));
     let g = fx.chat().await.unwrap();
@@ -83,7 +83,7 @@ async fn h_77_cf_257_stream_hedges_when_first_token_absent() {
 // covers: CF-084, CF-287
 #[tokio::test(start_paused = true)]
 async fn h_77_cf_258_stream_after_first_token_never_hedges_slow_generation() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     let h1 = fx.push_for(
         "s1",
         Script::new()
@@ -108,9 +108,9 @@ async fn h_77_cf_258_stream_after_first_token_never_hedges_slow_generation() {
 // covers: S-4
 #[tokio::test(start_paused = true)]
 async fn h_78_cf_259_h_15_injected_clock_jump_does_not_trigger_hedge() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         fake_clock: true,
-        ..HFxBuilder::after()
+        ..FxBuilder::hedge_after()
     }
     .build();
     fx.push_for(
@@ -134,7 +134,7 @@ async fn h_78_cf_259_h_15_injected_clock_jump_does_not_trigger_hedge() {
 
 #[tokio::test(start_paused = true)]
 async fn h_79_cf_260_h_16_h_32_hedge_goes_to_other_source_without_signal() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::hang());
     fx.push_for("s2", Script::ok(ok_result("fast")));
     let g = fx.chat().await.unwrap();
@@ -158,7 +158,7 @@ async fn h_79_cf_260_h_16_h_32_hedge_goes_to_other_source_without_signal() {
 // covers: H-25, H-27, G-84
 #[tokio::test(start_paused = true)]
 async fn h_80_cf_261_h_28_hedge_silent_when_no_candidate() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     // s2 has max_concurrency = 1 and its slot is held externally.
     let Acquire::Granted(held) = fx.limiter.try_acquire("s2", 400).await.unwrap() else {
         panic!("s2 slot not granted");
@@ -182,7 +182,7 @@ async fn h_80_cf_261_h_28_hedge_silent_when_no_candidate() {
 
 #[tokio::test(start_paused = true)]
 async fn h_81_h_26_pick_exclude_all_is_not_a_rejection() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     let mut reasons = BTreeMap::from([("prior".to_owned(), FailureReason::RateLimited)]);
     let before = reasons.clone();
     let pick = fx
@@ -206,7 +206,7 @@ async fn h_81_h_26_pick_exclude_all_is_not_a_rejection() {
 // covers: H-27
 #[tokio::test(start_paused = true)]
 async fn h_82_cf_262_hedge_silent_when_candidate_circuit_open() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     let d = fx.breaker.try_enter("s2", "force").await.unwrap();
     fx.breaker
         .record_failure(&d, FailureReason::SourceDead, true)
@@ -227,9 +227,9 @@ async fn h_82_cf_262_hedge_silent_when_candidate_circuit_open() {
 // covers: H-30, H-44
 #[tokio::test(start_paused = true)]
 async fn h_83_cf_263_h_31_primary_done_during_hedge_admission_sends_no_hedge() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         gate_source: Some("s2"),
-        ..HFxBuilder::after()
+        ..FxBuilder::hedge_after()
     }
     .build();
     let gated = fx.gated.clone().unwrap();
@@ -258,7 +258,7 @@ async fn h_83_cf_263_h_31_primary_done_during_hedge_admission_sends_no_hedge() {
 
 #[tokio::test(start_paused = true)]
 async fn h_84_cf_264_hedge_silent_when_single_source() {
-    let fx = HFxBuilder::after().sources(&["s1"]).build();
+    let fx = FxBuilder::hedge_after().sources(&["s1"]).build();
     let h1 = fx.push_for("s1", gated_ok("ok-s1"));
     let (g, ()) = tokio::join!(fx.chat(), async {
         h1.entered().await;
@@ -276,7 +276,7 @@ async fn h_84_cf_264_hedge_silent_when_single_source() {
 // H-85 … H-89: winner and loser bookkeeping (s1 hangs, s2 wins)
 // ---------------------------------------------------------------------------------------------
 
-async fn s2_wins(fx: &HFx) -> gateway_core::governor::Governed {
+async fn s2_wins(fx: &Fx) -> gateway_core::governor::Governed {
     fx.push_for("s1", Script::hang());
     fx.push_for("s2", Script::succeed_after(ms(20), ok_result("fast")));
     let g = fx.chat_non_stream().await.unwrap();
@@ -287,7 +287,7 @@ async fn s2_wins(fx: &HFx) -> gateway_core::governor::Governed {
 // covers: H-40, H-44, G-115, H-47
 #[tokio::test(start_paused = true)]
 async fn h_85_cf_265_winner_settles_actual_loser_keeps_est() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     s2_wins(&fx).await;
     // the loser ran its S3 settlement inline before the call returned.
     fx.assert_usage("s2", 15, 0).await;
@@ -297,7 +297,7 @@ async fn h_85_cf_265_winner_settles_actual_loser_keeps_est() {
 // covers: G-115
 #[tokio::test(start_paused = true)]
 async fn h_86_cf_266_h_45_loser_row_labelled_hedge_cancelled() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     let g = s2_wins(&fx).await;
     fx.gov.quiesce().await;
     fx.sink.assert_counts(2, 0); // no terminal row on success
@@ -313,7 +313,7 @@ async fn h_86_cf_266_h_45_loser_row_labelled_hedge_cancelled() {
 
 #[tokio::test(start_paused = true)]
 async fn h_87_cf_267_hedge_cancelled_row_has_null_stall() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     s2_wins(&fx).await;
     fx.gov.quiesce().await;
     let rows = fx.rows();
@@ -324,7 +324,7 @@ async fn h_87_cf_267_hedge_cancelled_row_has_null_stall() {
 // covers: G-77, G-115
 #[tokio::test(start_paused = true)]
 async fn h_88_cf_268_h_44_loser_does_not_feed_breaker() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     s2_wins(&fx).await;
     let snap = fx.breaker.snapshot("s1").await.unwrap();
     assert_eq!(snap.window_calls + snap.window_failures, 0, "{snap:?}");
@@ -336,7 +336,7 @@ async fn h_88_cf_268_h_44_loser_does_not_feed_breaker() {
 // covers: H-49, H-69, R-7, G-118
 #[tokio::test(start_paused = true)]
 async fn h_89_cf_269_g_116_attempts_two_and_no_task_leak() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     let before = alive_tasks();
     let g = s2_wins(&fx).await;
     assert_eq!(g.stats.attempts, 2);
@@ -350,7 +350,7 @@ async fn h_89_cf_269_g_116_attempts_two_and_no_task_leak() {
 // covers: H-8, H-49, R-8, G-113, CF-254
 #[tokio::test(start_paused = true)]
 async fn h_90_cf_270_h_48_external_cancel_cancels_both_legs() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     let before = alive_tasks();
     let h1 = fx.push_for("s1", Script::hang());
     let h2 = fx.push_for("s2", Script::hang());
@@ -381,9 +381,9 @@ async fn h_90_cf_270_h_48_external_cancel_cancels_both_legs() {
 // covers: CF-254
 #[tokio::test(start_paused = true)]
 async fn h_91_cf_271_h_73_deadline_cuts_hedged_tree() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         deadline: Some(ms(200)),
-        ..HFxBuilder::after()
+        ..FxBuilder::hedge_after()
     }
     .build();
     fx.push_for("s1", Script::hang());
@@ -416,7 +416,7 @@ async fn h_91_cf_271_h_73_deadline_cuts_hedged_tree() {
 // covers: H-36, H-40, H-70
 #[tokio::test(start_paused = true)]
 async fn h_92_cf_272_primary_late_success_wins_back() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::succeed_after(ms(300), ok_result("late")));
     fx.push_for("s2", Script::hang());
     let g = fx.chat_non_stream().await.unwrap();
@@ -439,7 +439,7 @@ async fn h_92_cf_272_primary_late_success_wins_back() {
     );
 }
 
-fn both_transient_rounds(fx: &HFx, rounds: usize) {
+fn both_transient_rounds(fx: &Fx, rounds: usize) {
     for _ in 0..rounds {
         fx.push_for("s1", Script::fail_after(ms(100), transient(503)));
         fx.push_for("s2", Script::fail_after(ms(120), transient(503)));
@@ -449,7 +449,7 @@ fn both_transient_rounds(fx: &HFx, rounds: usize) {
 // covers: H-38, H-39, H-68, R-6
 #[tokio::test(start_paused = true)]
 async fn h_93_cf_273_g_51_both_fail_counts_budget_once() {
-    let fx = HFxBuilder::after().max_attempts(2).build();
+    let fx = FxBuilder::hedge_after().max_attempts(2).build();
     both_transient_rounds(&fx, 3);
     let e = fx.chat_non_stream().await.unwrap_err();
     assert!(matches!(e, GatewayError::AllSourcesExhausted(_)), "{e:?}");
@@ -467,7 +467,7 @@ async fn h_93_cf_273_g_51_both_fail_counts_budget_once() {
 
 #[tokio::test(start_paused = true)]
 async fn h_94_cf_274_stall_attribution_none_when_no_winner() {
-    let fx = HFxBuilder::after().max_attempts(1).build();
+    let fx = FxBuilder::hedge_after().max_attempts(1).build();
     both_transient_rounds(&fx, 1);
     let e = fx.chat_non_stream().await.unwrap_err();
     assert_eq!(unavailable(&e).reason, ScopeReason::RetryExhausted);
@@ -481,7 +481,7 @@ async fn h_94_cf_274_stall_attribution_none_when_no_winner() {
 // covers: H-39, H-74
 #[tokio::test(start_paused = true)]
 async fn h_95_cf_275_g_53_both_429_refund_no_budget() {
-    let mut b = HFxBuilder::after().max_attempts(1);
+    let mut b = FxBuilder::hedge_after().max_attempts(1);
     b.backpressure.stall_window_s = 0.3;
     for s in &mut b.sources {
         s.tpm = 0; // no quota wait: the stall must come from the refunded 429 rounds
@@ -501,7 +501,7 @@ async fn h_95_cf_275_g_53_both_429_refund_no_budget() {
 // covers: H-38, H-74
 #[tokio::test(start_paused = true)]
 async fn h_96_cf_276_mixed_429_and_failure_counts_budget() {
-    let fx = HFxBuilder::after().max_attempts(1).build();
+    let fx = FxBuilder::hedge_after().max_attempts(1).build();
     fx.push_for("s1", Script::fail_after(ms(100), rate_limited(Some(0.01))));
     fx.push_for("s2", Script::fail_after(ms(20), transient(503)));
     let e = fx.chat_non_stream().await.unwrap_err();
@@ -516,7 +516,7 @@ async fn h_96_cf_276_mixed_429_and_failure_counts_budget() {
 
 #[tokio::test(start_paused = true)]
 async fn g_51_primary_transient_hedge_429_counts_primary() {
-    let fx = HFxBuilder::after().max_attempts(1).build();
+    let fx = FxBuilder::hedge_after().max_attempts(1).build();
     fx.push_for("s1", Script::fail_after(ms(100), transient(500)));
     fx.push_for("s2", Script::fail_after(ms(20), rate_limited(Some(0.01))));
     let e = fx.chat_non_stream().await.unwrap_err();
@@ -544,7 +544,7 @@ fn g_51_h_38_combine_failures_rules() {
 #[tokio::test(start_paused = true)]
 async fn h_38_same_kind_keeps_primary_source_dead_switch() {
     // Both legs SourceDead: the primary's failure (immediate switch, no backoff) is the round's.
-    let fx = HFxBuilder::after()
+    let fx = FxBuilder::hedge_after()
         .sources(&["s1", "s2", "s3"])
         .max_attempts(3)
         .build();
@@ -568,7 +568,7 @@ async fn h_38_same_kind_keeps_primary_source_dead_switch() {
 // covers: V-51
 #[tokio::test(start_paused = true)]
 async fn h_35_h_42_primary_raised_waits_for_hedge_which_wins() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::fail_after(ms(80), support::invalid()));
     fx.push_for("s2", Script::succeed_after(ms(100), ok_result("rescued")));
     let g = fx.chat_non_stream().await.unwrap();
@@ -588,7 +588,7 @@ async fn h_35_h_42_primary_raised_waits_for_hedge_which_wins() {
 // covers: H-68, H-70, V-51
 #[tokio::test(start_paused = true)]
 async fn h_37_no_winner_primary_raised_propagates_after_hedge() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::fail_after(ms(80), support::rejected()));
     fx.push_for("s2", Script::fail_after(ms(100), transient(503)));
     let e = fx.chat_non_stream().await.unwrap_err();
@@ -604,7 +604,7 @@ async fn h_37_no_winner_primary_raised_propagates_after_hedge() {
 async fn h_41_race_loser_keeps_its_own_success_row_and_settlement() {
     // Both legs succeed in the same instant: the primary wins the tie (H-36); the hedge, whose
     // transport had already returned, finishes as a race loser: success row, real usage.
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::succeed_after(ms(100), ok_result("p")));
     fx.push_for("s2", Script::succeed_after(ms(50), ok_result("h")));
     let g = fx.chat_non_stream().await.unwrap();
@@ -632,7 +632,7 @@ async fn h_41_race_loser_keeps_its_own_success_row_and_settlement() {
 // ---------------------------------------------------------------------------------------------
 
 /// The same scripted scenario — 429, Transient, SourceDead switch, success — on a fixture.
-async fn scenario_rows(fx: &HFx, stream: bool) -> (Vec<(String, String)>, Vec<String>, u32) {
+async fn scenario_rows(fx: &Fx, stream: bool) -> (Vec<(String, String)>, Vec<String>, u32) {
     // G-62 demotes a source that failed in this loop: s1, s2, s1, s2.
     fx.push_for("s1", Script::fail(rate_limited(Some(0.01))));
     fx.push_for("s2", Script::fail(transient(503)));
@@ -649,7 +649,7 @@ async fn scenario_rows(fx: &HFx, stream: bool) -> (Vec<(String, String)>, Vec<St
 // covers: CF-084
 #[tokio::test(start_paused = true)]
 async fn h_1_off_by_default_is_exactly_the_unhedged_path() {
-    let off = HFxBuilder::off().build();
+    let off = FxBuilder::hedge_off().build();
     let expected = scenario_rows(&off, true).await;
     assert_eq!(
         expected.0,
@@ -663,11 +663,11 @@ async fn h_1_off_by_default_is_exactly_the_unhedged_path() {
     // Neither key set: no progress receiver for any attempt (H-100 case 4).
     assert!(off.runner.signal_pattern().iter().all(|s| !s));
     // A stall-only scope on a non-stream call runs the same single-leg path (H-12 row 2) …
-    let stall_only = HFxBuilder::stall().build();
+    let stall_only = FxBuilder::hedge_stall().build();
     assert_eq!(scenario_rows(&stall_only, false).await, expected);
     assert!(stall_only.runner.signal_pattern().iter().all(|s| !s));
     // … and a hedged scope whose rounds all end before the threshold writes the same rows.
-    let hedged = HFxBuilder::after().build();
+    let hedged = FxBuilder::hedge_after().build();
     assert_eq!(scenario_rows(&hedged, true).await, expected);
     assert!(hedged.runner.signal_pattern().iter().all(|s| *s));
 }
@@ -692,7 +692,7 @@ fn h_12_h_13_entry_gate_depends_on_config_and_wire_mode_only() {
 // covers: H-33, D1
 #[tokio::test(start_paused = true)]
 async fn h_6_d1_max_extra_above_one_launches_one_leg_per_round() {
-    let fx = HFxBuilder::after()
+    let fx = FxBuilder::hedge_after()
         .hedge(HedgeConfig::new(Some(T), None, 3).unwrap())
         .sources(&["s1", "s2", "s3"])
         .build();
@@ -707,7 +707,7 @@ async fn h_6_d1_max_extra_above_one_launches_one_leg_per_round() {
 
 #[tokio::test(start_paused = true)]
 async fn r_35_hedge_refused_by_retry_budget_is_abandoned() {
-    let mut b = HFxBuilder::after();
+    let mut b = FxBuilder::hedge_after();
     b.retry.budget_ratio = Some(0.5); // a lone call gets no retry and no hedge
     let fx = b.build();
     let h1 = fx.push_for("s1", gated_ok("ok-s1"));
@@ -722,7 +722,7 @@ async fn r_35_hedge_refused_by_retry_budget_is_abandoned() {
     fx.assert_idle().await; // the hedge admission was released
     assert_eq!(fx.stats("s2").await.tpm_used, 0);
 
-    let mut b = HFxBuilder::after();
+    let mut b = FxBuilder::hedge_after();
     b.retry.budget_ratio = Some(1.0);
     let fx = b.build();
     fx.push_for("s1", Script::hang());
@@ -738,7 +738,7 @@ async fn r_35_hedge_refused_by_retry_budget_is_abandoned() {
 
 #[tokio::test(start_paused = true)]
 async fn h_107_generation_ms_excludes_backoff_and_admission() {
-    let mut b = HFxBuilder::off().sources(&["s1"]);
+    let mut b = FxBuilder::hedge_off().sources(&["s1"]);
     b.retry = retry(3, 5.0, 30.0); // jitter 0.5 → factor 1.0: a 5.0 s backoff
     let fx = b.build();
     fx.push_for("s1", Script::fail(transient(503)));
@@ -791,7 +791,7 @@ async fn h_110_h_62_context_api() {
 
 #[tokio::test(start_paused = true)]
 async fn h_63_single_leg_success_records_sample() {
-    let fx = HFxBuilder::off().sources(&["s1"]).build();
+    let fx = FxBuilder::hedge_off().sources(&["s1"]).build();
     fx.push_for(
         "s1",
         Script::succeed_after(ms(40), TransportResult::ok(1, 1).with_stall(0.0, 0)),
@@ -803,7 +803,7 @@ async fn h_63_single_leg_success_records_sample() {
 
 #[tokio::test(start_paused = true)]
 async fn h_2_embedding_never_hedges() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::succeed_after(ms(200), ok_result("emb")));
     let g = fx
         .gov
@@ -819,37 +819,18 @@ async fn h_2_embedding_never_hedges() {
 #[tokio::test(start_paused = true)]
 async fn h_29_hedge_admission_backend_failure_cancels_primary() {
     // A limiter whose acquisition fails for s2 only: the hedge admission fails closed.
-    use async_trait::async_trait;
-    use gateway_ports::{BackendError, BackendErrorKind, SourceStats};
+    use gateway_ports::{BackendError, BackendErrorKind};
+    use gateway_testkit::hooked::{Effect, HookedLimiter, LimiterCall};
 
-    #[derive(Debug)]
-    struct FailS2(Arc<gateway_core::memory::MemoryRateLimiter>);
-    #[async_trait]
-    impl RateLimiter for FailS2 {
-        async fn try_acquire(
-            &self,
-            source: &str,
-            est: u64,
-        ) -> Result<Acquire, gateway_ports::BackendError> {
-            if source == "s2" {
-                return Err(BackendError::new(BackendErrorKind::Unavailable, "down"));
-            }
-            self.0.try_acquire(source, est).await
+    let base = FxBuilder::hedge_after().build();
+    let limiter = Arc::new(HookedLimiter::new(base.limiter.clone()));
+    limiter.before(|c| match c {
+        LimiterCall::TryAcquire { source, .. } if source == "s2" => {
+            Effect::Fail(BackendError::new(BackendErrorKind::Unavailable, "down"))
         }
-        async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
-            self.0.source_stats(source).await
-        }
-        async fn mark_progress(&self) -> Result<(), BackendError> {
-            self.0.mark_progress().await
-        }
-        async fn progress_age_s(&self) -> Result<f64, BackendError> {
-            self.0.progress_age_s().await
-        }
-    }
-
-    let base = HFxBuilder::after().build();
-    let limiter = Arc::new(FailS2(base.limiter.clone()));
-    let sink = Arc::new(gateway_core::testing::RecordingRowSink::new());
+        _ => Effect::Forward,
+    });
+    let sink = Arc::new(gateway_testkit::RecordingRowSink::new());
     let (gov, rx) = gateway_core::governor::GovernorBuilder::new(
         "llm",
         vec![support::source("s1"), support::source("s2")],
@@ -880,7 +861,7 @@ async fn h_29_hedge_admission_backend_failure_cancels_primary() {
 // covers: G-95, H-4
 #[tokio::test(start_paused = true)]
 async fn h_11_per_call_deadline_below_threshold_silently_disables_hedging() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::hang());
     fx.push_for("s2", Script::ok(ok_result("never")));
     let e = fx

@@ -19,8 +19,8 @@ use gateway_core::clock::TokioClock;
 use gateway_core::governor::CallOptions;
 use gateway_core::hedge::HedgeConfig;
 use gateway_core::rows::RowCall;
-use gateway_core::testing::{Script, Step};
 use gateway_ports::{Acquire, CallOperation, GatewayError, RateLimiter, ScopeReason};
+use gateway_testkit::{Script, Step};
 use hedge_support::*;
 use support::{transient, unavailable};
 use tokio::time::{Instant, sleep};
@@ -41,9 +41,9 @@ fn chunk_then_hang() -> Script {
 // covers: H-19, H-60, H-61, H-65, T-28
 #[tokio::test(start_paused = true)]
 async fn h_97_cf_277_stall_triggers_hedge_after_first_token() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         fake_clock: true,
-        ..HFxBuilder::stall()
+        ..FxBuilder::hedge_stall()
     }
     .build();
     fx.push_for("s1", chunk_then_hang());
@@ -75,9 +75,9 @@ async fn h_97_cf_277_stall_triggers_hedge_after_first_token() {
 // covers: H-58, H-61, H-62, S-87
 #[tokio::test(start_paused = true)]
 async fn h_98_cf_278_single_leg_attempt_row_carries_stall() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         fake_clock: true,
-        ..HFxBuilder::off().sources(&["s1"])
+        ..FxBuilder::hedge_off().sources(&["s1"])
     }
     .build();
     fx.push_for(
@@ -103,7 +103,7 @@ async fn h_98_cf_278_single_leg_attempt_row_carries_stall() {
 
 #[tokio::test(start_paused = true)]
 async fn h_99_cf_279_h_19_stall_recheck_prevents_false_trigger() {
-    let fx = HFxBuilder::stall().build();
+    let fx = FxBuilder::hedge_stall().build();
     fx.push_for(
         "s1",
         Script::new()
@@ -121,7 +121,7 @@ async fn h_99_cf_279_h_19_stall_recheck_prevents_false_trigger() {
 #[tokio::test(start_paused = true)]
 async fn h_20_stall_chunk_arriving_with_timer_expiry_is_seen() {
     // The chunk lands exactly when the 0.05 s window expires: no trigger (05 R-12).
-    let fx = HFxBuilder::stall().build();
+    let fx = FxBuilder::hedge_stall().build();
     fx.push_for(
         "s1",
         Script::new()
@@ -138,7 +138,7 @@ async fn h_20_stall_chunk_arriving_with_timer_expiry_is_seen() {
 // covers: S-86
 #[tokio::test(start_paused = true)]
 async fn h_18_first_token_with_timer_expiry_prevents_trigger() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     let h1 = fx.push_for(
         "s1",
         Script::new()
@@ -162,7 +162,7 @@ async fn h_18_first_token_with_timer_expiry_prevents_trigger() {
 
 #[tokio::test(start_paused = true)]
 async fn h_100_cf_280_case_1_only_after_pre_ttft_hang_hedges() {
-    let fx = HFxBuilder::after().build();
+    let fx = FxBuilder::hedge_after().build();
     fx.push_for("s1", Script::hang());
     fx.push_for("s2", Script::ok(ok_result("fast")));
     let g = fx.chat().await.unwrap();
@@ -171,7 +171,7 @@ async fn h_100_cf_280_case_1_only_after_pre_ttft_hang_hedges() {
 
 #[tokio::test(start_paused = true)]
 async fn h_100_cf_280_case_2_h_21_only_stall_never_triggers_before_first_token() {
-    let fx = HFxBuilder::stall().build();
+    let fx = FxBuilder::hedge_stall().build();
     let h1 = fx.push_for("s1", Script::new().gate().then_ok(ok_result("ok-s1")));
     let (g, ()) = tokio::join!(fx.chat(), async {
         h1.entered().await;
@@ -187,7 +187,7 @@ async fn h_100_cf_280_case_2_h_21_only_stall_never_triggers_before_first_token()
 // covers: H-17, H-19, R-12
 #[tokio::test(start_paused = true)]
 async fn h_100_cf_280_case_3_both_stage_2_hedge_after_chunk() {
-    let fx = HFxBuilder::default().hedge(both()).build();
+    let fx = FxBuilder::hedge_after().hedge(both()).build();
     // First chunk at 0.04 s (before the 0.05 s first-token threshold), then silence.
     fx.push_for("s1", Script::new().chunk_after(ms(40)).then(Step::Hang));
     let h2 = fx.push_for("s2", Script::ok(ok_result("fast")));
@@ -207,7 +207,7 @@ async fn h_100_cf_280_case_3_both_stage_2_hedge_after_chunk() {
 
 #[tokio::test(start_paused = true)]
 async fn h_100_cf_280_case_3b_both_pre_ttft_hang_stage_1_hedge() {
-    let fx = HFxBuilder::default().hedge(both()).build();
+    let fx = FxBuilder::hedge_after().hedge(both()).build();
     fx.push_for("s1", Script::hang());
     let h2 = fx.push_for("s2", Script::ok(ok_result("fast")));
     let start = Instant::now();
@@ -221,7 +221,7 @@ async fn h_100_cf_280_case_3b_both_pre_ttft_hang_stage_1_hedge() {
 
 #[tokio::test(start_paused = true)]
 async fn h_100_cf_280_case_4_neither_runs_without_progress_receiver() {
-    let fx = HFxBuilder::off().build();
+    let fx = FxBuilder::hedge_off().build();
     fx.push_for("s1", Script::succeed_after(ms(200), ok_result("ok")));
     let g = fx.chat().await.unwrap();
     assert_eq!(g.stats.hedges, 0);
@@ -230,7 +230,7 @@ async fn h_100_cf_280_case_4_neither_runs_without_progress_receiver() {
 
 #[tokio::test(start_paused = true)]
 async fn h_101_cf_281_stall_only_non_stream_degrades_to_single_leg() {
-    let fx = HFxBuilder::stall().build();
+    let fx = FxBuilder::hedge_stall().build();
     let h1 = fx.push_for("s1", Script::new().gate().then_ok(ok_result("ok-s1")));
     let (g, ()) = tokio::join!(fx.chat_non_stream(), async {
         h1.entered().await;
@@ -250,7 +250,7 @@ async fn h_101_cf_281_stall_only_non_stream_degrades_to_single_leg() {
 // covers: S-91
 #[tokio::test(start_paused = true)]
 async fn h_102_cf_282_h_75_watchdog_kills_primary_hedge_leg_survives() {
-    let fx = HFxBuilder::stall().build();
+    let fx = FxBuilder::hedge_stall().build();
     fx.push_for(
         "s1",
         Script::new()
@@ -281,7 +281,7 @@ async fn h_102_cf_282_h_75_watchdog_kills_primary_hedge_leg_survives() {
 
 #[tokio::test(start_paused = true)]
 async fn h_103_cf_283_stall_both_fail_counts_budget_once() {
-    let fx = HFxBuilder::stall().max_attempts(2).build();
+    let fx = FxBuilder::hedge_stall().max_attempts(2).build();
     for _ in 0..3 {
         fx.push_for(
             "s1",
@@ -303,7 +303,7 @@ async fn h_103_cf_283_stall_both_fail_counts_budget_once() {
 
 #[tokio::test(start_paused = true)]
 async fn h_104_cf_284_h_23_external_cancel_during_stall_wait_penetrates() {
-    let fx = HFxBuilder::stall()
+    let fx = FxBuilder::hedge_stall()
         .hedge(HedgeConfig::new(None, Some(Duration::from_secs(5)), 1).unwrap())
         .build();
     let before = alive_tasks();
@@ -326,7 +326,7 @@ async fn h_104_cf_284_h_23_external_cancel_during_stall_wait_penetrates() {
 
 #[tokio::test(start_paused = true)]
 async fn h_105_cf_285_hedge_leg_content_event_always_none() {
-    let fx = HFxBuilder::stall().build();
+    let fx = FxBuilder::hedge_stall().build();
     fx.push_for("s1", chunk_then_hang());
     fx.push_for(
         "s2",
@@ -346,7 +346,7 @@ async fn h_105_cf_285_hedge_leg_content_event_always_none() {
 
 #[tokio::test(start_paused = true)]
 async fn r_13_h_28_after_abandoned_admission_no_stage_2_trigger() {
-    let fx = HFxBuilder::default().hedge(both()).build();
+    let fx = FxBuilder::hedge_after().hedge(both()).build();
     let Acquire::Granted(held) = fx.limiter.try_acquire("s2", 400).await.unwrap() else {
         panic!("s2 slot not granted");
     };
@@ -371,7 +371,7 @@ async fn r_13_h_28_after_abandoned_admission_no_stage_2_trigger() {
 
 #[tokio::test(start_paused = true)]
 async fn h_24_primary_failure_inside_window_is_an_ordinary_round() {
-    let fx = HFxBuilder::stall().max_attempts(2).build();
+    let fx = FxBuilder::hedge_stall().max_attempts(2).build();
     fx.push_for(
         "s1",
         Script::new()
@@ -392,9 +392,9 @@ async fn h_24_primary_failure_inside_window_is_an_ordinary_round() {
 
 #[tokio::test(start_paused = true)]
 async fn h_91_deadline_during_stall_hedge_keeps_type_and_releases() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         deadline: Some(ms(300)),
-        ..HFxBuilder::stall()
+        ..FxBuilder::hedge_stall()
     }
     .build();
     fx.push_for("s1", chunk_then_hang());

@@ -8,8 +8,8 @@ use std::time::Duration;
 use gateway_core::attempt::TransportResult;
 use gateway_core::budget::RetryBudgetStats;
 use gateway_core::governor::CallOptions;
-use gateway_core::testing::Script;
 use gateway_ports::{AttemptError, FailureReason, GatewayError, RetryPolicy, ScopeReason};
+use gateway_testkit::Script;
 use support::*;
 use tokio::time::Instant;
 

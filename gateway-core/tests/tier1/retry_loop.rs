@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use gateway_core::attempt::TransportResult;
 use gateway_core::governor::CallOptions;
-use gateway_core::testing::Script;
 use gateway_ports::{
     AttemptError, BackpressurePolicy, FailureReason, GatewayError, RetryPolicy, ScopeReason,
 };
+use gateway_testkit::Script;
 use support::*;
 use tokio::time::Instant;
 

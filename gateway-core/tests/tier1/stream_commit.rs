@@ -21,9 +21,9 @@ use gateway_core::executor::ChatExecutor;
 use gateway_core::governor::{CallOptions, Governor};
 use gateway_core::hedge::HedgeConfig;
 use gateway_core::stream_call::{CommitGate, StreamDelta};
-use gateway_core::testing::ScriptedWire;
 use gateway_ports::{GatewayError, LlmResponse, RateLimiter as _, ResponseMode, SourceConfig};
-use hedge_support::{HFx, HFxBuilder};
+use gateway_testkit::ScriptedWire;
+use hedge_support::{Fx, FxBuilder};
 use proptest::prelude::*;
 use upstream_sim::script::{End, Match, Order, RawChunk, Response, Script};
 
@@ -79,7 +79,7 @@ fn text(deltas: &[StreamDelta]) -> String {
     deltas.iter().map(|d| d.content.as_str()).collect()
 }
 
-async fn assert_idle(fx: &HFx, sources: &[&str]) {
+async fn assert_idle(fx: &Fx, sources: &[&str]) {
     fx.gov.quiesce().await;
     for s in sources {
         let stats = fx.limiter.source_stats(s).await.unwrap();
@@ -90,7 +90,7 @@ async fn assert_idle(fx: &HFx, sources: &[&str]) {
 // covers: D32 (failure before the commit point is retried invisibly)
 #[tokio::test(start_paused = true)]
 async fn d32_failure_before_commit_is_retried_invisibly() {
-    let fx = HFxBuilder::off()
+    let fx = FxBuilder::hedge_off()
         .hedge(HedgeConfig::off())
         .sources(&["s1"])
         .build();
@@ -127,10 +127,10 @@ async fn d32_failure_before_commit_is_retried_invisibly() {
 // covers: D32 (stall after the commit point: committed error, no retry, no stall hedge)
 #[tokio::test(start_paused = true)]
 async fn d32_stall_after_commit_ends_committed_without_retry_or_stall_hedge() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         sources: vec![src("s1", "m-1", Some(1.0)), src("s2", "m-2", Some(1.0))],
         hedge: HedgeConfig::new(None, Some(Duration::from_millis(50)), 1).unwrap(),
-        ..HFxBuilder::default()
+        ..FxBuilder::hedge_after()
     }
     .build();
     let stalled = response(vec![content(5, "par"), content(5, "tial")], End::Hang);
@@ -161,10 +161,10 @@ async fn d32_stall_after_commit_ends_committed_without_retry_or_stall_hedge() {
 // covers: D32, H-40 (a hedged first token commits the faster leg; the loser is cancelled)
 #[tokio::test(start_paused = true)]
 async fn d32_hedged_first_token_commits_the_faster_leg_and_cancels_the_loser() {
-    let fx = HFxBuilder {
+    let fx = FxBuilder {
         sources: vec![src("s1", "m-1", None), src("s2", "m-2", None)],
         hedge: HedgeConfig::new(Some(Duration::from_millis(50)), None, 1).unwrap(),
-        ..HFxBuilder::default()
+        ..FxBuilder::hedge_after()
     }
     .build();
     // The primary's head arrives after 40 ms, its first token only at 500 ms; the hedge leg
@@ -219,7 +219,7 @@ async fn d32_hedged_first_token_commits_the_faster_leg_and_cancels_the_loser() {
 
 /// Plays a streamed call and drops it after `drop_after` forwarded deltas (never, when the
 /// call ends first). Returns whether it was dropped.
-async fn drop_after(fx: &HFx, wire: &Arc<ScriptedWire>, drop_after: usize) -> bool {
+async fn drop_after(fx: &Fx, wire: &Arc<ScriptedWire>, drop_after: usize) -> bool {
     let (gate, mut rx) = CommitGate::new(1, false);
     let gate = Arc::new(gate);
     let ex = ChatExecutor::new(wire.clone(), request(ResponseMode::Text, true))
@@ -268,7 +268,7 @@ proptest! {
             .build()
             .unwrap();
         rt.block_on(async {
-            let fx = HFxBuilder::off().hedge(HedgeConfig::off()).sources(&["s1"]).build();
+            let fx = FxBuilder::hedge_off().hedge(HedgeConfig::off()).sources(&["s1"]).build();
             let mut responses = Vec::new();
             if fail_first {
                 responses.push(response(vec![delta(0, r#"{"role":"assistant"}"#, None, None)], End::Reset));

@@ -26,11 +26,12 @@ use gateway_core::governor::CallOptions;
 use gateway_core::structured::ladder::{self, LadderOptions};
 use gateway_core::structured::{JsonSchemaStrategy, Ladder};
 use gateway_core::telemetry::RowInput;
-use gateway_core::testing::{RecordedRow, ScriptedWire};
 use gateway_ports::request::{ChatRequest, StructuredSpec};
 use gateway_ports::{
     GatewayError, LlmResponse, ResponseCache, ResponseMode, StructuredOutputStrategy,
 };
+use gateway_testkit::hooked::CacheMethod;
+use gateway_testkit::{HookedCache, RecordedRow, ScriptedWire};
 use serde_json::{Value, json};
 use support::{Fx, FxBuilder};
 use upstream_sim::script::{End, Response};
@@ -345,25 +346,6 @@ async fn c_55_hit_accepts_an_answer_of_the_escalation_strategy() {
     assert_eq!(wire.request_count(), 2);
 }
 
-/// A memory cache whose `set` takes 10 s (paused clock).
-struct SlowSet(MemoryCache);
-
-#[async_trait::async_trait]
-impl ResponseCache for SlowSet {
-    async fn get(&self, key: &str) -> Result<Option<String>, gateway_ports::CacheError> {
-        self.0.get(key).await
-    }
-    async fn set(
-        &self,
-        key: &str,
-        value: String,
-        ttl: Duration,
-    ) -> Result<(), gateway_ports::CacheError> {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        self.0.set(key, value, ttl).await
-    }
-}
-
 // covers: C-52, G-94
 /// CF-314 on the structured path: the write of the final answer runs inside the call's one
 /// deadline; when the deadline expires during `set`, the answer is discarded, the call fails
@@ -375,7 +357,10 @@ async fn cf_314_structured_write_inside_the_deadline() {
         ..FxBuilder::default()
     }
     .build();
-    let slow = Arc::new(SlowSet(MemoryCache::new(10, Arc::new(TokioClock::new()))));
+    // A memory cache whose `set` takes 10 s (paused clock).
+    let memory = Arc::new(MemoryCache::new(10, Arc::new(TokioClock::new())));
+    let slow = Arc::new(HookedCache::new(memory.clone()));
+    slow.delay(CacheMethod::Set, Duration::from_secs(10));
     let cache = ChatCache::new(
         slow.clone(),
         &[exec::source()],
@@ -397,7 +382,7 @@ async fn cf_314_structured_write_inside_the_deadline() {
         Err(GatewayError::CallDeadlineExceeded(_)) => {}
         other => panic!("expected CallDeadlineExceeded, got {other:?}"),
     }
-    assert!(slow.0.is_empty(), "nothing stored");
+    assert!(memory.is_empty(), "nothing stored");
     fx.gov.quiesce().await;
     assert_eq!(fx.sink.terminals().len(), 1, "one terminal row");
 }

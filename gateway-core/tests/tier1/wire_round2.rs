@@ -27,7 +27,7 @@ fn typed(
     content_type: &str,
     chunks: Vec<RawChunk>,
     end: End,
-) -> Arc<gateway_core::testing::ScriptedWire> {
+) -> Arc<gateway_testkit::ScriptedWire> {
     wire_of(vec![Response {
         headers: Some(Headers::from_pairs([("content-type", content_type)])),
         chunks: Some(chunks),
@@ -36,7 +36,7 @@ fn typed(
     }])
 }
 
-async fn stream_run(mode: ResponseMode, wire: Arc<gateway_core::testing::ScriptedWire>) -> Run {
+async fn stream_run(mode: ResponseMode, wire: Arc<gateway_testkit::ScriptedWire>) -> Run {
     run_on(wire, source(), request(mode, true)).await
 }
 

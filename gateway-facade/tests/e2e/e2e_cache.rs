@@ -11,14 +11,13 @@ use crate::client_support;
 
 use crate::cache_isolation;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use client_support::{chat_env, map, sim, sim_completion, source_keys};
 use gateway_core::cache::MemoryCache;
 use gateway_core::clock::TokioClock;
-use gateway_ports::{CacheError, ResponseCache};
+use gateway_testkit::HookedCache;
+use gateway_testkit::hooked::CacheMethod;
 use polygateway::{
     CachePolicy, ChatOptions, EmbedRequest, EmbeddingClient, EnvMap, GatewayClient, GatewayError,
 };
@@ -185,37 +184,16 @@ async fn c_41_per_call_options() {
     client.close().await;
 }
 
-/// A cache counting `close()` calls over a `MemoryCache`.
-struct Counting {
-    inner: MemoryCache,
-    closes: AtomicU32,
-    sets: AtomicU32,
-}
-
-#[async_trait]
-impl ResponseCache for Counting {
-    async fn get(&self, key: &str) -> Result<Option<String>, CacheError> {
-        self.inner.get(key).await
-    }
-    async fn set(&self, key: &str, value: String, ttl: Duration) -> Result<(), CacheError> {
-        self.sets.fetch_add(1, Ordering::SeqCst);
-        self.inner.set(key, value, ttl).await
-    }
-    async fn close(&self) {
-        self.closes.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 /// C-64 / CF-308 and the builder path: an injected cache is used (hits), written with the
 /// builder's TTL, and never closed by the client.
 #[tokio::test]
 async fn c_64_injected_cache_used_never_closed() {
     let sim = sim_completion(r#"{"content":"injected"}"#);
-    let cache = Arc::new(Counting {
-        inner: MemoryCache::new(10, Arc::new(TokioClock::new())),
-        closes: AtomicU32::new(0),
-        sets: AtomicU32::new(0),
-    });
+    // Counts `set` and `close` calls over a `MemoryCache`.
+    let cache = Arc::new(HookedCache::new(Arc::new(MemoryCache::new(
+        10,
+        Arc::new(TokioClock::new()),
+    ))));
     let mut source = polygateway::SourceConfig::new(
         "sim_1",
         "sim",
@@ -242,14 +220,10 @@ async fn c_64_injected_cache_used_never_closed() {
     assert!(!first.cache_hit);
     assert!(second.cache_hit, "the injected cache is used");
     assert_eq!(sim.request_count(), 1);
-    assert_eq!(cache.sets.load(Ordering::SeqCst), 1);
+    assert_eq!(cache.count(CacheMethod::Set), 1);
     client.close().await;
     client.close().await;
-    assert_eq!(
-        cache.closes.load(Ordering::SeqCst),
-        0,
-        "injected: never closed"
-    );
+    assert_eq!(cache.count(CacheMethod::Close), 0, "injected: never closed");
 }
 
 /// C-39: embedding is never cached, even with `PGW_CACHE_BACKEND=memory`: two identical

@@ -17,6 +17,8 @@ use gateway_ports::{
     OcrTransport, OcrWireFailure, OcrWireRequest, RetryPolicy, ScopeReason, SourceConfig, WireBody,
     WireFailure,
 };
+use gateway_testkit::HookedBreaker;
+use gateway_testkit::hooked::BreakerMethod;
 use polygateway::{OcrClient, OcrSettings, PageSize};
 use serde_json::{Value, json};
 
@@ -781,51 +783,6 @@ mod rows {
     }
 }
 
-/// A breaker whose write-backs (`record_*`, `release_probe`) fail; the gate works.
-struct WriteBackDown {
-    inner: Arc<dyn gateway_ports::CircuitBreaker>,
-}
-
-#[async_trait]
-impl gateway_ports::CircuitBreaker for WriteBackDown {
-    async fn try_enter(
-        &self,
-        source: &str,
-        owner: &str,
-    ) -> Result<gateway_ports::GateDecision, gateway_ports::BackendError> {
-        self.inner.try_enter(source, owner).await
-    }
-    async fn record_success(
-        &self,
-        _entry: &gateway_ports::GateDecision,
-        _count: bool,
-    ) -> Result<(), gateway_ports::BackendError> {
-        Err(gateway_ports::BackendError::unavailable("down"))
-    }
-    async fn record_failure(
-        &self,
-        _entry: &gateway_ports::GateDecision,
-        _reason: gateway_ports::FailureReason,
-        _force_open: bool,
-    ) -> Result<(), gateway_ports::BackendError> {
-        Err(gateway_ports::BackendError::source_not_configured(
-            "monkey_1",
-        ))
-    }
-    async fn release_probe(
-        &self,
-        _entry: &gateway_ports::GateDecision,
-    ) -> Result<(), gateway_ports::BackendError> {
-        Err(gateway_ports::BackendError::unavailable("down"))
-    }
-    async fn snapshot(
-        &self,
-        source: &str,
-    ) -> Result<gateway_ports::BreakerSnapshot, gateway_ports::BackendError> {
-        self.inner.snapshot(source).await
-    }
-}
-
 // covers: O-10
 #[tokio::test(start_paused = true)]
 async fn o_10_failed_write_backs_never_change_the_outcome() {
@@ -839,8 +796,19 @@ async fn o_10_failed_write_backs_never_change_the_outcome() {
         gateway_ports::BreakerConfig::default(),
         Arc::clone(&clock) as _,
     ));
+    // Write-backs fail (`record_*`, `release_probe`, no probe fast path); the gate works.
+    let breaker = Arc::new(HookedBreaker::new(inner));
+    let down = gateway_ports::BackendError::unavailable("down");
+    breaker
+        .fail(BreakerMethod::RecordSuccess, down.clone())
+        .fail(
+            BreakerMethod::RecordFailure,
+            gateway_ports::BackendError::source_not_configured("monkey_1"),
+        )
+        .fail(BreakerMethod::ReleaseProbe, down.clone())
+        .fail(BreakerMethod::ReleaseProbeNow, down);
     let c = builder(&fake, &clock, vec![source("monkey_1")])
-        .breaker(Arc::new(WriteBackDown { inner }))
+        .breaker(breaker)
         .build()
         .unwrap();
     let r = c.recognize_text(png()).await.unwrap();

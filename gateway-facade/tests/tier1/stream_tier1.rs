@@ -25,11 +25,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use gateway_core::clock::TokioClock;
-use gateway_core::testing::ScriptedWire;
 use gateway_ports::{
     EventKind, RecordError, RetryPolicy, SelectorKind, SourceConfig, TelemetryRecorder,
     TelemetryRow, TelemetryStatus, TelemetryStatusProvider,
 };
+use gateway_testkit::ScriptedWire;
 use polygateway::{ChatOptions, ChatStream, GatewayClient, GatewayError, LlmResponse, StreamEvent};
 use proptest::prelude::*;
 use serde_json::json;

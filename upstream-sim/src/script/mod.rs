@@ -6,7 +6,7 @@
 //! and the pure planning layer: [`ScriptRunner::next_plan`] picks the response for a request
 //! (`order`, `match`), draws the request's fault ([`FaultRng`]) and renders a [`Plan`] — status,
 //! headers, the list of timed writes and how the body ends. Both the real server (feature
-//! `server`) and gateway-core's in-memory `testing::ScriptedWire` execute the same plan,
+//! `server`) and the in-memory `gateway_testkit::ScriptedWire` execute the same plan,
 //! so one fixture produces identical bytes in both test tiers. The module needs only serde,
 //! serde_json, base64, bytes and thiserror, so it builds with `default-features = false`.
 

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::clock::FakeClock;
-use crate::rows::{AttemptRowFacts, CacheHitRowFacts, CancelLabel, RowSink, TerminalRowFacts};
+use gateway_core::clock::FakeClock;
+use gateway_core::rows::{
+    AttemptRowFacts, CacheHitRowFacts, CancelLabel, RowSink, TerminalRowFacts,
+};
 
 /// One recorded fact.
 #[derive(Debug, Clone)]

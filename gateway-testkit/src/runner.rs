@@ -9,11 +9,11 @@ use std::time::Duration;
 use gateway_ports::{AttemptError, AttemptFailure, ErrorOperation};
 use tokio::sync::Notify;
 
-use crate::attempt::{
+use crate::Latch;
+use gateway_core::attempt::{
     AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
 };
-use crate::clock::FakeClock;
-use crate::testing::Latch;
+use gateway_core::clock::FakeClock;
 
 /// One action of a scripted attempt, executed in order (05 R-2).
 #[derive(Debug, Clone)]
@@ -166,12 +166,14 @@ struct Queues {
     any: VecDeque<(Script, StepHandle)>,
     per_source: HashMap<String, VecDeque<(Script, StepHandle)>>,
     calls: Vec<String>,
+    signals: Vec<bool>,
 }
 
 /// An [`AttemptRunner`] playing scripted attempts (05 R-2). Attempts take the next script
 /// queued for their source ([`ScriptedRunner::push_for`]), else the next of the shared queue
 /// ([`ScriptedRunner::push`]); with nothing queued an attempt fails with `RequestRejected`
-/// ("script exhausted"), which ends the call. Clones share the same queues.
+/// ("script exhausted"), which ends the call. Records each attempt's source and whether it got
+/// a progress signal. Clones share the same queues.
 #[derive(Clone, Default)]
 pub struct ScriptedRunner {
     queues: Arc<Mutex<Queues>>,
@@ -231,6 +233,23 @@ impl ScriptedRunner {
         self.lock().calls.clone()
     }
 
+    /// `(source, got a progress signal)` per attempt, in start order (60 H-79, H-105: only the
+    /// primary of a hedged round gets one).
+    pub fn seen(&self) -> Vec<(String, bool)> {
+        let q = self.lock();
+        q.calls
+            .iter()
+            .cloned()
+            .zip(q.signals.iter().copied())
+            .collect()
+    }
+
+    /// Whether each attempt got a progress signal, in start order (the `[true, false]`
+    /// pattern of H-79 / H-105).
+    pub fn signal_pattern(&self) -> Vec<bool> {
+        self.lock().signals.clone()
+    }
+
     /// Attempts started so far.
     pub fn call_count(&self) -> usize {
         self.lock().calls.len()
@@ -249,9 +268,10 @@ impl ScriptedRunner {
         }
     }
 
-    fn next(&self, source: &str) -> Option<(Script, StepHandle)> {
+    fn next(&self, source: &str, signalled: bool) -> Option<(Script, StepHandle)> {
         let mut q = self.lock();
         q.calls.push(source.to_owned());
+        q.signals.push(signalled);
         let next = q
             .per_source
             .get_mut(source)
@@ -309,7 +329,7 @@ impl AttemptRunner for ScriptedRunner {
         signals: Option<LegSignals>,
         _control: LegControl,
     ) -> AttemptOutcome {
-        match self.next(&ctx.source.name) {
+        match self.next(&ctx.source.name, signals.is_some()) {
             Some((script, handle)) => self.play(ctx, signals, script, handle).await,
             None => AttemptOutcome::Failed(AttemptError::request_rejected(AttemptFailure::new(
                 format!("{}: scripted runner: script exhausted", ctx.source.name),

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use crate::testing::Latch;
+use crate::Latch;
 use async_trait::async_trait;
 use gateway_ports::{
     BackendError, BreakerSnapshot, CircuitBreaker, FailureReason, GateDecision, ProbeLease,
