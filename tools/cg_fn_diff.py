@@ -20,7 +20,7 @@ def costs(path, inclusive):
     table = {}
     for line in out.splitlines():
         m = re.match(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*)$", line)
-        if not m or ":" not in m.group(2):
+        if not m or ":" not in m.group(2) or m.group(2).startswith("=>") or "<=" in line:
             continue
         name = m.group(2)
         name = re.sub(r" \[[^\]]*\]$", "", name)

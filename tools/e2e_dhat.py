@@ -25,12 +25,13 @@ import sys
 import tempfile
 
 PLUMBING = re.compile(
-    r"(^0x[0-9A-F]+: (malloc|calloc|realloc|free|memalign|posix_memalign|aligned_alloc)"
-    r"|__rust_|alloc::alloc::|alloc::raw_vec|alloc::vec::|alloc::string::|alloc::boxed::"
-    r"|alloc::sync::Arc<.*>::new|alloc::collections::|core::ptr::|core::fmt::|alloc::fmt::"
-    r"|hashbrown::|<alloc::|stats_alloc|std::alloc|alloc::str::|alloc::slice::"
-    r"|<T as alloc::|indexmap::map::core|bytes::bytes_mut|bytes::bytes::"
-    r"|<core::|<std::|core::iter::|core::ops::function)"
+    r"^(UnknownInlinedFun|malloc|calloc|realloc|alloc|alloc_impl|alloc_impl_runtime|allocate"
+    r"|__rust|__rdl|try_allocate_in|with_capacity|with_capacity_in|to_vec|to_vec_in|to_owned"
+    r"|clone|from_iter|collect|extend|extend_from_slice|spec_extend|append_elements|grow_amortized"
+    r"|finish_grow|reserve|do_reserve_and_handle|push|insert|new|from|into|write_str|write_char"
+    r"|format|format_inner|spec_from_iter|fold|map|call_once|box_new|exchange_malloc|default"
+    r"|<alloc::|<core::|<std::|<T as |<indexmap::Bucket|<serde_json::Map|<serde_json::value::Value"
+    r"|alloc::|core::|std::|hashbrown::|indexmap::|stats_alloc|<stats_alloc|<&)"
 )
 
 
@@ -58,19 +59,19 @@ def run(binary, mode, n, out):
     by_role, by_site = {}, {}
     for pp in data["pps"]:
         frames = [ftbl[i] for i in pp["fs"]]
-        blocks = pp["tb"]
+        blocks = pp["tbk"]
         r = role(frames)
         by_role[r] = by_role.get(r, 0) + blocks
         if r != "client":
             continue
         site, chain = "?", []
-        for fr in frames:
-            chain.append(fr)
-            if not PLUMBING.search(fr.split(": ", 1)[-1]) and not PLUMBING.search(fr):
-                site = fr.split(": ", 1)[-1]
+        for fr in frames[1:]:
+            name = fr.split(": ", 1)[-1]
+            chain.append(name)
+            if not PLUMBING.search(name):
+                site = name
                 break
-        site = re.sub(r" \(.*\)$", "", site)
-        key = (site, tuple(c.split(": ", 1)[-1] for c in chain[-4:]))
+        key = (site, tuple(chain[-4:]))
         by_site[key] = by_site.get(key, 0) + blocks
     return by_role, by_site
 

@@ -356,7 +356,8 @@ mod usage_reading_tests {
             Just(Value::from("12")),
             Just(Value::Null),
             Just(Value::Bool(true)),
-            (0u64..1000).prop_map(|n| serde_json::json!({"cached_tokens": n, "reasoning_tokens": n})),
+            (0u64..1000)
+                .prop_map(|n| serde_json::json!({"cached_tokens": n, "reasoning_tokens": n})),
             Just(serde_json::json!({"cached_tokens": "x"})),
         ]
     }

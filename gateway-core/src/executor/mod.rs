@@ -233,7 +233,7 @@ impl ChatExecutor {
             body,
             stream,
         };
-        let judge = Judge::new(self, &ctx);
+        let mut judge = Judge::new(self, &ctx);
         let _ended = GateRelease(judge.gate, judge.call_id);
         let budgets = Budgets::of(&source);
         // S-81 / H-60: `started` immediately before the transport is invoked.
@@ -266,8 +266,20 @@ impl ChatExecutor {
             }
             Ok(WireResponse::Events { events, .. }) => {
                 let progress = ProgressClock::new(Arc::clone(&self.options.clock), started);
+                // The stream's accumulator takes the options (no copy of their strings).
+                let options = std::mem::replace(
+                    &mut judge.acc_options,
+                    AccumulateOptions::new(String::new(), String::new()),
+                );
                 judge
-                    .stream(events, watchdogs, progress, signals.as_ref(), &control)
+                    .stream(
+                        options,
+                        events,
+                        watchdogs,
+                        progress,
+                        signals.as_ref(),
+                        &control,
+                    )
                     .await
             }
         }

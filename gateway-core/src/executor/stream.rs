@@ -9,7 +9,7 @@ use gateway_ports::{
 };
 use tokio::time::Instant;
 
-use crate::accumulate::{AccumulateError, Accumulator, parse_non_stream_value};
+use crate::accumulate::{AccumulateError, AccumulateOptions, Accumulator, parse_non_stream_value};
 use crate::attempt::{AttemptOutcome, LegControl, LegSignals};
 use crate::classify::{
     Classification, classify_error_event, classify_frame_too_large, classify_read_error,
@@ -62,9 +62,11 @@ impl<'a> Judge<'a> {
         out
     }
 
-    /// Reads the event stream under the watchdogs, then assembles and judges it.
+    /// Reads the event stream under the watchdogs, then assembles and judges it. `options` are
+    /// the accumulator's (moved in: the attempt reads one stream, so they are not copied).
     pub(super) async fn stream(
         &self,
+        options: AccumulateOptions,
         mut events: WireEventStream,
         watchdogs: Watchdogs,
         mut progress: ProgressClock,
@@ -72,7 +74,7 @@ impl<'a> Judge<'a> {
         control: &LegControl,
     ) -> AttemptOutcome {
         let mut watchdogs = watchdogs;
-        let mut acc = Accumulator::new(self.mode, self.acc_options.clone());
+        let mut acc = Accumulator::new(self.mode, options);
         let mut excerpt: Option<String> = None;
         let mut any_fragment = false;
         // One timer for the whole stream. A progress event moves the true deadline (the
