@@ -283,9 +283,9 @@ impl Caller {
                     client.chat_stream(PROMPT, ChatOptions::new().stream(kind == Kind::Stream));
                 let mut n = 0;
                 while let Some(event) = stream.next().await {
-                    match event.expect("governed stream") {
-                        polygateway::StreamEvent::Delta(delta) => n += delta.content.len(),
-                        _ => {}
+                    if let polygateway::StreamEvent::Delta(delta) = event.expect("governed stream")
+                    {
+                        n += delta.content.len();
                     }
                 }
                 n
