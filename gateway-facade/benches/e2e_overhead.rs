@@ -21,7 +21,8 @@
 //! Every table has a bare, a peer and a governed column, measured in one run.
 //!
 //! Allocations: the bench's global allocator counts them (`stats_alloc`); the concurrency-1
-//! table prints allocations per call for each path.
+//! table prints allocations per call for each path (whole process; `tools/e2e_dhat.py` splits
+//! them by thread role and allocation site).
 //!
 //! Run: `cargo bench -p polygateway --bench e2e_overhead`.
 //! Environment: `E2E_WARMUP` (governed warm-up calls per source, default 5000), `E2E_CALLS`
@@ -29,13 +30,15 @@
 //! block, default 1000), `E2E_CONC` (default 64), `E2E_TPUT_SECS` (seconds per throughput slice,
 //! default 2), `E2E_ROUNDS` (alternating throughput slices per path, default 2), `E2E_TELEMETRY` (`sqlite` default; `none` for diagnosis).
 //!
-//! Instruction counts: `E2E_CALLGRIND=<bare|peer|governed>-<stream|json>` with
+//! Instruction counts: `E2E_CALLGRIND=<bare|peer|governed|chatstream>-<stream|json>` with
 //! `E2E_CALLGRIND_CALLS=N` (and a small `E2E_WARMUP`) runs only warm-up + N sequential calls of
 //! that kind and exits, so `valgrind --tool=callgrind` whole-process totals at two values of N
 //! give instructions per call as ΔIr / ΔN (client, simulator and SQLite writer threads
 //! included); with `--separate-threads=yes` one file per thread gives the components (the main
 //! thread is the client and the emitter's hand-off, `pgw-telemetry-sqlite` the writer, the
-//! simulator's runtime threads the simulator). `tools/e2e_callgrind.sh` runs all of it.
+//! simulator's runtime threads the simulator). `tools/e2e_callgrind.py` runs all of it;
+//! `tools/e2e_dhat.py` counts allocations per call and site the same way. `chatstream` is
+//! `chat_stream` read to its `Done` (the streamed-to-the-caller path; callgrind mode only).
 //!
 //! Memory: `E2E_RSS=1` runs `E2E_RSS_CALLS` (default 1 000 000) governed non-stream calls at
 //! concurrency `E2E_CONC` and prints the resident set size after 100 000 and after every
@@ -166,6 +169,8 @@ enum Caller {
     },
     Peer(async_openai::Client<OpenAIConfig>),
     Governed(GatewayClient),
+    /// `chat_stream` read to its `Done` (callgrind mode `chatstream-stream` only).
+    Streamed(GatewayClient),
 }
 
 /// The typed request a user of `async-openai` builds for each call.
@@ -272,6 +277,18 @@ impl Caller {
                     .await
                     .expect("governed chat");
                 r.content.len()
+            }
+            Caller::Streamed(client) => {
+                let mut stream =
+                    client.chat_stream(PROMPT, ChatOptions::new().stream(kind == Kind::Stream));
+                let mut n = 0;
+                while let Some(event) = stream.next().await {
+                    if let polygateway::StreamEvent::Delta(delta) = event.expect("governed stream")
+                    {
+                        n += delta.content.len();
+                    }
+                }
+                n
             }
         }
     }
@@ -508,6 +525,10 @@ async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
             let db = dir.join("telemetry.db");
             Caller::Governed(GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap())
         }
+        "chatstream" => {
+            let db = dir.join("telemetry.db");
+            Caller::Streamed(GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap())
+        }
         other => panic!("unknown path {other}"),
     };
     let warmup = env_u64("E2E_WARMUP", 200);
@@ -515,7 +536,7 @@ async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
     let mut scratch = Vec::with_capacity(usize::try_from(warmup + n).unwrap_or(0));
     run_seq(&caller, kind, warmup, &mut scratch).await;
     run_seq(&caller, kind, n, &mut scratch).await;
-    if let Caller::Governed(client) = caller {
+    if let Caller::Governed(client) | Caller::Streamed(client) = caller {
         client.close().await;
     }
     println!("callgrind mode {spec}: {warmup} warm-up + {n} calls");

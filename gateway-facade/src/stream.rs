@@ -157,7 +157,13 @@ impl Stream for ChatStream {
             return Poll::Ready(None);
         }
         // Forwarded deltas first: taking one makes room and wakes the upstream read.
-        if let Poll::Ready(Some(delta)) = this.rx.poll_recv(cx) {
+        //
+        // The receiver is only ever read with `try_recv`, never registered: every send happens
+        // inside the driver, which this task polls, so what the driver forwarded during a poll
+        // is taken right after it, and while it forwards nothing its own wakers (body read,
+        // timers, room in the buffer) stand for the next delta. A registered receiver would
+        // wake this task once per delta for nothing (one more poll of the whole call).
+        if let Ok(delta) = this.rx.try_recv() {
             this.forwarded = true;
             return Poll::Ready(Some(Ok(StreamEvent::Delta(delta))));
         }
@@ -168,12 +174,12 @@ impl Stream for ChatStream {
                     this.finished = Some(result);
                 }
                 Poll::Pending => {
-                    return match this.rx.poll_recv(cx) {
-                        Poll::Ready(Some(delta)) => {
+                    return match this.rx.try_recv() {
+                        Ok(delta) => {
                             this.forwarded = true;
                             Poll::Ready(Some(Ok(StreamEvent::Delta(delta))))
                         }
-                        _ => Poll::Pending,
+                        Err(_) => Poll::Pending,
                     };
                 }
             }

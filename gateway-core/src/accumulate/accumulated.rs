@@ -163,18 +163,21 @@ impl Accumulated {
         let Some(raw) = &self.usage_raw else {
             return (Usage::default(), UsageSource::Unavailable);
         };
-        if usage_is_implausible(raw) {
+        // One pass over the object (05 R-56): the plausibility check, the measured counts and
+        // the details all come from the same reading.
+        let fields = UsageFields::read(raw);
+        let reported = fields.reported();
+        if reported.is_some_and(|u| !usage_is_plausible(&u)) {
             // Issue 22: nothing of an implausible usage object is kept.
             return (Usage::default(), UsageSource::Unavailable);
         }
-        let (cached, reasoning) = usage_details(raw);
-        let (mut usage, source) = match measured_usage(raw) {
+        let (mut usage, source) = match reported {
             Some(usage) if salvaged => (usage, UsageSource::Estimated),
             Some(usage) => (usage, UsageSource::Measured),
             None => (Usage::default(), UsageSource::Unavailable),
         };
-        usage.cached_prompt_tokens = cached;
-        usage.reasoning_tokens = reasoning;
+        usage.cached_prompt_tokens = fields.cached;
+        usage.reasoning_tokens = fields.reasoning;
         (usage, source)
     }
 
@@ -231,15 +234,50 @@ pub fn measured_usage(usage: &Map<String, Value>) -> Option<Usage> {
 
 /// The counts as reported, before the plausibility check.
 fn reported_usage(usage: &Map<String, Value>) -> Option<Usage> {
-    let prompt = count(usage.get("prompt_tokens"))?;
-    let completion = count(usage.get("completion_tokens"))?;
-    let (cached, reasoning) = usage_details(usage);
-    Some(Usage {
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        cached_prompt_tokens: cached,
-        reasoning_tokens: reasoning,
-    })
+    UsageFields::read(usage).reported()
+}
+
+/// The token counts of one usage object, read in one pass over its keys (a hashed lookup per
+/// key costs more than comparing the few keys an object has).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct UsageFields {
+    prompt: Option<u64>,
+    completion: Option<u64>,
+    /// `prompt_tokens_details.cached_tokens`, else `prompt_cache_hit_tokens`.
+    cached: Option<u64>,
+    /// `completion_tokens_details.reasoning_tokens`.
+    reasoning: Option<u64>,
+}
+
+impl UsageFields {
+    fn read(usage: &Map<String, Value>) -> Self {
+        let mut fields = Self::default();
+        let mut cache_hit = None;
+        for (key, value) in usage {
+            match key.as_str() {
+                "prompt_tokens" => fields.prompt = count(Some(value)),
+                "completion_tokens" => fields.completion = count(Some(value)),
+                "prompt_tokens_details" => fields.cached = count(value.get("cached_tokens")),
+                "prompt_cache_hit_tokens" => cache_hit = count(Some(value)),
+                "completion_tokens_details" => {
+                    fields.reasoning = count(value.get("reasoning_tokens"));
+                }
+                _ => {}
+            }
+        }
+        fields.cached = fields.cached.or(cache_hit);
+        fields
+    }
+
+    /// The counts when `prompt_tokens` and `completion_tokens` are both counts.
+    fn reported(self) -> Option<Usage> {
+        Some(Usage {
+            prompt_tokens: self.prompt?,
+            completion_tokens: self.completion?,
+            cached_prompt_tokens: self.cached,
+            reasoning_tokens: self.reasoning,
+        })
+    }
 }
 
 /// Largest token count of one attempt taken as measured: 100 000 000 (10^8). No model's
@@ -266,7 +304,9 @@ pub fn usage_is_implausible(usage: &Map<String, Value>) -> bool {
     reported_usage(usage).is_some_and(|u| !usage_is_plausible(&u))
 }
 
-/// `(cached_prompt_tokens, reasoning_tokens)` of a usage object.
+/// `(cached_prompt_tokens, reasoning_tokens)` of a usage object, the way the lookups read them
+/// (the reference [`UsageFields::read`] is tested against).
+#[cfg(test)]
 fn usage_details(usage: &Map<String, Value>) -> (Option<u64>, Option<u64>) {
     let cached = count(
         usage
@@ -298,4 +338,65 @@ pub(super) fn finalize_text(
     all.push_str(thinking);
     all.push_str(&split.thinking);
     (split.content, all)
+}
+
+#[cfg(test)]
+mod usage_reading_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A usage field value: a count, a negative or fractional number, a string, null, or a
+    /// details object.
+    fn field() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            (0u64..1_000_000).prop_map(Value::from),
+            Just(Value::from(u64::MAX)),
+            Just(Value::from(-3)),
+            Just(Value::from(1.5)),
+            Just(Value::from("12")),
+            Just(Value::Null),
+            Just(Value::Bool(true)),
+            (0u64..1000)
+                .prop_map(|n| serde_json::json!({"cached_tokens": n, "reasoning_tokens": n})),
+            Just(serde_json::json!({"cached_tokens": "x"})),
+        ]
+    }
+
+    fn usage_object() -> impl Strategy<Value = Map<String, Value>> {
+        let keys = [
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+            "prompt_tokens_details",
+            "completion_tokens_details",
+            "prompt_cache_hit_tokens",
+            "other",
+        ];
+        proptest::collection::vec((0..keys.len(), field()), 0..8).prop_map(move |pairs| {
+            pairs
+                .into_iter()
+                .map(|(k, v)| (keys[k].to_owned(), v))
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// 05 R-56: the one-pass usage reading equals the key-by-key lookups it replaced.
+        #[test]
+        fn one_pass_usage_reading_equals_the_lookups(usage in usage_object()) {
+            let fields = UsageFields::read(&usage);
+            let (cached, reasoning) = usage_details(&usage);
+            prop_assert_eq!(fields.cached, cached);
+            prop_assert_eq!(fields.reasoning, reasoning);
+            let looked_up = (|| {
+                Some(Usage {
+                    prompt_tokens: count(usage.get("prompt_tokens"))?,
+                    completion_tokens: count(usage.get("completion_tokens"))?,
+                    cached_prompt_tokens: cached,
+                    reasoning_tokens: reasoning,
+                })
+            })();
+            prop_assert_eq!(fields.reported(), looked_up);
+        }
+    }
 }
