@@ -28,6 +28,7 @@ mod state;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use axum::serve::ListenerExt as _;
 use clap::Args;
 
 use crate::envmap::{self, EnvFileChoice};
@@ -120,6 +121,12 @@ pub async fn run(args: ServeArgs) -> u8 {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let app = routes::router(Arc::clone(&state), cfg.max_body_bytes);
     let mut graceful_rx = stop_rx.clone();
+    // Nagle's algorithm off on every accepted connection: a streamed answer is one write per
+    // frame, and a small write behind an unacknowledged one would otherwise wait for the
+    // client's delayed ACK (up to 40 ms). axum::serve leaves the option at the OS default.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = graceful_rx.wait_for(|stop| *stop).await;
     });
