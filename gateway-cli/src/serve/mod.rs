@@ -81,7 +81,8 @@ async fn shutdown_signal() {
     }
 }
 
-/// Runs `pgw serve`; returns the exit code.
+/// Runs `pgw serve`; returns the exit code. The server runs on the runtime
+/// `PGW_SERVE_WORKERS` picks (default: a current-thread runtime on a thread of its own).
 pub async fn run(args: ServeArgs) -> u8 {
     let mut map = match envmap::base_map(&EnvFileChoice {
         path: args.env_file.clone(),
@@ -98,6 +99,47 @@ pub async fn run(args: ServeArgs) -> u8 {
         Ok(c) => c,
         Err(e) => return crate::config::report_config_error(&e, false),
     };
+    if cfg.workers == 0 {
+        return serve(map, cfg).await;
+    }
+    let workers = cfg.workers;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("pgw-serve".to_owned())
+        .spawn(move || {
+            let runtime = if workers == 1 {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            } else {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(workers)
+                    .enable_all()
+                    .build()
+            };
+            let code = match runtime {
+                Ok(rt) => {
+                    let code = rt.block_on(serve(map, cfg));
+                    // Hung upstream connections and detached cleanup must not keep it alive.
+                    rt.shutdown_timeout(std::time::Duration::from_millis(500));
+                    code
+                }
+                Err(e) => {
+                    out::stderr_line(&format!("pgw: cannot start the serve runtime: {e}"));
+                    exit::INTERNAL
+                }
+            };
+            let _ = done_tx.send(code);
+        });
+    if let Err(e) = spawned {
+        out::stderr_line(&format!("pgw: cannot start the serve thread: {e}"));
+        return exit::INTERNAL;
+    }
+    done_rx.await.unwrap_or(exit::INTERNAL)
+}
+
+/// Serves `cfg` until shutdown on the current runtime; returns the exit code.
+async fn serve(map: polygateway::EnvMap, cfg: ServeConfig) -> u8 {
     let state = match build_state(&map, &cfg) {
         Ok(s) => Arc::new(s),
         Err(e) => return crate::config::report_config_error(&e, false),
