@@ -16,6 +16,7 @@
 #   - with CALLGRIND=1: instructions per request of the serve process (valgrind callgrind,
 #     counters zeroed after the warm-up, dumped after the N requests; CG_N requests, default
 #     500, at CG_RATE, default 50 rps) and the top inclusive functions (callgrind_annotate).
+# SERVE_ENV: extra KEY=VALUE words for every pgw serve (e.g. SERVE_ENV=PGW_SERVE_WORKERS=0).
 # Every process started here is stopped by its pid.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -53,13 +54,13 @@ token="tok-bench-0123456789"
 echo "machine: $(nproc) cores; uptime: $(uptime)"
 sim="$(start sim env -i "${1}" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/serve/hello.json")"
 serve_env() { # mode
-  echo PGW_SERVE_KEYS="$token=bench" PGW_SERVE_UPSTREAM_STREAM="$1" \
+  echo ${SERVE_ENV:-} PGW_SERVE_KEYS="$token=bench" PGW_SERVE_UPSTREAM_STREAM="$1" \
     LLM__SIM__1__BASE_URL="http://$sim/v1" LLM__SIM__1__API_KEY=sk-sim LLM__SIM__1__MODEL=m
 }
 secs() { awk -v n="$1" -v r="$2" 'BEGIN {printf "%.3f", n / r}'; }
 for pgw in "$@"; do
   for mode in always client; do
-    label="$(basename "$(dirname "$(dirname "$pgw")")")/$(basename "$pgw") $mode"
+    label="$pgw $mode${SERVE_ENV:+ $SERVE_ENV}"
     # shellcheck disable=SC2046
     serve="$(start "serve-$mode" env -i $(serve_env "$mode") "$pgw" serve --no-env-file --listen 127.0.0.1:0)"
     spid="$(cat "$work/serve-$mode.pid")"
@@ -95,7 +96,7 @@ done
 if [ "${CALLGRIND:-0}" = 1 ]; then
   for pgw in "$@"; do
     for mode in always client; do
-      label="$(basename "$(dirname "$(dirname "$pgw")")")/$(basename "$pgw") $mode"
+      label="$pgw $mode${SERVE_ENV:+ $SERVE_ENV}"
       # shellcheck disable=SC2046
       serve="$(start "cg-$mode" env -i $(serve_env "$mode") valgrind --tool=callgrind -q \
         --callgrind-out-file="$work/cg-$mode.out" "$pgw" serve --no-env-file --listen 127.0.0.1:0)"
