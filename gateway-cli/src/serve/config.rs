@@ -15,6 +15,9 @@
 //! - `PGW_SERVE_UPSTREAM_STREAM` — `always` (default: the upstream call always streams, so the
 //!   first-token watchdog and hedge work for non-stream clients too) or `client` (the upstream
 //!   call streams only when the client asked for a stream; lower latency for non-stream calls).
+//! - `PGW_SERVE_WORKERS` — runtime threads: `1` (default: one thread runs everything, so no
+//!   wake-up crosses threads), `N` ≥ 2 (a multi-thread runtime of N workers), `0` (the
+//!   process runtime: one worker per core, or `TOKIO_WORKER_THREADS`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -66,7 +69,16 @@ pub struct ServeConfig {
     /// `true` (default): the upstream call always streams; `false`: only when the client
     /// streams.
     pub upstream_always_streams: bool,
+    /// Runtime threads (`PGW_SERVE_WORKERS`): 1 = a current-thread runtime, N ≥ 2 = a
+    /// multi-thread runtime of N workers, 0 = the process runtime.
+    pub workers: usize,
 }
+
+/// Default `PGW_SERVE_WORKERS`: one thread (measured in docs/benchmarks.md: on 2 cores shared
+/// with the upstream and the load, cross-thread wake-ups cost more than a second core gives).
+pub const DEFAULT_WORKERS: usize = 1;
+/// Largest `PGW_SERVE_WORKERS`.
+const MAX_WORKERS: usize = 1024;
 
 fn err(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::new("serve.invalid", key, message.into())
@@ -280,8 +292,16 @@ impl ServeConfig {
                 ));
             }
         };
+        let workers = number(map, "PGW_SERVE_WORKERS", DEFAULT_WORKERS)?;
+        if workers > MAX_WORKERS {
+            return Err(err(
+                "PGW_SERVE_WORKERS",
+                format!("must be at most {MAX_WORKERS} (0 = one per core)"),
+            ));
+        }
         Ok(Self {
             upstream_always_streams,
+            workers,
             listen,
             chat_scopes,
             embed_scopes,
@@ -357,5 +377,21 @@ mod tests {
         let e = ServeConfig::from_map(&m, None).unwrap_err();
         assert_eq!(e.origin, "PGW_SERVE_UPSTREAM_STREAM");
         assert!(e.message.contains("never"), "{}", e.message);
+    }
+
+    #[test]
+    fn d33_workers_default_to_one_thread_and_are_bounded() {
+        let keys = ("PGW_SERVE_KEYS", "tok-aaaaaaaa=acme");
+        assert_eq!(
+            ServeConfig::from_map(&map(&[keys]), None).unwrap().workers,
+            1
+        );
+        let m = map(&[keys, ("PGW_SERVE_WORKERS", "0")]);
+        assert_eq!(ServeConfig::from_map(&m, None).unwrap().workers, 0);
+        for bad in ["-1", "two", "100000"] {
+            let m = map(&[keys, ("PGW_SERVE_WORKERS", bad)]);
+            let e = ServeConfig::from_map(&m, None).unwrap_err();
+            assert_eq!(e.origin, "PGW_SERVE_WORKERS", "{bad}");
+        }
     }
 }

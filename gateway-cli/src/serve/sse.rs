@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::openai::{self, ApiError};
-use super::{AppState, PermitGuard};
+use super::state::{AppState, PermitGuard};
 
 /// Counts an open SSE body in `AppState::streams_open` while it lives.
 struct OpenGuard(Arc<AppState>);
@@ -104,7 +104,7 @@ pub(super) async fn respond(
         include_usage,
         id: id.unwrap_or_else(fresh_id),
         model: model.unwrap_or(requested_model),
-        created: super::now_s(),
+        created: super::respond::now_s(),
         role_sent: false,
         tool_calls_sent: false,
         pending: Some(first),

@@ -1,0 +1,124 @@
+//! `POST /v1/embeddings`.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use gateway_ports::CallOperation;
+use polygateway::EmbedRequest;
+use tokio::time::Instant;
+
+use super::openai::{self, ApiError};
+use super::respond::{body_error, json_response};
+use super::state::{AppState, Client};
+
+pub(super) async fn embeddings_route(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let response = match embeddings(&state, &headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    state.count("/v1/embeddings", &response);
+    response
+}
+
+async fn embeddings(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let key = state.authenticate(headers)?;
+    let body = body.map_err(|r| body_error(&r, false))?;
+    let req = openai::parse_embed(&body)?;
+    let scope = state
+        .scope_of(&req.model)
+        .ok_or_else(|| state.model_not_found(&req.model, "embedding"))?;
+    let Some(Client::Embed(client)) = state.clients.get(&scope) else {
+        return Err(state.model_not_found(&req.model, "embedding"));
+    };
+    let _permit = state.admit(key).await?;
+    let mut request = EmbedRequest::new(req.texts);
+    request.tenant_id = Some(key.tenant.clone());
+    let started = Instant::now();
+    let result = client.embed(request).await;
+    let m = &state.metrics;
+    m.observe(
+        "pgw_call_latency_ms",
+        &[("scope", scope.as_str())],
+        started.elapsed().as_secs_f64() * 1e3,
+    );
+    match result {
+        Err(error) => {
+            m.add(
+                "pgw_calls_total",
+                &[
+                    ("scope", scope.as_str()),
+                    ("source", ""),
+                    ("outcome", "error"),
+                ],
+                1.0,
+            );
+            m.add(
+                "pgw_errors_total",
+                &[("scope", scope.as_str()), ("type", error.type_name())],
+                1.0,
+            );
+            Err(ApiError::gateway(&error, None))
+        }
+        Ok(response) => {
+            let source = response.source_name.clone();
+            m.add(
+                "pgw_calls_total",
+                &[
+                    ("scope", scope.as_str()),
+                    ("source", source.as_str()),
+                    ("outcome", "ok"),
+                ],
+                1.0,
+            );
+            m.add(
+                "pgw_tokens_total",
+                &[
+                    ("scope", scope.as_str()),
+                    ("source", source.as_str()),
+                    ("kind", "prompt"),
+                ],
+                response.usage.prompt_tokens as f64,
+            );
+            if let Some(cost) = state.cost(
+                CallOperation::Embed,
+                &response.model,
+                &response.usage,
+                response.usage_source,
+            ) {
+                m.add(
+                    "pgw_cost_total",
+                    &[("scope", scope.as_str()), ("source", source.as_str())],
+                    cost,
+                );
+            }
+            if let Some(s) = &response.call_stats {
+                m.add(
+                    "pgw_retries_total",
+                    &[("scope", scope.as_str())],
+                    f64::from(s.attempts.saturating_sub(1).saturating_sub(s.hedges)),
+                );
+                m.add(
+                    "pgw_hedges_total",
+                    &[("scope", scope.as_str())],
+                    f64::from(s.hedges),
+                );
+            }
+            Ok(json_response(
+                200,
+                &openai::embeddings_json(&response, &req.model, req.base64),
+            ))
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The shared state of `pgw serve`: the served clients, caller keys and their per-key limiter,
+//! metrics and pricing, built once from the configuration; authentication, `model` → scope,
+//! admission under the per-key limit.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64};
+
+use axum::http::{HeaderMap, header};
+use axum::response::Response;
+use gateway_core::clock::TokioClock;
+use gateway_core::memory::limiter::MemoryRateLimiter;
+use gateway_core::telemetry::pricing::PRICING_PATH_KEY;
+use gateway_core::telemetry::{RowShaper, load_pricing_with_warnings};
+use gateway_ports::{
+    Acquire, CallOperation, GlobalLimits, Permit, RateLimiter, Usage, UsageSource,
+};
+use polygateway::{EmbeddingClient, GatewayClient, SourceConfig};
+use serde_json::{Value, json};
+
+use super::config::{CallerKey, ServeConfig};
+use super::metrics::Metrics;
+use super::openai::ApiError;
+
+/// A served scope's client.
+pub(super) enum Client {
+    Chat(GatewayClient),
+    Embed(EmbeddingClient),
+}
+
+/// Shared server state.
+pub(super) struct AppState {
+    /// Lower-case scope → client.
+    pub(super) clients: BTreeMap<String, Client>,
+    /// Lower-case alias → lower-case scope.
+    pub(super) aliases: BTreeMap<String, String>,
+    pub(super) keys: Vec<CallerKey>,
+    /// Per-key limiter (the library's in-memory rate limiter, one bucket per key); `None`
+    /// when no per-key limit is set.
+    pub(super) limiter: Option<Arc<dyn RateLimiter>>,
+    pub(super) metrics: Metrics,
+    pub(super) draining: AtomicBool,
+    /// Prices of `PGW_PRICING_PATH` (the same shaper telemetry rows use); `None` without one.
+    pub(super) pricing: Option<RowShaper>,
+    /// Streamed answers whose body is still open.
+    pub(super) streams_open: AtomicI64,
+    /// `PGW_SERVE_UPSTREAM_STREAM` is `always` (the default).
+    pub(super) upstream_always_streams: bool,
+}
+
+/// Releases a per-key permit when the request ends, however it ends (a dropped connection
+/// included): never a leaked slot.
+pub(super) struct PermitGuard(Option<Box<dyn Permit>>);
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        if let Some(permit) = self.0.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move {
+                let _ = permit.settle(0).await;
+                let _ = permit.release().await;
+            });
+        }
+    }
+}
+
+/// Constant-time byte comparison (no early exit on the first differing byte).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl AppState {
+    /// The caller key of `Authorization: Bearer …`, or the OpenAI-shaped 401.
+    pub(super) fn authenticate(&self, headers: &HeaderMap) -> Result<&CallerKey, ApiError> {
+        let unauthorized = |message: &str| {
+            ApiError::plain(
+                401,
+                "invalid_request_error",
+                "invalid_api_key",
+                None,
+                message,
+            )
+        };
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Err(unauthorized(
+                "missing API key: send `Authorization: Bearer <key>` with a key from PGW_SERVE_KEYS",
+            ));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .unwrap_or("");
+        let mut found = None;
+        for key in &self.keys {
+            if same(key.token.expose_secret().as_bytes(), token.as_bytes()) {
+                found = Some(key);
+            }
+        }
+        found.ok_or_else(|| unauthorized("incorrect API key provided"))
+    }
+
+    /// The lower-case scope a `model` names.
+    pub(super) fn scope_of(&self, model: &str) -> Option<String> {
+        let m = model.trim().to_ascii_lowercase();
+        if self.clients.contains_key(&m) {
+            return Some(m);
+        }
+        self.aliases.get(&m).cloned()
+    }
+
+    pub(super) fn model_not_found(&self, model: &str, kind: &str) -> ApiError {
+        let mut names: Vec<&str> = self.clients.keys().map(String::as_str).collect();
+        names.extend(self.aliases.keys().map(String::as_str));
+        ApiError::plain(
+            404,
+            "invalid_request_error",
+            "model_not_found",
+            Some("model"),
+            format!(
+                "the model `{model}` is not a served {kind} scope or alias; served: {}",
+                names.join(", ")
+            ),
+        )
+    }
+
+    /// Takes the caller key's per-key limit slot (429 with Retry-After when full).
+    pub(super) async fn admit(&self, key: &CallerKey) -> Result<PermitGuard, ApiError> {
+        let Some(limiter) = &self.limiter else {
+            return Ok(PermitGuard(None));
+        };
+        match limiter.try_acquire(&key.bucket, 0).await {
+            Ok(Acquire::Granted(permit)) => Ok(PermitGuard(Some(permit))),
+            Ok(Acquire::Denied { gate, wait_hint_s }) => {
+                let mut e = ApiError::plain(
+                    429,
+                    "rate_limit_error",
+                    "rate_limit_exceeded",
+                    None,
+                    format!(
+                        "this API key's limit is reached ({}); raise PGW_SERVE_KEY_RPM or PGW_SERVE_KEY_MAX_CONCURRENCY",
+                        gate.as_str()
+                    ),
+                );
+                e.body["error"]["reason_code"] = Value::from(gate.as_str());
+                if let Some(w) = wait_hint_s {
+                    e.body["error"]["retry_after_s"] = json!(w);
+                    e.retry_after_s = Some(w);
+                }
+                Err(e)
+            }
+            Err(_) => Err(ApiError::plain(
+                503,
+                "GovernanceBackendError",
+                "governance_backend",
+                None,
+                "the per-key limiter is unavailable",
+            )),
+        }
+    }
+
+    pub(super) fn count(&self, route: &str, response: &Response) {
+        self.metrics.add(
+            "pgw_http_requests_total",
+            &[("route", route), ("status", response.status().as_str())],
+            1.0,
+        );
+    }
+
+    /// The cost of a successful attempt exactly as its telemetry row prices it; `None` without
+    /// a price table or for a model not in it.
+    pub(super) fn cost(
+        &self,
+        operation: CallOperation,
+        model: &str,
+        usage: &Usage,
+        usage_source: UsageSource,
+    ) -> Option<f64> {
+        self.pricing
+            .as_ref()?
+            .cost(operation, model, usage, usage_source)
+    }
+}
+
+/// The server state of `cfg` over the environment `map` (one client per served scope).
+pub(super) fn build_state(
+    map: &polygateway::EnvMap,
+    cfg: &ServeConfig,
+) -> Result<AppState, polygateway::ConfigError> {
+    let mut clients = BTreeMap::new();
+    for scope in &cfg.chat_scopes {
+        let client = GatewayClient::from_env_map(scope, map)?;
+        crate::config::print_warnings(client.assembly_warnings());
+        clients.insert(scope.to_ascii_lowercase(), Client::Chat(client));
+    }
+    for scope in &cfg.embed_scopes {
+        let client = EmbeddingClient::from_env_map(scope, map)?;
+        crate::config::print_warnings(client.assembly_warnings());
+        clients.insert(scope.to_ascii_lowercase(), Client::Embed(client));
+    }
+    let pricing = match map
+        .get(PRICING_PATH_KEY)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+    {
+        None => None,
+        Some(path) => {
+            let (table, _warnings) = load_pricing_with_warnings(path)?;
+            Some(RowShaper::new(Some(table), None, true)?)
+        }
+    };
+    let limiter: Option<Arc<dyn RateLimiter>> = if cfg.key_rpm > 0 || cfg.key_max_concurrency > 0 {
+        let buckets: Vec<SourceConfig> = cfg
+            .keys
+            .iter()
+            .map(|k| {
+                let mut s =
+                    SourceConfig::new(k.bucket.clone(), "serve", "http://127.0.0.1", None, "-");
+                s.rpm = cfg.key_rpm;
+                s.max_concurrency = cfg.key_max_concurrency;
+                s
+            })
+            .collect();
+        Some(Arc::new(MemoryRateLimiter::new(
+            "serve_keys",
+            &buckets,
+            GlobalLimits::default(),
+            600.0,
+            Arc::new(TokioClock::new()),
+        )))
+    } else {
+        None
+    };
+    Ok(AppState {
+        clients,
+        aliases: cfg
+            .aliases
+            .iter()
+            .map(|(a, s)| (a.clone(), s.to_ascii_lowercase()))
+            .collect(),
+        keys: cfg.keys.clone(),
+        limiter,
+        metrics: Metrics::default(),
+        draining: AtomicBool::new(false),
+        pricing,
+        streams_open: AtomicI64::new(0),
+        upstream_always_streams: cfg.upstream_always_streams,
+    })
+}
