@@ -21,21 +21,41 @@
 //! `pgw.round` and `pgw.attempt` (`call_id`, `source`, `attempt`, `hedge_leg`, `outcome`,
 //! `reason_code`, `http_status`, `ttft_ms`) inside — opened by the core's governor; no content
 //! and no secret is recorded in spans.
+//!
+//! # Files
+//!
+//! This one (the client, its outcome and the builder's terminal methods), `options` (per-call
+//! input and options), `checks` (the call-boundary guards), `transport` (the production
+//! transport of a source).
+
+mod checks;
+mod options;
+mod transport;
+
+pub use checks::{META_MAX_ENTRIES, META_MAX_STR_CHARS, TENANT_MAX_CHARS};
+pub(crate) use checks::{check_chat, check_dimensions, check_n};
+pub use options::{CHAT_DEADLINE_ORIGIN, ChatInput, ChatOptions};
+#[cfg(not(feature = "openai"))]
+pub(crate) use transport::no_transport;
+#[cfg(feature = "openai")]
+pub(crate) use transport::openai_transport;
+pub(crate) use transport::{KeyStyle, transport_key};
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use gateway_core::accumulate::WarningThrottle;
-use gateway_core::cache::{check_cache_options, namespace_problem};
+use gateway_core::cache::namespace_problem;
 use gateway_core::executor::{ChatExecutor, ExecutorOptions};
 use gateway_core::governor::CallOptions;
 use gateway_core::telemetry::RowInput;
 use gateway_core::thinking::ProviderRegistry;
+#[cfg(feature = "structured")]
+use gateway_ports::{ChatRequest, StructuredSpec};
 use gateway_ports::{
-    CachePolicy, ChatRequest, ChatTransport, ConfigError, ConfigWarning, Effort, GatewayError,
-    JsonObject, LlmResponse, Meta, MetaValue, ResponseMode, StructuredSpec, TelemetryStatus,
+    ChatTransport, ConfigError, ConfigWarning, GatewayError, LlmResponse, TelemetryStatus,
 };
+#[cfg(feature = "structured")]
 use serde_json::Value;
 
 use crate::assembly::{ClientPlan, GatewayClientBuilder, SettingsRef};
@@ -44,248 +64,6 @@ use crate::settings::{EnvMap, GatewaySettings, ValidatedSettings};
 use crate::status::SourceStatus;
 use crate::structured::StructuredConfig;
 use crate::wiring::{Assembly, GovernanceComponents, Runtime};
-
-/// Origin of an invalid per-call deadline.
-pub const CHAT_DEADLINE_ORIGIN: &str = "ChatOptions::call_deadline";
-
-/// Most `meta` entries.
-pub const META_MAX_ENTRIES: usize = 16;
-/// Longest `meta` string value, in characters.
-pub const META_MAX_STR_CHARS: usize = 1024;
-/// Longest `tenant_id`, in characters.
-pub const TENANT_MAX_CHARS: usize = 128;
-
-/// What a chat call is about: a whole [`ChatRequest`], or just the messages (every other field
-/// at its default). Built with `From`: `ChatRequest`, `Vec<JsonObject>`, or a `&str`/`String`
-/// (one user message).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatInput(pub ChatRequest);
-
-impl From<ChatRequest> for ChatInput {
-    fn from(request: ChatRequest) -> Self {
-        Self(request)
-    }
-}
-
-impl From<Vec<JsonObject>> for ChatInput {
-    fn from(messages: Vec<JsonObject>) -> Self {
-        Self(ChatRequest::new(messages))
-    }
-}
-
-impl From<&str> for ChatInput {
-    fn from(text: &str) -> Self {
-        Self::from(text.to_owned())
-    }
-}
-
-impl From<String> for ChatInput {
-    fn from(text: String) -> Self {
-        let mut message = JsonObject::new();
-        message.insert("role".to_owned(), Value::from("user"));
-        message.insert("content".to_owned(), Value::from(text));
-        Self(ChatRequest::new(vec![message]))
-    }
-}
-
-/// Per-call options of [`GatewayClient::chat`]. Every `Some`
-/// (and every overlay / meta entry) overrides the request's value; the default changes nothing.
-///
-/// ```
-/// # use polygateway::ChatOptions;
-/// # use std::time::Duration;
-/// let options = ChatOptions::new()
-///     .stream(false)
-///     .temperature(0.2)
-///     .call_deadline(Duration::from_secs(30))
-///     .tenant_id("acme");
-/// # let _ = options;
-/// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct ChatOptions {
-    /// Upstream wire mode (`None` keeps the request's, default `true`); the caller always gets
-    /// one aggregated response.
-    pub stream: Option<bool>,
-    /// `Text` or `OpenAi` fidelity mode.
-    pub response_mode: Option<ResponseMode>,
-    /// Sampling overrides merged over the request's overlay (`temperature`, `max_tokens`,
-    /// `tools`, …). `model`, `messages`, `stream`, `stream_options` are refused.
-    pub overlay: JsonObject,
-    /// Request-level effort: wins over the source intent, resolved against each
-    /// source's capability entry on every attempt; `None` inherits the source intent.
-    pub reasoning_effort: Option<Effort>,
-    /// Structured output: the reply is parsed, repaired, validated and re-asked;
-    /// `LlmResponse::structured_data` holds the value.
-    pub structured: Option<StructuredSpec>,
-    /// Per-call deadline; `None` inherits the assembled one; zero is `InvalidArgument`.
-    pub call_deadline: Option<Duration>,
-    /// Caller tenant (telemetry only): 1–128 characters, no control characters.
-    pub tenant_id: Option<String>,
-    /// Caller dimensions merged over the request's (telemetry only).
-    pub meta: Meta,
-    /// Caller session correlation (telemetry only).
-    pub session_id: Option<String>,
-    /// Caller business correlation (telemetry only).
-    pub parent_call_id: Option<String>,
-    /// Per-call cache control (`Bypass` = neither read nor write, `Refresh` = write only).
-    pub cache: Option<CachePolicy>,
-    /// Per-call cache namespace overriding the client's (non-empty, at most 256 characters,
-    /// no control characters).
-    pub cache_namespace: Option<String>,
-    /// Per-call cache salt overriding the client's (same domain as the namespace).
-    pub cache_salt: Option<String>,
-}
-
-impl ChatOptions {
-    /// Options that change nothing.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Upstream wire mode: `true` = SSE stream (watchdogs, stall metering, hedges), `false` =
-    /// one JSON body.
-    pub fn stream(mut self, stream: bool) -> Self {
-        self.stream = Some(stream);
-        self
-    }
-
-    /// Response mode (`Text` or `OpenAi` fidelity with the full assistant message).
-    pub fn response_mode(mut self, mode: ResponseMode) -> Self {
-        self.response_mode = Some(mode);
-        self
-    }
-
-    /// Merges these overlay entries (keys here win).
-    pub fn overlay(mut self, overlay: JsonObject) -> Self {
-        self.overlay.extend(overlay);
-        self
-    }
-
-    /// Sets one sampling key of the overlay (e.g. `("seed", 7.into())`).
-    pub fn sampling(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.overlay.insert(key.into(), value.into());
-        self
-    }
-
-    /// `temperature` in the overlay.
-    pub fn temperature(self, temperature: f64) -> Self {
-        self.sampling("temperature", temperature)
-    }
-
-    /// `max_tokens` in the overlay.
-    pub fn max_tokens(self, max_tokens: u64) -> Self {
-        self.sampling("max_tokens", max_tokens)
-    }
-
-    /// Request-level reasoning effort: sent in each source's wire dialect; a level
-    /// the selected model cannot hit is `RequestRejected` unless the source sets
-    /// `EFFORT_FALLBACK=nearest`.
-    pub fn reasoning_effort(mut self, effort: Effort) -> Self {
-        self.reasoning_effort = Some(effort);
-        self
-    }
-
-    /// Structured output: `StructuredSpec::Json` (any JSON object) or a JSON Schema.
-    pub fn structured(mut self, spec: StructuredSpec) -> Self {
-        self.structured = Some(spec);
-        self
-    }
-
-    /// Per-call deadline (zero → `InvalidArgument` naming `ChatOptions::call_deadline`).
-    pub fn call_deadline(mut self, deadline: Duration) -> Self {
-        self.call_deadline = Some(deadline);
-        self
-    }
-
-    /// Caller tenant.
-    pub fn tenant_id(mut self, tenant: impl Into<String>) -> Self {
-        self.tenant_id = Some(tenant.into());
-        self
-    }
-
-    /// One caller dimension.
-    pub fn meta(mut self, key: impl Into<String>, value: impl Into<MetaValue>) -> Self {
-        self.meta.insert(key.into(), value.into());
-        self
-    }
-
-    /// Caller session correlation.
-    pub fn session_id(mut self, session: impl Into<String>) -> Self {
-        self.session_id = Some(session.into());
-        self
-    }
-
-    /// Caller business correlation.
-    pub fn parent_call_id(mut self, parent: impl Into<String>) -> Self {
-        self.parent_call_id = Some(parent.into());
-        self
-    }
-
-    /// Per-call cache control.
-    pub fn cache(mut self, policy: CachePolicy) -> Self {
-        self.cache = Some(policy);
-        self
-    }
-
-    /// Neither read nor write the response cache for this call.
-    pub fn bypass_cache(self) -> Self {
-        self.cache(CachePolicy::Bypass)
-    }
-
-    /// The cache namespace of this call (overrides the client's; the isolation unit — give
-    /// each tenant its own, e.g. with `gateway_core::cache::CacheNamespace::compose`).
-    pub fn cache_namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.cache_namespace = Some(namespace.into());
-        self
-    }
-
-    /// The cache salt of this call (overrides the client's).
-    pub fn cache_salt(mut self, salt: impl Into<String>) -> Self {
-        self.cache_salt = Some(salt.into());
-        self
-    }
-
-    /// `request` with these options applied.
-    pub fn apply(self, mut request: ChatRequest) -> ChatRequest {
-        if let Some(stream) = self.stream {
-            request.stream = stream;
-        }
-        if let Some(mode) = self.response_mode {
-            request.response_mode = mode;
-        }
-        request.overlay.extend(self.overlay);
-        if self.reasoning_effort.is_some() {
-            request.reasoning_effort = self.reasoning_effort;
-        }
-        if self.structured.is_some() {
-            request.structured = self.structured;
-        }
-        if self.call_deadline.is_some() {
-            request.call_deadline = self.call_deadline;
-        }
-        if self.tenant_id.is_some() {
-            request.tenant_id = self.tenant_id;
-        }
-        request.meta.extend(self.meta);
-        if self.session_id.is_some() {
-            request.session_id = self.session_id;
-        }
-        if self.parent_call_id.is_some() {
-            request.parent_call_id = self.parent_call_id;
-        }
-        if let Some(cache) = self.cache {
-            request.cache = cache;
-        }
-        if self.cache_namespace.is_some() {
-            request.cache_namespace = self.cache_namespace;
-        }
-        if self.cache_salt.is_some() {
-            request.cache_salt = self.cache_salt;
-        }
-        request
-    }
-}
 
 /// The result of [`GatewayClient::chat_outcome`]: the call's result and the number of upstream
 /// requests it made (errors carry no statistics).
@@ -355,74 +133,6 @@ impl fmt::Debug for GatewayClient {
             .field("runtime", &self.inner.runtime)
             .finish_non_exhaustive()
     }
-}
-
-/// Where a settings-path assembly error names a transport field.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum KeyStyle {
-    /// `{SCOPE}__{PROVIDER}__{N}__{FIELD}` (path 1).
-    Env,
-    /// `GatewaySettings.sources[{name}].{field}` (path 2).
-    Settings,
-}
-
-/// The key naming a transport-build error of `source` (F9).
-#[cfg_attr(not(feature = "openai"), allow(dead_code))]
-pub(crate) fn transport_key(
-    style: KeyStyle,
-    scope: &str,
-    source: &str,
-    field: Option<&str>,
-) -> String {
-    match style {
-        KeyStyle::Env => {
-            let (provider, n) = source.rsplit_once('_').unwrap_or((source, "1"));
-            let base = format!(
-                "{}__{}__{}",
-                scope.to_ascii_uppercase(),
-                provider.to_ascii_uppercase(),
-                n
-            );
-            match field {
-                Some(f) => format!("{base}__{f}"),
-                None => base,
-            }
-        }
-        KeyStyle::Settings => match field {
-            Some(f) => format!(
-                "GatewaySettings.sources[{source}].{}",
-                f.to_ascii_lowercase()
-            ),
-            None => format!("GatewaySettings.sources[{source}]"),
-        },
-    }
-}
-
-/// The OpenAI transport of a settings path (feature `openai`; F9 errors name the key).
-#[cfg(feature = "openai")]
-pub(crate) fn openai_transport(
-    plan: &ClientPlan,
-    style: KeyStyle,
-) -> Result<Arc<adapter_openai::OpenAiTransport>, ConfigError> {
-    adapter_openai::OpenAiTransport::new(&plan.sources, adapter_openai::TransportOptions::default())
-        .map(Arc::new)
-        .map_err(|e| {
-            e.to_config_error(transport_key(
-                style,
-                &plan.scope,
-                e.source_name(),
-                e.field(),
-            ))
-        })
-}
-
-#[cfg(not(feature = "openai"))]
-pub(crate) fn no_transport(origin: &str) -> ConfigError {
-    ConfigError::new(
-        "backend.unavailable",
-        origin,
-        "the OpenAI transport is not in this build: cargo feature `openai` (off); use the builder with a transport",
-    )
 }
 
 impl GatewayClient {
@@ -750,199 +460,5 @@ impl GatewayClientBuilder {
     }
 }
 
-/// The chat call-boundary guards, in order. Each
-/// failure is `InvalidArgument` naming the `ChatOptions` field.
-pub(crate) fn check_chat(request: &ChatRequest) -> Result<(), GatewayError> {
-    if request.response_mode == ResponseMode::OpenAi && request.structured.is_some() {
-        return Err(GatewayError::invalid_argument(
-            "ChatOptions::response_mode",
-            "openai mode does not support structured output",
-        ));
-    }
-    if let Some(spec) = &request.structured {
-        check_structured(spec)?;
-    }
-    for key in ["model", "messages", "stream", "stream_options"] {
-        if request.overlay.contains_key(key) {
-            return Err(GatewayError::invalid_argument(
-                "ChatOptions::overlay",
-                format!("`{key}` is controlled by the library and must not be in the overlay"),
-            ));
-        }
-    }
-    check_dimensions(request.tenant_id.as_deref(), &request.meta, "ChatOptions")?;
-    check_cache_options(request, "ChatOptions")?;
-    // 70 C-31.1: a managed reasoning root in the overlay together with a request level.
-    if request.reasoning_effort.is_some()
-        && let Some(root) = gateway_core::effort::managed_root_in(
-            &request.overlay,
-            &gateway_core::thinking::ProviderProfile::plain(""),
-        )
-    {
-        return Err(GatewayError::invalid_argument(
-            "ChatOptions::overlay",
-            format!(
-                "`{root}` in the overlay cannot be combined with ChatOptions::reasoning_effort; \
-                 use one of them"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// steps 2–3: structured support is in this build (cargo feature `structured`) and the
-/// spec's schema compiles with a valid name.
-#[cfg(feature = "structured")]
-fn check_structured(spec: &StructuredSpec) -> Result<(), GatewayError> {
-    gateway_core::structured::check_spec(spec)
-}
-
-#[cfg(not(feature = "structured"))]
-fn check_structured(_spec: &StructuredSpec) -> Result<(), GatewayError> {
-    Err(GatewayError::invalid_argument(
-        "ChatRequest::structured",
-        "structured output not enabled: this build lacks the cargo feature `structured` of polygateway",
-    ))
-}
-
-/// The effective `n` of a chat request must be 1 in both modes: the request
-/// overlay's `n` when it has one, else each source's `extra_body` `n`. The text mode reads only
-/// choice 0 and would pay for the others. Checked before any I/O; the error names where the
-/// value came from.
-pub(crate) fn check_n(
-    request: &ChatRequest,
-    sources: &[gateway_ports::SourceConfig],
-) -> Result<(), GatewayError> {
-    let is_one = |n: &serde_json::Value| n.as_i64() == Some(1);
-    if let Some(n) = request.overlay.get("n") {
-        if is_one(n) {
-            return Ok(());
-        }
-        return Err(GatewayError::invalid_argument(
-            "ChatOptions::overlay",
-            format!(
-                "n={n} is not supported: the gateway returns one choice; set n to 1 or remove it"
-            ),
-        ));
-    }
-    for source in sources {
-        if let Some(n) = source.extra_body.get("n")
-            && !is_one(n)
-        {
-            return Err(GatewayError::invalid_argument(
-                format!("SourceConfig::extra_body ({})", source.name),
-                format!(
-                    "source {}'s extra_body sets n={n}; the gateway returns one choice: set n \
-                     to 1 or remove it from the source's EXTRA_BODY",
-                    source.name
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `^[a-z][a-z0-9_]{0,63}$`.
-fn is_meta_key(key: &str) -> bool {
-    let bytes = key.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 64
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
-}
-
-/// Caller dimensions: `tenant_id` 1–128 characters without control
-/// characters; `meta` at most 16 entries, keys `^[a-z][a-z0-9_]{0,63}$`, strings at most 1024
-/// characters. Origins `{owner}::tenant_id` / `{owner}::meta`.
-pub(crate) fn check_dimensions(
-    tenant: Option<&str>,
-    meta: &Meta,
-    owner: &str,
-) -> Result<(), GatewayError> {
-    if let Some(tenant) = tenant {
-        let chars = tenant.chars().count();
-        if chars == 0 || chars > TENANT_MAX_CHARS || tenant.chars().any(char::is_control) {
-            return Err(GatewayError::invalid_argument(
-                format!("{owner}::tenant_id"),
-                format!(
-                    "tenant_id must be 1–{TENANT_MAX_CHARS} characters without control characters"
-                ),
-            ));
-        }
-    }
-    let origin = || format!("{owner}::meta");
-    if meta.len() > META_MAX_ENTRIES {
-        return Err(GatewayError::invalid_argument(
-            origin(),
-            format!(
-                "meta has {} entries; at most {META_MAX_ENTRIES} are allowed",
-                meta.len()
-            ),
-        ));
-    }
-    for (key, value) in meta {
-        if !is_meta_key(key) {
-            return Err(GatewayError::invalid_argument(
-                origin(),
-                format!("meta key `{key}` must match ^[a-z][a-z0-9_]{{0,63}}$"),
-            ));
-        }
-        if let MetaValue::Str(s) = value
-            && s.chars().count() > META_MAX_STR_CHARS
-        {
-            return Err(GatewayError::invalid_argument(
-                origin(),
-                format!("meta value of `{key}` exceeds {META_MAX_STR_CHARS} characters"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
-mod cache_ownership_tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-    use super::*;
-
-    fn env(backend: &str) -> EnvMap {
-        [
-            ("PGW_TELEMETRY_BACKEND", "none"),
-            ("PGW_CACHE_BACKEND", backend),
-            ("LLM__SIM__1__BASE_URL", "http://127.0.0.1:9/v1"),
-            ("LLM__SIM__1__API_KEY", "sk-test-0123456789"),
-            ("LLM__SIM__1__MODEL", "m"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-    }
-
-    /// The memory cache built from `PGW_CACHE_BACKEND=memory` is owned and
-    /// closed by `close()` (a closed memory cache answers `Err`); `none` builds no cache.
-    #[cfg(feature = "openai")]
-    #[tokio::test]
-    async fn c_64_cf_308_factory_cache_closed_by_close() {
-        let client = GatewayClient::from_env_map("LLM", &env("memory")).unwrap();
-        let cache = client
-            .inner
-            .runtime
-            .cache
-            .as_ref()
-            .expect("memory cache built");
-        assert_eq!(cache.namespace(), "llm", "default namespace = scope name");
-        let backend = Arc::clone(cache.backend());
-        backend
-            .set("k", "v".to_owned(), Duration::from_secs(60))
-            .await
-            .unwrap();
-        client.close().await;
-        client.close().await;
-        assert!(backend.get("k").await.is_err(), "closed by the client");
-        let none = GatewayClient::from_env_map("LLM", &env("none")).unwrap();
-        assert!(none.inner.runtime.cache.is_none());
-        none.close().await;
-    }
-}
+mod cache_ownership_tests;

@@ -11,18 +11,28 @@
 //! No leak on any path: every acquisition lives in an [`AttemptGuard`] from the
 //! moment it is granted; a later rejection releases it in G-59 order (probe → pacer → settle 0)
 //! and a drop (cancellation, panic) does the same through the guard.
+//!
+//! Files: this one (the policy, the waiters and the pipeline of [`Admission`]), `memo` (the
+//! cooldown memo), `outcome` (what a pass yields).
+
+mod memo;
+mod outcome;
+
+pub use memo::CooldownMemo;
+pub use outcome::{
+    Admitted, GOVERNANCE_BACKEND_RETRY_AFTER_S, NoRunnable, Pick, Rejections, backend_error,
+};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use gateway_ports::{
-    Acquire, BackendError, BackendErrorKind, CircuitBreaker, Clock, FailureReason, GatewayError,
-    RateLimiter, ScopeReason, SourceConfig, Unavailable, WaitPolicy,
+    Acquire, CircuitBreaker, Clock, FailureReason, GatewayError, RateLimiter, ScopeReason,
+    SourceConfig, Unavailable, WaitPolicy,
 };
 use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
@@ -35,8 +45,6 @@ use crate::select::{Selector, SourceId, SourceLoad, StatsView};
 
 /// Default bound on callers waiting under a `wait` policy.
 pub const DEFAULT_MAX_WAITERS: usize = 10_000;
-/// `GovernanceBackend.retry_after_s`.
-pub const GOVERNANCE_BACKEND_RETRY_AFTER_S: f64 = 5.0;
 
 /// The nothing-runnable policies and their knobs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,134 +75,6 @@ impl Default for AdmissionPolicy {
             breaker_cooldown_s: 60.0,
             max_waiters: DEFAULT_MAX_WAITERS,
             global_tpm: 0,
-        }
-    }
-}
-
-/// `SourceCooldownMemo`: a process-local map `source → cooling_until` on the
-/// injected clock, written when the breaker denies with a remaining cooldown > 0, expiring by
-/// itself; it never extends the cooldown the breaker reported.
-pub struct CooldownMemo {
-    clock: Arc<dyn Clock>,
-    until: Mutex<FxHashMap<String, Duration>>,
-}
-
-impl fmt::Debug for CooldownMemo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CooldownMemo").finish_non_exhaustive()
-    }
-}
-
-impl CooldownMemo {
-    /// An empty memo reading `clock`.
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
-        Self {
-            clock,
-            until: Mutex::new(FxHashMap::default()),
-        }
-    }
-
-    /// Remaining cooldown of `source` in seconds if the memo keeps it out now.
-    pub fn remaining_s(&self, source: &str) -> Option<f64> {
-        let mut map = self.until.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.is_empty() {
-            return None; // the common case: no clock read (05 R-56)
-        }
-        let now = self.clock.monotonic();
-        match map.get(source) {
-            Some(until) if *until > now => Some((*until - now).as_secs_f64()),
-            Some(_) => {
-                map.remove(source);
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// Notes a breaker denial's remaining cooldown; values ≤ 0 or non-finite are ignored
-    /// (a half-open denial reports 0.0).
-    pub fn note(&self, source: &str, retry_after_s: Option<f64>) {
-        let Some(s) = retry_after_s.filter(|s| s.is_finite() && *s > 0.0) else {
-            return;
-        };
-        let until = self
-            .clock
-            .monotonic()
-            .saturating_add(seconds_to_duration_saturating(s));
-        self.until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(source.to_owned(), until);
-    }
-}
-
-/// An admitted candidate (`Picked`): the source, the attempt id the breaker saw as the
-/// probe owner, and the guard holding the acquisitions.
-#[derive(Debug)]
-pub struct Admitted {
-    /// The admitted source.
-    pub source: Arc<SourceConfig>,
-    /// The attempt's `call_id` (the breaker owner).
-    pub call_id: String,
-    /// The acquisitions (breaker decision, pacer slot, permit).
-    pub guard: AttemptGuard,
-}
-
-/// Why a pick found nothing runnable.
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct Rejections {
-    /// Candidates considered (excluded sources are not candidates).
-    pub candidates: u32,
-    /// Breaker-class rejections (memo and breaker).
-    pub gate_rejections: u32,
-    /// Pacer rejections.
-    pub paced: u32,
-    /// Quota-gate rejections.
-    pub quota: u32,
-    /// Remaining cooldowns reported by memo hits and breaker denials (0.0 for half-open).
-    pub breaker_hints_s: Vec<f64>,
-    /// Limiter wait hints of the denied sources.
-    pub quota_hints_s: Vec<f64>,
-    /// Candidates that can never be admitted: their token estimate is above their own `TPM`
-    /// or the scope's `GLOBAL__TPM` (issue 22). Counted in `quota` too.
-    pub never: u32,
-    /// The limit the first such candidate can never fit, for the error and the log.
-    pub never_detail: Option<String>,
-}
-
-/// The result of one pick.
-#[derive(Debug)]
-pub enum Pick {
-    /// A candidate passed every gate (boxed: the guard is large).
-    Picked(Box<Admitted>),
-    /// No candidate is runnable now.
-    NothingRunnable(Rejections),
-}
-
-/// What to do after a `NothingRunnable` pick.
-#[derive(Debug)]
-pub enum NoRunnable {
-    /// Fail the call with this error (`CircuitOpen` or `AllSourcesExhausted{quota_full}`).
-    Fail(GatewayError),
-    /// Nap (after the death check) and pick again.
-    Nap,
-}
-
-/// Maps a limiter/breaker backend error to the caller-facing error.
-pub fn backend_error(scope: &str, err: &BackendError) -> GatewayError {
-    match err.kind {
-        BackendErrorKind::SourceNotConfigured => {
-            GatewayError::source_not_configured(scope, err.detail.clone())
-        }
-        _ => {
-            let mut u = Unavailable::new(
-                scope,
-                ScopeReason::BackendUnavailable,
-                GOVERNANCE_BACKEND_RETRY_AFTER_S,
-            );
-            u.detail = Some(format!("governance backend failed: {err}"));
-            GatewayError::governance_backend(u)
         }
     }
 }
