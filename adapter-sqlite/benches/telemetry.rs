@@ -12,6 +12,12 @@
 //! `TEL_WAL_CHECKPOINT=<pages>` sets the writer's WAL auto-checkpoint threshold;
 //! `TEL_MODE=sustained` runs only this mode; `TEL_IDS=seq` uses ascending ids instead; `TEL_SQLITE_PATH=<file>` writes to that file
 //! instead of a temp dir (e.g. to compare file systems).
+//! Fixed mode (issue 21, fifth session): `TEL_MODE=fixed TEL_ROWS=<n>` (default 500 000) records
+//! exactly `n` rows as fast as the writer takes them (the producer waits while the queue is
+//! full, so nothing is dropped and every variant writes the same rows into the same-sized
+//! index), then prints the writer's CPU per row and the process's resident set; deterministic
+//! enough for `valgrind --tool=callgrind` and `strace -c`. Writer settings for both modes:
+//! `TEL_WAL_CHECKPOINT=<pages>`, `TEL_CACHE_KIB=<KiB>`, `TEL_BATCH=<rows>`, `TEL_BACKLOG_BATCH=<rows>`.
 //! Run: `cargo bench -p adapter-sqlite --bench telemetry`.
 #![allow(
     missing_docs,
@@ -139,6 +145,89 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
     None
 }
 
+/// The recorder settings of the sustained and fixed modes (defaults unless `TEL_*` says).
+fn bench_config(path: &std::path::Path) -> adapter_sqlite::SqliteRecorderConfig {
+    let d = adapter_sqlite::SqliteRecorderConfig::new(path);
+    let pages = support::env_u64("TEL_WAL_CHECKPOINT", u64::from(d.wal_autocheckpoint_pages));
+    let cache = support::env_u64("TEL_CACHE_KIB", u64::from(d.cache_kib));
+    let batch = support::env_u64("TEL_BATCH", d.batch_rows as u64);
+    let backlog = support::env_u64("TEL_BACKLOG_BATCH", d.backlog_batch_rows as u64);
+    println!(
+        "settings: wal_autocheckpoint {pages} pages, cache {cache} KiB, batch {batch} rows, backlog batch {backlog} rows"
+    );
+    d.with_wal_autocheckpoint_pages(u32::try_from(pages).unwrap())
+        .with_cache_kib(u32::try_from(cache).unwrap())
+        .with_batch_rows(usize::try_from(batch).unwrap())
+        .with_backlog_batch_rows(usize::try_from(backlog).unwrap())
+}
+
+/// Resident set size of this process in KiB (`VmRSS`).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `TEL_MODE=fixed`: exactly `TEL_ROWS` rows, none dropped (the producer waits for room).
+fn fixed() {
+    let total = support::env_u64("TEL_ROWS", 500_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = std::env::var("TEL_SQLITE_PATH")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| dir.path().join("fixed.db"));
+    let rec = SqliteRecorder::new(bench_config(&path));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(rec.flush());
+    let template = contract_tests::telemetry::full_row("x");
+    let sequential = std::env::var("TEL_IDS").as_deref() == Ok("seq");
+    let room = adapter_sqlite::DEFAULT_QUEUE_CAPACITY - 1;
+    let cpu0 = thread_cpu_ns("pgw-telemetry-s").unwrap_or(0);
+    let start = Instant::now();
+    let mut rss_at_tenth = 0;
+    for sent in 0..total {
+        while rec.queued_rows() >= room {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let mut row = template.clone();
+        row.call_id = if sequential {
+            format!("c-{sent:012}")
+        } else {
+            uuid_like(sent)
+        };
+        rec.record(row).unwrap();
+        if sent + 1 == total / 10 {
+            rss_at_tenth = rss_kib();
+        }
+    }
+    rt.block_on(rec.flush());
+    let elapsed = start.elapsed();
+    let cpu = thread_cpu_ns("pgw-telemetry-s").unwrap_or(0) - cpu0;
+    let s = rec.status();
+    let tx = rec.committed_transactions();
+    println!(
+        "fixed: {} rows written, {} dropped, in {:.2} s = {:.0} rows/s; {} transactions ({:.0} rows each); writer CPU {:.2} µs per row = {:.0} rows per writer CPU second; RSS {} KiB after {} rows, {} KiB after {}",
+        s.written_rows,
+        s.dropped_rows,
+        elapsed.as_secs_f64(),
+        s.written_rows as f64 / elapsed.as_secs_f64(),
+        tx,
+        s.written_rows as f64 / tx.max(1) as f64,
+        cpu as f64 / 1000.0 / s.written_rows.max(1) as f64,
+        s.written_rows as f64 / (cpu.max(1) as f64 / 1e9),
+        rss_at_tenth,
+        total / 10,
+        rss_kib(),
+        total
+    );
+    rt.block_on(rec.close());
+}
+
 fn sustained() {
     let rate = support::env_u64("TEL_RATE", 100_000);
     let secs = support::env_u64("TEL_SECS", 5);
@@ -146,14 +235,7 @@ fn sustained() {
     let path = std::env::var("TEL_SQLITE_PATH")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| dir.path().join("sustained.db"));
-    let config = adapter_sqlite::SqliteRecorderConfig::new(&path).with_wal_autocheckpoint_pages(
-        u32::try_from(support::env_u64(
-            "TEL_WAL_CHECKPOINT",
-            u64::from(adapter_sqlite::DEFAULT_WAL_AUTOCHECKPOINT_PAGES),
-        ))
-        .unwrap(),
-    );
-    let rec = SqliteRecorder::new(config);
+    let rec = SqliteRecorder::new(bench_config(&path));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -214,6 +296,10 @@ fn sustained() {
 criterion_group!(benches, rows_per_second, emit_cost);
 
 fn main() {
+    if std::env::var("TEL_MODE").as_deref() == Ok("fixed") {
+        fixed();
+        return;
+    }
     sustained();
     if std::env::var("TEL_MODE").as_deref() == Ok("sustained") {
         return;

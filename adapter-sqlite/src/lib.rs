@@ -5,7 +5,7 @@
 //! (created with mode 0600, WAL, `busy_timeout` 5000 ms), prepares `llm_calls` lazily before
 //! its first write (`auto` backfills missing columns, `manual` trims the INSERT and
 //! names the missing ones), and writes rows in enqueue order in transactions of up to 256 rows
-//! or one linger window (default 2 ms: after its first row the writer waits that long for more
+//! (up to 4 096 while more than 256 are queued, i.e. while the writer is behind) or one linger window (default 2 ms: after its first row the writer waits that long for more
 //! rows unless the batch fills or a `flush`/`close` arrives, so a trickle of rows shares one
 //! transaction and one wake; issue 9 follow-up).
 //!
@@ -53,6 +53,14 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
 /// Default rows per transaction (chosen).
 pub const DEFAULT_BATCH_ROWS: usize = 256;
 
+/// Default rows per transaction while the writer is behind (chosen, issue 21 fifth session):
+/// when more than [`DEFAULT_BATCH_ROWS`] rows are queued as the writer takes a batch, it takes
+/// up to this many. Random UUIDv4 `call_id`s put nearly every row on a different page of the
+/// primary-key index, and a transaction writes each page it touched once, so a larger
+/// transaction writes fewer pages per row exactly when the writer needs it
+/// (docs/benchmarks.md, "telemetry, fifth session").
+pub const DEFAULT_BACKLOG_BATCH_ROWS: usize = 4096;
+
 /// Default bound of [`TelemetryRecorder::close`] (chosen): 5 s.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -63,9 +71,17 @@ pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// higher end-to-end p99 on a 2-core machine (docs/benchmarks.md).
 pub const DEFAULT_LINGER: Duration = Duration::from_millis(2);
 
-/// Default WAL auto-checkpoint threshold of the writer's connection, in pages (SQLite's own
-/// default, 1 000 pages ≈ 4 MB of WAL).
-pub const DEFAULT_WAL_AUTOCHECKPOINT_PAGES: u32 = 1000;
+/// Default WAL auto-checkpoint threshold of the writer's connection, in pages (chosen, issue 21
+/// fifth session: 4 000 pages ≈ 16 MB of WAL instead of SQLite's 1 000; a checkpoint copies each
+/// page once however often it was rewritten since the last one, and random `call_id` index
+/// pages are rewritten often).
+pub const DEFAULT_WAL_AUTOCHECKPOINT_PAGES: u32 = 4000;
+
+/// Default page cache of the writer's connection, in KiB (`PRAGMA cache_size = -N`; chosen,
+/// issue 21 fifth session: 16 000 KiB instead of SQLite's 2 000, so a backlog transaction's
+/// dirty index pages stay in memory until its commit instead of spilling, and fewer index pages
+/// are read back; it fills once the file holds about this much, then stays at this size).
+pub const DEFAULT_CACHE_KIB: u32 = 16_000;
 
 /// Default interval of the dropped-row log line (chosen, issue 21): 10 s. Every dropped row is
 /// counted in `dropped_rows` at once; the log shows them at most once per interval.
@@ -85,6 +101,10 @@ pub struct SqliteRecorderConfig {
     pub queue_capacity: usize,
     /// Rows per transaction (≥ 1).
     pub batch_rows: usize,
+    /// Rows per transaction when more than `batch_rows` rows are queued as the writer takes a
+    /// batch (default [`DEFAULT_BACKLOG_BATCH_ROWS`]; values below `batch_rows` mean
+    /// `batch_rows`, i.e. no larger backlog transactions).
+    pub backlog_batch_rows: usize,
     /// How long the writer waits after its first row for more rows to share the transaction
     /// (default [`DEFAULT_LINGER`], 2 ms; at most 50 ms per 80 T-50; zero = write at once).
     /// A full batch, `flush()` or `close()` ends the wait at once.
@@ -101,6 +121,12 @@ pub struct SqliteRecorderConfig {
     /// other connections and to the close). Larger values mean fewer, larger checkpoints (each
     /// one syncs the file) and a larger WAL file.
     pub wal_autocheckpoint_pages: u32,
+    /// The writer connection's page cache in KiB (`PRAGMA cache_size = -N`; default
+    /// [`DEFAULT_CACHE_KIB`]; at least 1). The cache fills once the file holds about this much
+    /// and then stays at this size, so it bounds the writer's share of the resident set;
+    /// a larger cache keeps more of the `call_id` index in memory (random UUIDv4 keys touch
+    /// a different index page per row).
+    pub cache_kib: u32,
 }
 
 impl SqliteRecorderConfig {
@@ -112,11 +138,13 @@ impl SqliteRecorderConfig {
             schema_mode: SchemaMode::resolve(None, SqlBackend::Sqlite),
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
             batch_rows: DEFAULT_BATCH_ROWS,
+            backlog_batch_rows: DEFAULT_BACKLOG_BATCH_ROWS,
             linger: DEFAULT_LINGER,
             cooldown: RECOVERY_COOLDOWN,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             drop_log_interval: DEFAULT_DROP_LOG_INTERVAL,
             wal_autocheckpoint_pages: DEFAULT_WAL_AUTOCHECKPOINT_PAGES,
+            cache_kib: DEFAULT_CACHE_KIB,
         }
     }
 
@@ -135,6 +163,13 @@ impl SqliteRecorderConfig {
     /// With this many rows per transaction (raised to 1).
     pub fn with_batch_rows(mut self, rows: usize) -> Self {
         self.batch_rows = rows.max(1);
+        self
+    }
+
+    /// With this many rows per transaction while the writer is behind (see
+    /// [`SqliteRecorderConfig::backlog_batch_rows`]).
+    pub fn with_backlog_batch_rows(mut self, rows: usize) -> Self {
+        self.backlog_batch_rows = rows;
         self
     }
 
@@ -160,6 +195,12 @@ impl SqliteRecorderConfig {
     /// With this WAL auto-checkpoint threshold (pages).
     pub fn with_wal_autocheckpoint_pages(mut self, pages: u32) -> Self {
         self.wal_autocheckpoint_pages = pages;
+        self
+    }
+
+    /// With this writer page cache in KiB (raised to 1).
+    pub fn with_cache_kib(mut self, kib: u32) -> Self {
+        self.cache_kib = kib.max(1);
         self
     }
 
@@ -264,7 +305,11 @@ impl SqliteRecorder {
     /// dropped and counted). Log lines of the writer go to the `tracing` dispatcher current
     /// here.
     pub fn new(config: SqliteRecorderConfig) -> Self {
-        let queue = Arc::new(Queue::new(config.queue_capacity, config.batch_rows));
+        let queue = Arc::new(Queue::new(
+            config.queue_capacity,
+            config.batch_rows,
+            config.backlog_batch_rows,
+        ));
         let shared = Arc::new(Shared::new(config.drop_log_interval));
         let close_timeout = config.close_timeout;
         let dispatch = tracing::dispatcher::get_default(Clone::clone);

@@ -63,17 +63,24 @@ pub(crate) struct Queue {
     wake: Condvar,
     capacity: usize,
     batch_rows: usize,
+    /// Rows per batch when more than `batch_rows` are queued (≥ `batch_rows`).
+    backlog_rows: usize,
 }
 
 impl Queue {
     /// A queue holding up to `capacity` rows, handing the writer batches of up to
-    /// `batch_rows` rows (both ≥ 1).
-    pub(crate) fn new(capacity: usize, batch_rows: usize) -> Self {
+    /// `batch_rows` rows (both ≥ 1), or of up to `backlog_rows` (at least `batch_rows`) when
+    /// more than `batch_rows` rows are queued as the writer takes its batch (the writer is
+    /// behind: a larger transaction touches each random `call_id` index page once for more
+    /// rows; issue 21).
+    pub(crate) fn new(capacity: usize, batch_rows: usize, backlog_rows: usize) -> Self {
+        let batch_rows = batch_rows.max(1);
         Self {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             capacity: capacity.max(1),
-            batch_rows: batch_rows.max(1),
+            batch_rows,
+            backlog_rows: backlog_rows.max(batch_rows),
         }
     }
 
@@ -137,8 +144,8 @@ impl Queue {
 
     /// Writer side: waits for messages, lingers up to `linger` for more rows unless a batch is
     /// full or a control message is queued, then moves the next batch — up to `batch_rows`
-    /// rows and the control messages among them, ending after a `Close` — into `out`, in
-    /// queue order. `false` when the recorder was dropped and nothing is left.
+    /// rows (`backlog_rows` when more than `batch_rows` are queued) and the control messages
+    /// among them, ending after a `Close` — into `out`, in queue order. `false` when the recorder was dropped and nothing is left.
     ///
     /// `idle_wake`: the longest the writer may wait for a first message; when it passes with
     /// nothing queued, `out` stays empty and the result is `true` (the writer then logs pending
@@ -183,11 +190,16 @@ impl Queue {
             st.lingering = false;
         }
         let state = &mut *st;
+        let limit = if state.rows > batch {
+            self.backlog_rows
+        } else {
+            batch
+        };
         let mut rows = 0;
         while let Some(msg) = state.msgs.front() {
             let is_row = matches!(msg, Msg::Row(_));
             let is_close = matches!(msg, Msg::Close(_));
-            if is_row && rows == batch {
+            if is_row && rows == limit {
                 break;
             }
             if is_row {
@@ -213,5 +225,65 @@ impl Queue {
         st.rows = 0;
         st.controls = 0;
         std::mem::take(&mut st.msgs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> Msg {
+        Msg::Row(Box::new(contract_tests::telemetry::full_row("x")))
+    }
+
+    fn take(q: &Queue) -> (usize, usize) {
+        let mut out = Vec::new();
+        assert!(q.next_batch(Duration::ZERO, None, &mut out));
+        let rows = out.iter().filter(|m| matches!(m, Msg::Row(_))).count();
+        (rows, out.len() - rows)
+    }
+
+    fn push(q: &Queue, n: usize) {
+        for _ in 0..n {
+            let Msg::Row(r) = row() else { unreachable!() };
+            assert_eq!(q.push_row(r), Ok(()));
+        }
+    }
+
+    /// Issue 21: up to `batch_rows` rows per batch while the writer keeps up; when more than a
+    /// batch is queued, batches of up to `backlog_rows`; every row handed over once, in order,
+    /// and the queue's row count follows.
+    #[test]
+    fn a_backlog_is_taken_in_larger_batches_and_every_row_is_accounted() {
+        let q = Queue::new(100, 4, 10);
+        push(&q, 3);
+        assert_eq!(take(&q), (3, 0));
+        push(&q, 4);
+        assert_eq!(take(&q), (4, 0), "exactly one batch queued: a normal batch");
+        push(&q, 25);
+        assert_eq!(q.len(), 25);
+        assert_eq!(take(&q), (10, 0));
+        assert_eq!(take(&q), (10, 0));
+        assert_eq!(q.len(), 5);
+        assert_eq!(take(&q), (5, 0), "5 > 4 queued: the rest in one batch");
+        assert_eq!(q.len(), 0);
+        // a flush among a backlog stays in place
+        push(&q, 6);
+        let (ack, _done) = oneshot::channel();
+        assert!(q.push_control(Msg::Flush(ack)));
+        push(&q, 6);
+        assert_eq!(take(&q), (10, 1));
+        assert_eq!(take(&q), (2, 0));
+        assert_eq!(q.len(), 0);
+    }
+
+    /// The backlog bound is never below the batch bound.
+    #[test]
+    fn a_backlog_bound_below_the_batch_is_the_batch() {
+        let q = Queue::new(100, 8, 2);
+        push(&q, 20);
+        assert_eq!(take(&q), (8, 0));
+        assert_eq!(take(&q), (8, 0));
+        assert_eq!(take(&q), (4, 0));
     }
 }

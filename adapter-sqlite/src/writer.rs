@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gateway_ports::schema::{SchemaMode, SqlBackend, insert_sql};
+use gateway_ports::schema::{SqlBackend, insert_sql};
 use gateway_ports::{SqlValue, TelemetryRow};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode};
@@ -120,7 +120,7 @@ impl Drop for StopOnExit<'_> {
 /// The writer loop: takes batches (lingering per `config.linger`), writes their rows in one
 /// transaction each, then acknowledges the batch's flushes; a `Close` ends it.
 pub(crate) fn run(config: SqliteRecorderConfig, shared: Arc<Shared>, queue: &Queue) {
-    let batch_rows = config.batch_rows.max(1);
+    let batch_rows = config.batch_rows.max(config.backlog_batch_rows).max(1);
     let linger = config.linger;
     let _stop = StopOnExit {
         queue,
@@ -235,11 +235,7 @@ impl Writer {
                 return false;
             }
         }
-        match open_and_prepare(
-            &self.config.path,
-            self.config.schema_mode,
-            self.config.wal_autocheckpoint_pages,
-        ) {
+        match open_and_prepare(&self.config) {
             Ok((ready, missing)) => {
                 let mut health = self.shared.health();
                 let recovered = health.degraded;
@@ -283,14 +279,11 @@ impl Writer {
     }
 }
 
-fn open_and_prepare(
-    path: &Path,
-    mode: SchemaMode,
-    wal_autocheckpoint_pages: u32,
-) -> Result<(Ready, Vec<String>), String> {
-    let conn = open(path, wal_autocheckpoint_pages)
+fn open_and_prepare(config: &SqliteRecorderConfig) -> Result<(Ready, Vec<String>), String> {
+    let path = &config.path;
+    let conn = open(path, config.wal_autocheckpoint_pages, config.cache_kib)
         .map_err(|e| format!("cannot open telemetry database {}: {e}", path.display()))?;
-    let prep = prepare_schema(&conn, mode)?;
+    let prep = prepare_schema(&conn, config.schema_mode)?;
     let indices = prep
         .columns
         .iter()
@@ -325,8 +318,9 @@ fn open_and_prepare(
 }
 
 /// Opens the database: creates the file with mode 0600 first, WAL,
-/// `busy_timeout = 5000` ms, `synchronous = NORMAL`.
-fn open(path: &Path, wal_autocheckpoint_pages: u32) -> Result<Connection, String> {
+/// `busy_timeout = 5000` ms, `synchronous = NORMAL`, the configured auto-checkpoint and page
+/// cache.
+fn open(path: &Path, wal_autocheckpoint_pages: u32, cache_kib: u32) -> Result<Connection, String> {
     create_private(path).map_err(|e| e.to_string())?;
     let conn = Connection::open(path).map_err(|e| e.to_string())?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
@@ -340,6 +334,8 @@ fn open(path: &Path, wal_autocheckpoint_pages: u32) -> Result<Connection, String
         |r| r.get::<_, i64>(0),
     )
     .map_err(|e| e.to_string())?;
+    conn.pragma_update(None, "cache_size", -i64::from(cache_kib.max(1)))
+        .map_err(|e| e.to_string())?;
     Ok(conn)
 }
 

@@ -668,6 +668,36 @@ async fn t_50_a_full_batch_ends_the_linger_without_a_flush() {
     );
 }
 
+// covers: T-50 (issue 21: larger transactions while the writer is behind)
+#[tokio::test]
+async fn t_50_a_backlog_is_written_in_larger_transactions_and_every_row_is_counted() {
+    let db = Db::new();
+    let rec = SqliteRecorder::new(
+        lingering(&db)
+            .with_batch_rows(4)
+            .with_backlog_batch_rows(16)
+            .with_queue_capacity(1000),
+    );
+    rec.flush().await; // prepared before the rows arrive
+    for i in 0..200 {
+        rec.record(row(&format!("c-{i:03}"))).unwrap();
+    }
+    tokio::time::timeout(GUARD, rec.flush()).await.unwrap();
+    let s = rec.status();
+    assert_eq!((s.written_rows, s.dropped_rows), (200, 0));
+    let tx = rec.committed_transactions();
+    assert!(
+        (200 / 16..=200 / 4 + 1).contains(&tx),
+        "{tx} transactions: between one per 16 rows and one per 4 (plus the flush's tail)"
+    );
+    let ids: Vec<String> = query(&db.path(), "SELECT call_id FROM llm_calls ORDER BY rowid")
+        .iter()
+        .map(|r| text(&r[0]).to_owned())
+        .collect();
+    let want: Vec<String> = (0..200).map(|i| format!("c-{i:03}")).collect();
+    assert_eq!(ids, want, "every row once, in enqueue order");
+}
+
 // covers: T-51
 #[tokio::test]
 async fn t_51_close_ends_the_linger_and_writes_what_is_queued() {
