@@ -11,13 +11,24 @@
 //! that every error of this path names a key.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use gateway_core::config::split_source_field_origin;
-use gateway_ports::vocab::{ScopeKind, SelectorKind, WaitPolicy};
+use gateway_core::config::{has_scheme_and_authority, split_source_field_origin};
+use gateway_core::config::{is_header_name, is_http_url, is_reserved_header};
+use gateway_ports::config::{DEFAULT_TIMEOUT_S, Secret, SourceConfig};
+use gateway_ports::vocab::{
+    AuthStyle, Effort, EffortFallback, MissingDone, ScopeKind, SelectorKind, WaitPolicy,
+};
 use gateway_ports::{ConfigError, ConfigWarning};
+use serde_json::Value;
 
-use super::values::{boolean, choice, domain_error, float, int, parse_error, positive_float};
-use super::{GatewaySettings, check_scope_name};
+use super::values::{
+    boolean, choice, domain_error, float, int, json_object, parse_error, positive_float,
+};
+use super::{
+    CacheBackend, DEFAULT_OCR_MODEL, GatewaySettings, SchemaMode, StateBackend, TelemetryBackend,
+    check_scope_name,
+};
 
 /// An environment: key → raw value. Values are trimmed of ASCII whitespace; an empty
 /// result is unset.
@@ -323,13 +334,6 @@ macro_rules! set_pgw {
     };
 }
 
-// Declared after the macros above, which they use.
-mod process;
-mod source;
-
-use process::parse_process_wide;
-use source::parse_source;
-
 /// Stage A for `scope` of `kind`, in the documented order: scope name, the legacy
 /// `{SCOPE}_TIMEOUT` (the default the sources need, chosen), key classification (A4, source
 /// names), sources (field order, then A3/A8/A9), `RETRY`, `BREAKER` (+ legacy alias, A5),
@@ -550,5 +554,311 @@ pub(crate) fn parse(scope: &str, kind: ScopeKind, map: &EnvMap) -> Result<Parsed
     })
 }
 
+fn parse_process_wide(r: &mut Reader<'_>, s: &mut GatewaySettings) -> Result<(), ConfigError> {
+    let state_words = ["memory", "redis"];
+    set_pgw!(r, "limiter_backend", |k, v| choice(k, v, StateBackend::from_wire, &state_words)? => s.limiter_backend);
+    s.breaker_backend = s.limiter_backend;
+    set_pgw!(r, "breaker_backend", |k, v| choice(k, v, StateBackend::from_wire, &state_words)? => s.breaker_backend);
+    set_pgw!(r, "cache_backend", |k, v| choice(k, v, CacheBackend::from_wire, &["none", "memory", "redis"])? => s.cache_backend);
+    set_pgw!(r, "redis_url", |k, v| {
+        if !has_scheme_and_authority(v, &["redis://", "rediss://"]) {
+            return Err(parse_error(k, "a redis:// or rediss:// URL"));
+        }
+        Some(Secret::new(v.to_owned()))
+    } => s.redis_url);
+    set_pgw!(r, "redis_breaker_mirror_ms", |k, v| redis_delay_ms(k, v)? => s.redis_breaker_mirror_ms);
+    set_pgw!(r, "redis_write_behind_ms", |k, v| redis_delay_ms(k, v)? => s.redis_write_behind_ms);
+    set_pgw!(r, "cache_namespace", |k, v| {
+        if v.chars().count() > 256 || v.chars().any(char::is_control) {
+            return Err(domain_error(k, "at most 256 characters without control characters"));
+        }
+        Some(v.to_owned())
+    } => s.cache_namespace);
+    set_pgw!(r, "cache_salt", |_k, v| Some(Secret::from(v)) => s.cache_salt);
+    set_pgw!(r, "cache_ttl_s", |k, v| positive_float(k, v)? => s.cache_ttl_s);
+    set_pgw!(r, "cache_memory_max_entries", |k, v| int(k, v, 1)? => s.cache_memory_max_entries);
+    match r.process("telemetry_backend") {
+        Some((k, v)) => {
+            s.telemetry_backend = choice(
+                &k,
+                v,
+                TelemetryBackend::from_wire,
+                &["sqlite", "postgres", "none"],
+            )?;
+        }
+        None => {
+            return Err(ConfigError::new(
+                "telemetry.backend_missing",
+                "PGW_TELEMETRY_BACKEND",
+                "PGW_TELEMETRY_BACKEND is required: sqlite, postgres or none",
+            ));
+        }
+    }
+    set_pgw!(r, "telemetry_sqlite_path", |_k, v| PathBuf::from(v) => s.telemetry_sqlite_path);
+    set_pgw!(r, "telemetry_pg_dsn", |k, v| {
+        let scheme = v.split("://").next().unwrap_or_default();
+        let base = scheme.split('+').next().unwrap_or_default().to_ascii_lowercase();
+        if !v.contains("://") || !(base == "postgres" || base == "postgresql") {
+            return Err(domain_error(k, "a postgres:// or postgresql:// DSN"));
+        }
+        Some(Secret::new(v.to_owned()))
+    } => s.telemetry_pg_dsn);
+    set_pgw!(r, "telemetry_pg_pool_max", |k, v| int(k, v, 1)? => s.telemetry_pg_pool_max);
+    set_pgw!(r, "telemetry_pg_write_timeout_s", |k, v| positive_float(k, v)? => s.telemetry_pg_write_timeout_s);
+    set_pgw!(r, "telemetry_schema_mode", |k, v| Some(choice(k, v, SchemaMode::from_wire, &["auto", "manual"])?) => s.telemetry_schema_mode);
+    set_pgw!(r, "telemetry_text_cap", |k, v| Some(int(k, v, 1)?) => s.policy.telemetry_text_cap);
+    set_pgw!(r, "pricing_path", |_k, v| Some(PathBuf::from(v)) => s.pricing_path);
+    set_pgw!(r, "structured_max_retries", |k, v| int(k, v, 0)? => s.structured_max_retries);
+    set_pgw!(r, "lease_ttl_s", |k, v| Some(positive_float(k, v)?) => s.lease_ttl_s);
+    set_pgw!(r, "redact_ips", |k, v| boolean(k, v)? => s.redact_ips);
+    Ok(())
+}
+
+/// A Redis buffering delay in milliseconds: an integer in [0, 60 000] (0 = off).
+fn redis_delay_ms(k: &str, v: &str) -> Result<u32, ConfigError> {
+    let ms: u32 = int(k, v, 0)?;
+    if ms > super::MAX_REDIS_DELAY_MS {
+        return Err(domain_error(
+            k,
+            &format!(
+                "an integer of milliseconds in [0, {}] (0 = off)",
+                super::MAX_REDIS_DELAY_MS
+            ),
+        ));
+    }
+    Ok(ms)
+}
+
+/// One source from its keys (in field order; then A8, A3).
+fn parse_source(
+    r: &Reader<'_>,
+    kind: ScopeKind,
+    scope_up: &str,
+    provider: &str,
+    keys: &SourceKeys<'_>,
+    scope_timeout_s: Option<f64>,
+) -> Result<SourceConfig, ConfigError> {
+    let get = |field: &str| keys.fields.get(field).copied();
+    let key_of = |field: &str| {
+        format!(
+            "{scope_up}__{}__{}__{field}",
+            keys.provider_spelling, keys.n
+        )
+    };
+    let mut src = SourceConfig {
+        name: format!("{provider}_{}", keys.n),
+        provider: provider.to_owned(),
+        ..SourceConfig::default()
+    };
+    if let Some((k, v)) = get("BASE_URL") {
+        if !is_http_url(v) {
+            return Err(parse_error(k, "an absolute http:// or https:// URL"));
+        }
+        src.base_url = v.trim_end_matches('/').to_owned();
+    }
+    if let Some((_, v)) = get("API_KEY") {
+        src.api_key = Some(Secret::new(v.to_owned()));
+    }
+    if let Some((_, v)) = get("MODEL") {
+        src.model = v.to_owned();
+    }
+    src.timeout_s = match get("TIMEOUT_S") {
+        Some((k, v)) => positive_float(k, v)?,
+        None => scope_timeout_s.unwrap_or(DEFAULT_TIMEOUT_S),
+    };
+    if let Some((k, v)) = get("TTFT_TIMEOUT_S") {
+        src.ttft_timeout_s = Some(positive_float(k, v)?);
+    }
+    if let Some((k, v)) = get("INTER_TOKEN_TIMEOUT_S") {
+        src.inter_token_timeout_s = Some(positive_float(k, v)?);
+    }
+    if let Some((k, v)) = get("MAX_CONCURRENCY") {
+        src.max_concurrency = int(k, v, 0)?;
+    }
+    if let Some((k, v)) = get("RPM") {
+        src.rpm = int(k, v, 0)?;
+    }
+    if let Some((k, v)) = get("TPM") {
+        src.tpm = int(k, v, 0)?;
+    }
+    if let Some((k, v)) = get("EST_TOKENS") {
+        src.est_tokens = Some(int(k, v, 1)?);
+    }
+    if let Some((k, v)) = get("REASONING_EFFORT") {
+        let words: Vec<&str> = Effort::ALL.iter().map(|e| e.as_str()).collect();
+        src.reasoning_effort = Some(choice(k, v, Effort::from_wire, &words)?);
+    }
+    if let Some((k, v)) = get("ENABLE_THINKING") {
+        src.enable_thinking = Some(boolean(k, v)?);
+    }
+    if let Some((k, v)) = get("EFFORT_FALLBACK") {
+        src.effort_fallback = choice(k, v, EffortFallback::from_wire, &["error", "nearest"])?;
+    }
+    if let Some((k, v)) = get("MISSING_DONE") {
+        src.missing_done = choice(k, v, MissingDone::from_wire, &["retry", "salvage"])?;
+    }
+    if let Some((k, v)) = get("TRUST_ENV") {
+        src.trust_env = boolean(k, v)?;
+    }
+    if let Some((k, v)) = get("EXTRA_BODY") {
+        src.extra_body = json_object(k, v)?;
+    }
+    if let Some((k, v)) = get("HEADERS") {
+        for (name, value) in json_object(k, v)? {
+            let headers_error = |why: String| {
+                ConfigError::new("source.headers", k, format!("{k}: header `{name}` {why}"))
+            };
+            let Value::String(text) = value else {
+                return Err(headers_error("must have a string value".into()));
+            };
+            if !is_header_name(&name) || is_reserved_header(&name) {
+                return Err(headers_error(
+                    "is not allowed (invalid name, or a header the adapter sets itself)".into(),
+                ));
+            }
+            let resolved = resolve_refs(&text, &r.vals).map_err(headers_error)?;
+            src.headers.insert(name, Secret::new(resolved));
+        }
+    }
+    if let Some((k, v)) = get("QUERY") {
+        for (name, value) in json_object(k, v)? {
+            let Value::String(text) = value else {
+                return Err(domain_error(
+                    k,
+                    &format!("a JSON object of strings (`{name}` is not a string)"),
+                ));
+            };
+            src.query.insert(name, text);
+        }
+    }
+    if let Some((k, v)) = get("AUTH_STYLE") {
+        src.auth_style = choice(
+            k,
+            v,
+            AuthStyle::from_wire,
+            &["bearer", "api_key_header", "none"],
+        )?;
+    }
+    if let Some((_, v)) = get("CA_FILE") {
+        src.ca_file = Some(PathBuf::from(v));
+    }
+    if let Some((k, v)) = get("API_KEY_FILE") {
+        if let Some((api_key, _)) = get("API_KEY") {
+            return Err(ConfigError::new(
+                "source.api_key_conflict",
+                k,
+                format!("{k} and {api_key} are exclusive: set one of them"),
+            ));
+        }
+        let content = read_key_file(v).map_err(|reason| {
+            ConfigError::new(
+                "source.api_key_file",
+                k,
+                format!("{k}: the key file {reason}"),
+            )
+        })?;
+        let key = content.trim_matches(|c: char| c.is_ascii_whitespace());
+        if key.is_empty() {
+            return Err(ConfigError::new(
+                "source.api_key_file",
+                k,
+                format!("{k}: the key file is empty"),
+            ));
+        }
+        src.api_key = Some(Secret::new(key.to_owned()));
+    }
+    if let Some((k, v)) = get("MAX_RESPONSE_BYTES") {
+        src.max_response_bytes = int(k, v, 1)?;
+    }
+    if let Some((k, v)) = get("POOL_IDLE_TIMEOUT_S") {
+        src.pool_idle_timeout_s = positive_float(k, v)?;
+    }
+    // A3 required fields (§3.4; 05 R-33: API_KEY_FILE counts, AUTH_STYLE=none needs no key).
+    let missing = |field: &str| {
+        let key = key_of(field);
+        ConfigError::new(
+            "source.missing_field",
+            key.clone(),
+            format!("{key} is required (source {})", src.name),
+        )
+    };
+    if src.base_url.is_empty() {
+        return Err(missing("BASE_URL"));
+    }
+    if src.api_key.is_none() && kind != ScopeKind::Ocr && src.auth_style != AuthStyle::None {
+        return Err(missing("API_KEY"));
+    }
+    if src.model.is_empty() {
+        if kind == ScopeKind::Ocr {
+            src.model = DEFAULT_OCR_MODEL.to_owned();
+        } else {
+            return Err(missing("MODEL"));
+        }
+    }
+    Ok(src)
+}
+
+/// Resolves every `${NAME}` in `text` from the same environment (`HEADERS`): `NAME` is
+/// `[A-Za-z_][A-Za-z0-9_]*`; an unset or empty `NAME`, or an unterminated `${`, is an error.
+/// A `$` not followed by `{` is kept literally.
+fn resolve_refs(text: &str, vals: &BTreeMap<&str, &str>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err("has an unterminated `${` reference".into());
+        };
+        let name = &after[..end];
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            // The text between the braces is part of the header value: never echoed.
+            return Err(
+                "has an invalid `${NAME}` reference (NAME must match [A-Za-z_][A-Za-z0-9_]*)"
+                    .into(),
+            );
+        }
+        let Some(value) = vals.get(name) else {
+            return Err(format!("references `${{{name}}}`, which is unset"));
+        };
+        out.push_str(value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r_15_source_keys_debug_never_shows_values() {
+        // Adversarial: the raw values of one source include its API key and header values.
+        let mut keys = SourceKeys::default();
+        keys.fields.insert(
+            "API_KEY",
+            ("LLM__OPENAI__1__API_KEY", "sk-adversarial-secret"),
+        );
+        keys.fields.insert(
+            "HEADERS",
+            ("LLM__OPENAI__1__HEADERS", r#"{"x-token":"hdr-secret"}"#),
+        );
+        let text = format!("{keys:?}");
+        assert!(text.contains("LLM__OPENAI__1__API_KEY"), "{text}");
+        assert!(!text.contains("sk-adversarial-secret"), "{text}");
+        assert!(!text.contains("hdr-secret"), "{text}");
+    }
+
+    #[test]
+    fn headers_invalid_reference_is_not_echoed() {
+        let vals = BTreeMap::new();
+        let err = resolve_refs("x${not a name: hdr-secret}", &vals).unwrap_err();
+        assert!(!err.contains("hdr-secret"), "{err}");
+    }
+}
