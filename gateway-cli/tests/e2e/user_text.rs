@@ -8,11 +8,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
-use support::*;
+use crate::support::*;
 
 /// Spec references: a rule id such as `R-48`, `G-12`, `CF-101`, `CT-LIM-13`, `spec 70`, `05 R-`,
 /// or a section sign with a spec-file number (`20 §4`).

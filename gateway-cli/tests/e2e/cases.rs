@@ -12,10 +12,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
+use crate::support::chat_case;
 use serde_json::Value;
-use support::chat_case;
 
 fn ok(case: &str, extra: &[&str]) -> Value {
     let (code, value) = chat_case(case, extra);

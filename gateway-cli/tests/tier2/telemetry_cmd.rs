@@ -4,11 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
 use std::time::{Duration, SystemTime};
 
-use support::Pgw;
+use crate::support::Pgw;
 
 const SERVER: &str = "postgres://postgres@127.0.0.1:5432/test";
 

@@ -3,9 +3,7 @@
 //! breaker. Redis must be running: the demo then exits non-zero and this test fails loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
-use support::Pgw;
+use crate::support::Pgw;
 
 const REDIS: (&str, &str) = ("REDIS_URL", "redis://127.0.0.1:6379");
 

@@ -3,10 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
+use crate::support::{KEY, Pgw, SimProcess};
 use serde_json::json;
-use support::{KEY, Pgw, SimProcess};
 
 fn sim_with(pgw: &Pgw, contents: &[&str]) -> SimProcess {
     let responses: Vec<_> = contents

@@ -3,10 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
+use crate::support::{Pgw, SimProcess, fixture};
 use serde_json::json;
-use support::{Pgw, SimProcess, fixture};
 
 fn write(pgw: &Pgw, name: &str, bytes: &[u8]) -> String {
     let path = pgw.dir.path().join(name);

@@ -5,13 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::*;
+use crate::support::*;
 
 const PREFIX: &str = "cargo run --release -p gateway-cli -- ";
 

@@ -4,10 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
+use crate::support::{FAST_RETRY, KEY, Pgw, SimProcess, fixture};
 use serde_json::Value;
-use support::{FAST_RETRY, KEY, Pgw, SimProcess, fixture};
 
 fn run(case: &str, extra: &[&str]) -> (i32, String, String) {
     let sim = SimProcess::start(&fixture(case));
@@ -115,7 +113,7 @@ async fn interrupted_stream(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn d32_stream_out_sigint_before_the_first_token_exits_130() {
     let script =
-        upstream_sim::script::Script::from_json(include_str!("fixtures/hang.json")).unwrap();
+        upstream_sim::script::Script::from_json(include_str!("../fixtures/hang.json")).unwrap();
     let (code, events, stderr) = interrupted_stream(script, 0, "-INT").await;
     assert_eq!(code, Some(130), "{stderr}");
     assert_eq!(events.len(), 1, "one error event: {events:?}");

@@ -5,14 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
 use std::os::unix::ffi::OsStrExt as _;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::support::{KEY, Pgw};
 use serde_json::Value;
-use support::{KEY, Pgw};
 
 const CANARY: &str = "sk-canary-hostile-5d1e77";
 
@@ -157,7 +155,7 @@ fn issue_22_answer_to_a_full_device_is_an_error_exit() {
 /// in flight: exit `code`, one JSON object naming the signal, and the drain message.
 async fn interrupted_chat(signal: &str, code: i32, name: &str) {
     let script =
-        upstream_sim::script::Script::from_json(include_str!("fixtures/hang.json")).unwrap();
+        upstream_sim::script::Script::from_json(include_str!("../fixtures/hang.json")).unwrap();
     let sim = upstream_sim::Sim::start(script).unwrap();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_pgw"))
         .env_clear()
@@ -273,7 +271,7 @@ fn issue_22_secret_sweep_finds_no_canary() {
     let pgw = Pgw::new();
     let script_path = pgw.dir.path().join("echo.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
-    let sim = support::SimProcess::start(&script_path);
+    let sim = crate::support::SimProcess::start(&script_path);
     let db = pgw.dir.path().join("sweep.db");
     let base_url = format!("http://user:{}@{}/v1", SWEEP[3].1, sim.addr);
     let headers = format!("{{\"x-auth\":\"{}\"}}", SWEEP[1].1);

@@ -3,12 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
 use std::process::Stdio;
 
+use crate::support::{KEY, Pgw, SimProcess, fixture, golden, normalise, shape};
 use serde_json::Value;
-use support::{KEY, Pgw, SimProcess, fixture, golden, normalise, shape};
 
 fn normalised(mut value: Value) -> Value {
     normalise(&mut value);
@@ -244,14 +242,14 @@ fn r_51_usage_errors_exit_2() {
 
 #[test]
 fn r_57_golden_chat_success() {
-    let (code, value) = support::chat_case("case_009_b", &[]);
+    let (code, value) = crate::support::chat_case("case_009_b", &[]);
     assert_eq!(code, 0);
     golden("chat_success", &normalised(value));
 }
 
 #[test]
 fn r_57_golden_chat_call_error() {
-    let (code, value) = support::chat_case("case_034_b", &[]);
+    let (code, value) = crate::support::chat_case("case_034_b", &[]);
     assert_eq!(code, 7);
     golden("chat_call_error", &normalised(value));
 }
@@ -454,7 +452,7 @@ fn r_49_sim_rejects_an_invalid_script() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r_51_ctrl_c_drops_the_call_and_exits_130() {
     let script =
-        upstream_sim::script::Script::from_json(include_str!("fixtures/hang.json")).unwrap();
+        upstream_sim::script::Script::from_json(include_str!("../fixtures/hang.json")).unwrap();
     let sim = upstream_sim::Sim::start(script).unwrap();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_pgw"))
         .env_clear()
@@ -474,7 +472,7 @@ async fn r_51_ctrl_c_drops_the_call_and_exits_130() {
     assert!(status.success());
     let output = child.wait_with_output().await.unwrap();
     assert_eq!(output.status.code(), Some(130));
-    // Issue 22: `--json` prints one JSON object also when interrupted (tests/hostile.rs).
+    // Issue 22: `--json` prints one JSON object also when interrupted (tests/e2e/hostile.rs).
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(stdout.contains("\"Interrupted\""), "{stdout}");

@@ -4,15 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-mod support;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::support::{KEY, Pgw, SimProcess};
 use serde_json::{Value, json};
-use support::{KEY, Pgw, SimProcess};
 
 /// Writes `script` into `dir` and starts `pgw sim` on it.
 fn sim_with(dir: &tempfile::TempDir, script: &Value) -> SimProcess {
