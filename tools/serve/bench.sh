@@ -14,7 +14,7 @@
 #   3. streamed requests: time to first token through pgw serve vs direct.
 # Every process started here is stopped by its pid. Environment: DURATION_S (default 5),
 # RATES (default "100 1000"), MAX_RATES (default "1000 1500 2000 3000 4000 6000 8000"),
-# SERVE_WORKERS (pgw serve's PGW_SERVE_WORKERS, default unset = 1), BASELINE_PGW (another pgw
+# SERVE_WORKERS (pgw serve's PGW_SERVE_WORKERS, default unset = 0), BASELINE_PGW (another pgw
 # binary, e.g. a build of an earlier commit: adds the targets `before` and `before_client`, the
 # same two serve configurations run by that binary, side by side in the same run), NO_BUILD=1
 # (use the release binaries already built).
