@@ -171,21 +171,58 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// What both row-writing modes start from: a recorder on `TEL_SQLITE_PATH` (default a file in
+/// a fresh temporary directory), opened and prepared before the clock starts, the row template,
+/// and the id order (`TEL_IDS=seq`: ascending ids, to see what random primary-key inserts cost).
+struct Run {
+    _dir: tempfile::TempDir,
+    rec: SqliteRecorder,
+    rt: tokio::runtime::Runtime,
+    template: gateway_ports::TelemetryRow,
+    sequential: bool,
+}
+
+impl Run {
+    fn open(file: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = std::env::var("TEL_SQLITE_PATH")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|_| dir.path().join(file));
+        let rec = SqliteRecorder::new(bench_config(&path));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(rec.flush());
+        Self {
+            _dir: dir,
+            rec,
+            rt,
+            template: contract_tests::telemetry::full_row("x"),
+            sequential: std::env::var("TEL_IDS").as_deref() == Ok("seq"),
+        }
+    }
+}
+
+/// The `n`-th row's `call_id`: ascending or UUID-shaped random.
+fn call_id(n: u64, sequential: bool) -> String {
+    if sequential {
+        format!("c-{n:012}")
+    } else {
+        uuid_like(n)
+    }
+}
+
 /// `TEL_MODE=fixed`: exactly `TEL_ROWS` rows, none dropped (the producer waits for room).
 fn fixed() {
     let total = support::env_u64("TEL_ROWS", 500_000);
-    let dir = tempfile::tempdir().unwrap();
-    let path = std::env::var("TEL_SQLITE_PATH")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| dir.path().join("fixed.db"));
-    let rec = SqliteRecorder::new(bench_config(&path));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(rec.flush());
-    let template = contract_tests::telemetry::full_row("x");
-    let sequential = std::env::var("TEL_IDS").as_deref() == Ok("seq");
+    let Run {
+        _dir,
+        rec,
+        rt,
+        template,
+        sequential,
+    } = Run::open("fixed.db");
     let room = adapter_sqlite::DEFAULT_QUEUE_CAPACITY - 1;
     let cpu0 = thread_cpu_ns("pgw-telemetry-s").unwrap_or(0);
     let start = Instant::now();
@@ -195,11 +232,7 @@ fn fixed() {
             std::thread::sleep(Duration::from_micros(200));
         }
         let mut row = template.clone();
-        row.call_id = if sequential {
-            format!("c-{sent:012}")
-        } else {
-            uuid_like(sent)
-        };
+        row.call_id = call_id(sent, sequential);
         rec.record(row).unwrap();
         if sent + 1 == total / 10 {
             rss_at_tenth = rss_kib();
@@ -231,20 +264,13 @@ fn fixed() {
 fn sustained() {
     let rate = support::env_u64("TEL_RATE", 100_000);
     let secs = support::env_u64("TEL_SECS", 5);
-    let dir = tempfile::tempdir().unwrap();
-    let path = std::env::var("TEL_SQLITE_PATH")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| dir.path().join("sustained.db"));
-    let rec = SqliteRecorder::new(bench_config(&path));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    // open and prepare before the clock starts
-    rt.block_on(rec.flush());
-    let template = contract_tests::telemetry::full_row("x");
-    // `TEL_IDS=seq`: ascending ids (diagnosis: what random primary-key inserts cost).
-    let sequential = std::env::var("TEL_IDS").as_deref() == Ok("seq");
+    let Run {
+        _dir,
+        rec,
+        rt,
+        template,
+        sequential,
+    } = Run::open("sustained.db");
     let total = rate * secs;
     let cpu0 = thread_cpu_ns("pgw-telemetry-s").unwrap_or(0);
     let start = Instant::now();
@@ -258,11 +284,7 @@ fn sustained() {
         }
         while sent < due {
             let mut row = template.clone();
-            row.call_id = if sequential {
-                format!("c-{sent:012}")
-            } else {
-                uuid_like(sent)
-            };
+            row.call_id = call_id(sent, sequential);
             if rec.record(row).is_err() {
                 refused += 1;
             }

@@ -14,7 +14,7 @@
 #   3. streamed requests: time to first token through pgw serve vs direct.
 # Every process started here is stopped by its pid. Environment: DURATION_S (default 5),
 # RATES (default "100 1000"), MAX_RATES (default "1000 1500 2000 3000 4000 6000 8000"),
-# SERVE_WORKERS (pgw serve's PGW_SERVE_WORKERS, default unset = 1), BASELINE_PGW (another pgw
+# SERVE_WORKERS (pgw serve's PGW_SERVE_WORKERS, default unset = 0), BASELINE_PGW (another pgw
 # binary, e.g. a build of an earlier commit: adds the targets `before` and `before_client`, the
 # same two serve configurations run by that binary, side by side in the same run), NO_BUILD=1
 # (use the release binaries already built).
@@ -29,20 +29,7 @@ max_rates="${MAX_RATES:-1000 1500 2000 3000 4000 6000 8000}"
 [ -n "${NO_BUILD:-}" ] || (cd "$root" && cargo build --quiet --release -p gateway-cli --bin pgw --example serve_load)
 pgw="$target/release/pgw"
 load="$target/release/examples/serve_load"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-start() { # name, command...; prints the first stdout line (the bound address)
-  local name="$1"; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=("$!"); echo "$!" >"$work/$name.pid"
-  for _ in $(seq 1 100); do
-    if [ -s "$work/$name.out" ]; then head -1 "$work/$name.out"; return; fi
-    sleep 0.1
-  done
-  echo "$name did not start: $(cat "$work/$name.err")" >&2; exit 1
-}
+. "$here/lib.sh"
 sim="$(start sim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/serve/hello.json")"
 ssim="$(start ssim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$here/bench_stream.json")"
 token="tok-bench-0123456789"

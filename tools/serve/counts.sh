@@ -32,20 +32,7 @@ if [ "$#" -eq 0 ]; then
   set -- "$target/release/pgw"
 fi
 [ -x "$load" ] || (cd "$root" && cargo build --quiet --release -p gateway-cli --example serve_load)
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-start() { # name, command...; prints the first stdout line (the bound address)
-  local name="$1"; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=("$!"); echo "$!" >"$work/$name.pid"
-  for _ in $(seq 1 600); do
-    if [ -s "$work/$name.out" ]; then head -1 "$work/$name.out"; return; fi
-    sleep 0.1
-  done
-  echo "$name did not start: $(cat "$work/$name.err")" >&2; exit 1
-}
+. "$here/lib.sh"
 stop() { local p; p="$(cat "$work/$1.pid")"; kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; }
 ctx() { # voluntary+involuntary context switches summed over the threads of pid $1
   cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'

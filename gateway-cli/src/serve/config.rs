@@ -15,9 +15,10 @@
 //! - `PGW_SERVE_UPSTREAM_STREAM` — `always` (default: the upstream call always streams, so the
 //!   first-token watchdog and hedge work for non-stream clients too) or `client` (the upstream
 //!   call streams only when the client asked for a stream; lower latency for non-stream calls).
-//! - `PGW_SERVE_WORKERS` — runtime threads: `1` (default: one thread runs everything, so no
-//!   wake-up crosses threads), `N` ≥ 2 (a multi-thread runtime of N workers), `0` (the
-//!   process runtime: one worker per core, or `TOKIO_WORKER_THREADS`).
+//! - `PGW_SERVE_WORKERS` — runtime threads: `0` (default: the process runtime, one worker per
+//!   core or `TOKIO_WORKER_THREADS`), `1` (one thread runs everything, so no wake-up crosses
+//!   threads: fewer syscalls, but at most one core), `N` ≥ 2 (a multi-thread runtime of N
+//!   workers).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -74,9 +75,9 @@ pub struct ServeConfig {
     pub workers: usize,
 }
 
-/// Default `PGW_SERVE_WORKERS`: one thread (measured in docs/benchmarks.md: on 2 cores shared
-/// with the upstream and the load, cross-thread wake-ups cost more than a second core gives).
-pub const DEFAULT_WORKERS: usize = 1;
+/// Default `PGW_SERVE_WORKERS`: the process runtime (docs/benchmarks.md: one thread saves the
+/// cross-thread wake-ups but, on a loaded 2-core machine, gets too little CPU at 1000 rps).
+pub const DEFAULT_WORKERS: usize = 0;
 /// Largest `PGW_SERVE_WORKERS`.
 const MAX_WORKERS: usize = 1024;
 
@@ -380,14 +381,14 @@ mod tests {
     }
 
     #[test]
-    fn d33_workers_default_to_one_thread_and_are_bounded() {
+    fn d33_workers_default_to_the_process_runtime_and_are_bounded() {
         let keys = ("PGW_SERVE_KEYS", "tok-aaaaaaaa=acme");
         assert_eq!(
             ServeConfig::from_map(&map(&[keys]), None).unwrap().workers,
-            1
+            0
         );
-        let m = map(&[keys, ("PGW_SERVE_WORKERS", "0")]);
-        assert_eq!(ServeConfig::from_map(&m, None).unwrap().workers, 0);
+        let m = map(&[keys, ("PGW_SERVE_WORKERS", "1")]);
+        assert_eq!(ServeConfig::from_map(&m, None).unwrap().workers, 1);
         for bad in ["-1", "two", "100000"] {
             let m = map(&[keys, ("PGW_SERVE_WORKERS", bad)]);
             let e = ServeConfig::from_map(&m, None).unwrap_err();

@@ -82,7 +82,8 @@ async fn shutdown_signal() {
 }
 
 /// Runs `pgw serve`; returns the exit code. The server runs on the runtime
-/// `PGW_SERVE_WORKERS` picks (default: a current-thread runtime on a thread of its own).
+/// `PGW_SERVE_WORKERS` picks (default: the process runtime; 1: a current-thread runtime on a
+/// thread of its own; N: a multi-thread runtime of N workers).
 pub async fn run(args: ServeArgs) -> u8 {
     let mut map = match envmap::base_map(&EnvFileChoice {
         path: args.env_file.clone(),
