@@ -7,6 +7,8 @@
 //! `../support`) so `cargo test` links a handful of binaries instead of one per file
 //! (issue 14). `pgw serve`'s tests keep their own binary (`../serve.rs`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
 #[path = "../support/mod.rs"]
 mod support;
 
