@@ -12,7 +12,10 @@
 //! of one Redis — there the per-call time is queueing, 64 callers × the server's time per
 //! script); and 64 calls in flight that each hold their permit for a simulated upstream time
 //! (`PGW_BENCH_HOLD_MS`, default 20 ms), where the printed time is the governance alone, the
-//! hold left out: the latency the callers of a deployment see.
+//! hold left out: the latency the callers of a deployment see. The held shape runs twice: with
+//! one fixed hold (the tasks stay in lockstep and reach Redis as bursts of 64) and with holds
+//! drawn uniformly within ±50 % of the mean and staggered starts (decorrelated arrivals, as a
+//! deployment's calls are).
 //!
 //! `cargo run --release -p adapter-redis --example bench_governance [calls_per_task]`
 //! (`PGW_BENCH_OP_TIMEOUT_MS` raises the operation timeout, e.g. with `redis-server` under valgrind)
@@ -69,21 +72,54 @@ async fn one_call(
     spent
 }
 
+/// The upstream time of each call: `hold` itself, or with `jitter` a value drawn uniformly
+/// from `[hold/2, 3·hold/2)` (same mean) by a per-task xorshift, so calls decorrelate as real
+/// upstream latencies do instead of waking on one timer tick as a burst.
+struct Holds {
+    hold: Duration,
+    jitter: bool,
+    state: u64,
+}
+
+impl Holds {
+    fn next(&mut self) -> Duration {
+        if !self.jitter || self.hold.is_zero() {
+            return self.hold;
+        }
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        let unit = (self.state >> 11) as f64 / (1u64 << 53) as f64;
+        self.hold.mul_f64(0.5 + unit)
+    }
+}
+
 async fn run(
     l: Arc<dyn RateLimiter>,
     b: Arc<dyn CircuitBreaker>,
     tasks: usize,
     calls: usize,
     hold: Duration,
+    jitter: bool,
 ) -> (Vec<Duration>, Duration) {
     let t0 = Instant::now();
     let mut handles = Vec::new();
     for t in 0..tasks {
         let (l, b) = (Arc::clone(&l), Arc::clone(&b));
         handles.push(tokio::spawn(async move {
+            let mut holds = Holds {
+                hold,
+                jitter,
+                state: 0x9e37_79b9_7f4a_7c15 ^ (t as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
+            };
+            if jitter {
+                // Staggered starts: the first wave does not arrive as one burst either.
+                tokio::time::sleep(hold.mul_f64(t as f64 / tasks as f64)).await;
+            }
             let mut lat = Vec::with_capacity(calls);
             for i in 0..calls {
-                lat.push(one_call(&*l, &*b, &format!("c{t}-{i}"), hold).await);
+                let h = holds.next();
+                lat.push(one_call(&*l, &*b, &format!("c{t}-{i}"), h).await);
             }
             lat
         }));
@@ -210,8 +246,15 @@ async fn main() {
     // (concurrency, upstream hold): back to back at 1 and 64 (at 64 this is the saturation
     // throughput of one Redis: the latency is queueing, by Little's law), then 64 calls in flight
     // each holding its permit for the upstream time, the latency a deployment's callers see.
-    let shapes = [(1usize, Duration::ZERO), (64, Duration::ZERO), (64, hold)];
-    for (tasks, hold) in shapes {
+    // The last shape draws each hold around the mean (`Holds`): with one fixed hold the 64 tasks
+    // stay in lockstep and reach Redis as bursts of 64, which no deployment's traffic does.
+    let shapes = [
+        (1usize, Duration::ZERO, false),
+        (64, Duration::ZERO, false),
+        (64, hold, false),
+        (64, hold, true),
+    ];
+    for (tasks, hold, jitter) in shapes {
         let per_task = if tasks == 1 {
             calls
         } else if hold.is_zero() {
@@ -222,13 +265,15 @@ async fn main() {
         };
         let shape = if hold.is_zero() {
             format!("{tasks}")
+        } else if jitter {
+            format!("{tasks}, {hold_ms} ms upstream ±50 %, staggered")
         } else {
             format!("{tasks}, {hold_ms} ms upstream")
         };
         let mut memory_p50 = 0.0;
         for backend in backends {
             let scope = format!(
-                "bench-{}-{tasks}-{}",
+                "bench-{}-{tasks}-{}-{jitter}",
                 backend.replace([' ', ',', '(', ')'], ""),
                 hold.as_millis()
             );
@@ -268,10 +313,10 @@ async fn main() {
                 _ => (redis_l(&immediate), redis_b(&immediate)),
             };
             // Warm-up (loads the scripts, opens the connection, first mirror read).
-            run(Arc::clone(&l), Arc::clone(&b), 1, 20, Duration::ZERO).await;
+            run(Arc::clone(&l), Arc::clone(&b), 1, 20, Duration::ZERO, false).await;
             conn.flush().await;
             let before = command_stats(port);
-            let (lat, total) = run(l, b, tasks, per_task, hold).await;
+            let (lat, total) = run(l, b, tasks, per_task, hold, jitter).await;
             let n = lat.len() as u64;
             // What is still buffered is part of these calls' cost.
             conn.flush().await;
