@@ -39,7 +39,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
-use gateway_ports::{ChatTransport, WireEvent, WireFailure, WireRequest, WireResponse};
+use gateway_core::clock::TokioClock;
+use gateway_core::memory::MemoryRateLimiter;
+use gateway_ports::{
+    Acquire, BackendError, ChatTransport, GlobalLimits, RateLimiter, SourceStats, WireEvent,
+    WireFailure, WireRequest, WireResponse,
+};
 use polygateway::{
     ChatOptions, GatewayClient, OpenAiTransport, SourceConfig, StreamEvent, TransportOptions,
 };
@@ -100,8 +105,38 @@ fn source(sim: &SimHandle) -> SourceConfig {
 /// Instants at which the wrapped transport handed out its wire events (chunks only).
 #[derive(Default)]
 struct Stamps {
+    /// The governor's limiter admission began (`try_acquire` entered).
+    acquire: Option<Instant>,
     send: Option<Instant>,
     chunks: Vec<Instant>,
+}
+
+/// The memory limiter with a stamp when admission asks it: splits the request side into the
+/// part before the limiter (facade driver, call opening, selection, breaker, pacer) and the part
+/// after it (the limiter itself, the attempt step and the request build).
+struct StampingLimiter {
+    inner: MemoryRateLimiter,
+    stamps: Arc<Mutex<Stamps>>,
+}
+
+#[async_trait]
+impl RateLimiter for StampingLimiter {
+    async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
+        self.stamps.lock().unwrap().acquire = Some(Instant::now());
+        self.inner.try_acquire(source, est_tokens).await
+    }
+
+    async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
+        self.inner.source_stats(source).await
+    }
+
+    async fn mark_progress(&self) -> Result<(), BackendError> {
+        self.inner.mark_progress().await
+    }
+
+    async fn progress_age_s(&self) -> Result<f64, BackendError> {
+        self.inner.progress_age_s().await
+    }
 }
 
 /// `OpenAiTransport` with an arrival stamp on every chunk it yields.
@@ -292,9 +327,20 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
         inner: OpenAiTransport::new([&src], TransportOptions::default()).unwrap(),
         stamps: Arc::clone(&stamps),
     };
+    let limiter = StampingLimiter {
+        inner: MemoryRateLimiter::new(
+            "bench",
+            std::slice::from_ref(&src),
+            GlobalLimits::default(),
+            100.0,
+            Arc::new(TokioClock::new()),
+        ),
+        stamps: Arc::clone(&stamps),
+    };
     let client = GatewayClient::builder()
         .sources(vec![src])
         .transport(Arc::new(transport))
+        .limiter(Arc::new(limiter))
         .build()
         .unwrap();
     let bare = bare_client();
@@ -316,6 +362,7 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
 
     let (mut b, mut g) = (Series::default(), Series::default());
     let (mut request_side, mut first_hop, mut chunk_hop) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut before_limiter, mut after_limiter) = (Vec::new(), Vec::new());
     let mut gov_upstream = Vec::new();
     let mut left = calls;
     let mut flip = false;
@@ -329,6 +376,8 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
                     let s = stamps.lock().unwrap();
                     assert_eq!(s.chunks.len(), chunks, "stamped every content chunk");
                     request_side.push(ns(s.send.unwrap() - trace.start));
+                    before_limiter.push(ns(s.acquire.unwrap() - trace.start));
+                    after_limiter.push(ns(s.send.unwrap() - s.acquire.unwrap()));
                     gov_upstream.push(ns(s.chunks[0] - s.send.unwrap()));
                     first_hop.push(ns(trace.arrivals[0] - s.chunks[0]));
                     for (caller, wire) in trace.arrivals.iter().zip(&s.chunks).skip(1) {
@@ -345,6 +394,8 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
     b.sort();
     g.sort();
     request_side.sort_unstable();
+    before_limiter.sort_unstable();
+    after_limiter.sort_unstable();
     first_hop.sort_unstable();
     chunk_hop.sort_unstable();
     gov_upstream.sort_unstable();
@@ -362,6 +413,8 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
     println!("| hop | samples | p50 | p90 | p99 |");
     println!("| --- | --- | --- | --- | --- |");
     hop_row("request side (first poll → transport send)", &request_side);
+    hop_row("… of which first poll → limiter admission", &before_limiter);
+    hop_row("… of which limiter admission → transport send", &after_limiter);
     hop_row("first token (transport → caller)", &first_hop);
     hop_row("later chunk (transport → caller)", &chunk_hop);
     println!();

@@ -3,7 +3,14 @@
 # line of its stdout (the address it bound), waiting up to START_WAIT_S seconds (default 60).
 work="$(mktemp -d)"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+# `start` runs inside `$(...)`, a subshell, so its `pids+=` never reaches this shell: cleanup
+# also kills every pid recorded in "$work/*.pid" (before, every run left its servers running).
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for f in "$work"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
 start() { # name, command...; prints the first stdout line (the bound address)
   local name="$1"; shift
