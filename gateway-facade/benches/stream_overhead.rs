@@ -414,7 +414,10 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
     println!("| --- | --- | --- | --- | --- |");
     hop_row("request side (first poll → transport send)", &request_side);
     hop_row("… of which first poll → limiter admission", &before_limiter);
-    hop_row("… of which limiter admission → transport send", &after_limiter);
+    hop_row(
+        "… of which limiter admission → transport send",
+        &after_limiter,
+    );
     hop_row("first token (transport → caller)", &first_hop);
     hop_row("later chunk (transport → caller)", &chunk_hop);
     println!();
