@@ -1,4 +1,4 @@
-//! Why a [`MonkeyOcrTransport`] could not be built ([`TransportBuildError`]) and the
+//! Why a [`MonkeyOcrTransport`](crate::MonkeyOcrTransport) could not be built ([`TransportBuildError`]) and the
 //! configuration error each cause becomes.
 //!
 //! Separate so construction failures are one type in one place.

@@ -15,7 +15,7 @@ pub const DEFAULT_BREAKER_MIRROR: Duration = Duration::from_millis(250);
 /// Default bound after which a buffered success sample or progress mark is in Redis (100 ms).
 pub const DEFAULT_WRITE_BEHIND: Duration = Duration::from_millis(100);
 
-/// Tuning of a [`RedisConnection`].
+/// Tuning of a [`RedisConnection`](super::RedisConnection).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RedisOptions {
     /// Bound of every round trip (default [`DEFAULT_OP_TIMEOUT`]). An operation that does not

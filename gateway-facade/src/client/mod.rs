@@ -211,7 +211,7 @@ impl GatewayClient {
     }
 
     /// [`chat`](Self::chat) plus the number of upstream requests the call made (for
-    /// [`ErrorReport`]'s `attempts`).
+    /// [`ErrorReport`](crate::ErrorReport)'s `attempts`).
     pub async fn chat_outcome(
         &self,
         input: impl Into<ChatInput>,

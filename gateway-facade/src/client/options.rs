@@ -57,7 +57,7 @@ impl From<String> for ChatInput {
     }
 }
 
-/// Per-call options of [`GatewayClient::chat`]. Every `Some`
+/// Per-call options of [`GatewayClient::chat`](super::GatewayClient::chat). Every `Some`
 /// (and every overlay / meta entry) overrides the request's value; the default changes nothing.
 ///
 /// ```
@@ -256,7 +256,7 @@ impl ChatOptions {
     }
 }
 
-/// The result of [`GatewayClient::chat_outcome`]: the call's result and the number of upstream
+/// The result of [`GatewayClient::chat_outcome`](super::GatewayClient::chat_outcome): the call's result and the number of upstream
 /// requests it made (errors carry no statistics).
 #[derive(Debug)]
 #[non_exhaustive]
