@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use fred::prelude::{
@@ -26,135 +26,14 @@ use tokio::task::AbortHandle;
 use crate::keys::{breaker_keys, limiter_keys};
 use crate::scripts::{BREAKER, LIMITER};
 
-/// Default bound of one Redis round trip (500 ms): a slower answer is treated as an outage.
-pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_millis(500);
+mod local;
+mod options;
 
-/// Default time a process trusts its local copy of a source's closed breaker (250 ms).
-pub const DEFAULT_BREAKER_MIRROR: Duration = Duration::from_millis(250);
-
-/// Default bound after which a buffered success sample or progress mark is in Redis (100 ms).
-pub const DEFAULT_WRITE_BEHIND: Duration = Duration::from_millis(100);
-
-/// Buffered success samples per source before `record_success` writes them at once.
-const MAX_PENDING_SAMPLES: usize = 64;
-
-/// Tuning of a [`RedisConnection`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RedisOptions {
-    /// Bound of every round trip (default [`DEFAULT_OP_TIMEOUT`]). An operation that does not
-    /// answer in time fails with `Unavailable` and is never sent later.
-    pub op_timeout: Duration,
-    /// Delay between reconnect attempts after the connection dropped (default 100 ms; retried
-    /// forever).
-    pub reconnect_delay: Duration,
-    /// Bound of one TCP connect (and TLS handshake) attempt (default 2 s).
-    pub connect_timeout: Duration,
-    /// How long a breaker trusts the closed state it last read from Redis for a source (default
-    /// [`DEFAULT_BREAKER_MIRROR`]): within it, `try_enter` on a closed source answers without a
-    /// round trip, so an open made by another process is seen at the latest this long after
-    /// it happened. This process's own failures and any reply showing a state change drop the
-    /// copy at once. `Duration::ZERO`: every `try_enter` asks Redis.
-    pub breaker_mirror: Duration,
-    /// Bound for buffered writes (default [`DEFAULT_WRITE_BEHIND`]): a breaker success outside
-    /// a probe and a progress mark made while a permit is in flight are not sent on their own;
-    /// the next script of the scope on this connection carries them (normally the permit's
-    /// settle/release), and a background flush sends what is left after this long.
-    /// `Duration::ZERO`: every success and mark is written at once (one round trip each).
-    pub write_behind: Duration,
-}
-
-impl Default for RedisOptions {
-    fn default() -> Self {
-        Self {
-            op_timeout: DEFAULT_OP_TIMEOUT,
-            reconnect_delay: Duration::from_millis(100),
-            connect_timeout: Duration::from_secs(2),
-            breaker_mirror: DEFAULT_BREAKER_MIRROR,
-            write_behind: DEFAULT_WRITE_BEHIND,
-        }
-    }
-}
-
-/// The Redis URL could not be turned into a client configuration. The message names the
-/// setting (`REDIS_URL`) and never contains the URL or its password.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedisConfigError {
-    /// Secret-free reason.
-    pub detail: String,
-}
-
-impl fmt::Display for RedisConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "REDIS_URL is not a usable Redis URL: {}", self.detail)
-    }
-}
-
-impl std::error::Error for RedisConfigError {}
-
-/// A buffered breaker success: decision epoch, counted in the window, local time recorded.
-struct Sample {
-    epoch: u64,
-    count: bool,
-    at: Duration,
-}
-
-/// Process-local state of one source of one scope.
-#[derive(Default)]
-struct SourceLocal {
-    /// Closed at this epoch, as read by a script sent at this local time.
-    mirror: Option<(u64, Duration)>,
-    /// Replies of scripts sent before this sequence number never set the mirror.
-    floor_seq: u64,
-    samples: Vec<Sample>,
-}
-
-/// Process-local state of one scope (by hash tag).
-#[derive(Default)]
-struct ScopeLocal {
-    /// Script arguments of the breaker config of this scope on this connection (if any).
-    breaker_cfg: Option<Arc<[Value]>>,
-    /// Local time of the latest buffered progress mark.
-    mark_at: Option<Duration>,
-    sources: HashMap<String, SourceLocal>,
-}
-
-/// The local state of scope `tag`, created on first use. Looks up before it inserts, so the
-/// common case (the entry exists) allocates no key string on the call path.
-fn scope_local<'a>(local: &'a mut HashMap<String, ScopeLocal>, tag: &str) -> &'a mut ScopeLocal {
-    if !local.contains_key(tag) {
-        local.insert(tag.to_owned(), ScopeLocal::default());
-    }
-    local
-        .get_mut(tag)
-        .unwrap_or_else(|| unreachable!("inserted above"))
-}
-
-/// The local state of `source` in scope `tag`, created on first use; like [`scope_local`], no
-/// allocation when it exists (every script reply refreshes the mirror through it).
-fn source_local<'a>(
-    local: &'a mut HashMap<String, ScopeLocal>,
-    tag: &str,
-    source: &str,
-) -> &'a mut SourceLocal {
-    let sources = &mut scope_local(local, tag).sources;
-    if !sources.contains_key(source) {
-        sources.insert(source.to_owned(), SourceLocal::default());
-    }
-    sources
-        .get_mut(source)
-        .unwrap_or_else(|| unreachable!("inserted above"))
-}
-
-/// What a script carries from the buffer, and what its reply refreshes.
-pub(crate) struct Carry {
-    /// Age in µs of the buffered progress mark (`None` = none).
-    pub mark_age: Option<u64>,
-    /// Breaker config and the samples (`epoch:count:age_us,…`) for the script's source.
-    pub breaker: Option<(Arc<[Value]>, String)>,
-    /// Send order and local send time (mirror refresh).
-    pub seq: u64,
-    pub sent_at: Duration,
-}
+use local::{ScopeLocal, age_us, encode};
+pub use options::{
+    DEFAULT_BREAKER_MIRROR, DEFAULT_OP_TIMEOUT, DEFAULT_WRITE_BEHIND, RedisConfigError,
+    RedisOptions,
+};
 
 /// Reads the clock of the tokio runtime (the default local clock).
 struct TokioMonotonic {
@@ -465,155 +344,6 @@ impl RedisConnection {
             let _ = self.inner.client.quit().await;
         }
     }
-
-    // ---- process-local shared state ---------------------------------------------------
-
-    fn local(&self) -> MutexGuard<'_, HashMap<String, ScopeLocal>> {
-        self.inner
-            .local
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn lock_flusher(&self) -> MutexGuard<'_, Option<AbortHandle>> {
-        self.inner
-            .flusher
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The local clock reading.
-    pub(crate) fn now(&self) -> Duration {
-        self.inner.clock.monotonic()
-    }
-
-    fn next_seq(&self) -> u64 {
-        self.inner.seq.fetch_add(1, Ordering::AcqRel)
-    }
-
-    /// Records that a breaker with these script config arguments works on `tag`.
-    pub(crate) fn register_breaker(&self, tag: &str, cfg: Arc<[Value]>) {
-        scope_local(&mut self.local(), tag).breaker_cfg = Some(cfg);
-    }
-
-    /// Takes what the next script of `tag` carries: the buffered mark (if `mark`), and — when a
-    /// breaker works on `tag` and `source` is given — the breaker config and the buffered
-    /// samples of `source`.
-    pub(crate) fn carry(&self, tag: &str, source: Option<&str>, mark: bool) -> Carry {
-        let seq = self.next_seq();
-        let now = self.now();
-        let mut local = self.local();
-        let mut c = Carry {
-            mark_age: None,
-            breaker: None,
-            seq,
-            sent_at: now,
-        };
-        let Some(scope) = local.get_mut(tag) else {
-            return c;
-        };
-        if mark && let Some(at) = scope.mark_at.take() {
-            c.mark_age = Some(age_us(now, at));
-        }
-        if let (Some(cfg), Some(source)) = (&scope.breaker_cfg, source) {
-            let list = match scope.sources.get_mut(source) {
-                Some(s) => encode(&mut s.samples, now),
-                None => String::new(),
-            };
-            c.breaker = Some((Arc::clone(cfg), list));
-        }
-        c
-    }
-
-    /// Buffers a breaker success; `true` when the buffer of `source` is full (write it now).
-    pub(crate) fn push_sample(&self, tag: &str, source: &str, epoch: u64, count: bool) -> bool {
-        let at = self.now();
-        let full = {
-            let mut local = self.local();
-            let s = source_local(&mut local, tag, source);
-            s.samples.push(Sample { epoch, count, at });
-            s.samples.len() >= MAX_PENDING_SAMPLES
-        };
-        if !full {
-            self.schedule_flush();
-        }
-        full
-    }
-
-    /// Buffers a progress mark of `tag`.
-    pub(crate) fn push_mark(&self, tag: &str) {
-        let at = self.now();
-        scope_local(&mut self.local(), tag).mark_at = Some(at);
-        self.schedule_flush();
-    }
-
-    /// The epoch of `source`'s closed breaker if the mirror may still be trusted.
-    pub(crate) fn mirror_closed(&self, tag: &str, source: &str) -> Option<u64> {
-        let ttl = self.inner.opts.breaker_mirror;
-        if ttl.is_zero() {
-            return None;
-        }
-        let now = self.now();
-        let local = self.local();
-        let (epoch, at) = local.get(tag)?.sources.get(source)?.mirror?;
-        (now.saturating_sub(at) < ttl).then_some(epoch)
-    }
-
-    /// Forgets the mirror of `source`; replies of scripts sent before now never restore it.
-    pub(crate) fn mirror_drop(&self, tag: &str, source: &str) {
-        let seq = self.next_seq();
-        let mut local = self.local();
-        let s = source_local(&mut local, tag, source);
-        s.mirror = None;
-        s.floor_seq = s.floor_seq.max(seq);
-    }
-
-    /// Applies a reply reporting `source`'s phase (`c`/`o`/`h`) and epoch, read by a script sent
-    /// as `seq` at `sent_at`: anything but closed drops the mirror; closed sets it unless a
-    /// later drop or reply came first.
-    pub(crate) fn mirror_update(
-        &self,
-        tag: &str,
-        source: &str,
-        seq: u64,
-        sent_at: Duration,
-        phase: &str,
-        epoch: &str,
-    ) {
-        if self.inner.opts.breaker_mirror.is_zero() {
-            return;
-        }
-        let mut local = self.local();
-        let s = source_local(&mut local, tag, source);
-        match (phase, epoch.parse::<u64>()) {
-            ("c", Ok(ep)) if seq > s.floor_seq => {
-                s.mirror = Some((ep, sent_at));
-                s.floor_seq = seq;
-            }
-            ("c", Ok(_)) => {}
-            _ => {
-                s.mirror = None;
-                s.floor_seq = s.floor_seq.max(seq);
-            }
-        }
-    }
-
-    /// Wakes the flusher (started on first use, on the current runtime; ended by `quit` or
-    /// when the last clone of this connection is dropped).
-    fn schedule_flush(&self) {
-        let mut f = self.lock_flusher();
-        if f.is_none() {
-            let Ok(rt) = tokio::runtime::Handle::try_current() else {
-                return;
-            };
-            let weak = Arc::downgrade(&self.inner);
-            let notify = Arc::clone(&self.inner.notify);
-            let bound = self.inner.opts.write_behind;
-            *f = Some(rt.spawn(flusher(weak, notify, bound)).abort_handle());
-        }
-        drop(f);
-        self.inner.notify.notify_one();
-    }
 }
 
 /// Sends the buffered writes of `inner` within `bound` of their recording.
@@ -636,28 +366,4 @@ pub(crate) fn empty() -> Value {
 /// A non-negative integer script argument (decimal on the wire).
 pub(crate) fn uint(n: u64) -> Value {
     Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
-fn age_us(now: Duration, at: Duration) -> u64 {
-    u64::try_from(now.saturating_sub(at).as_micros()).unwrap_or(u64::MAX)
-}
-
-/// `epoch:count:age_us,…` (drains `samples`).
-fn encode(samples: &mut Vec<Sample>, now: Duration) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    for s in samples.drain(..) {
-        if !out.is_empty() {
-            out.push(',');
-        }
-        // Writing into a String cannot fail.
-        let _ = write!(
-            out,
-            "{}:{}:{}",
-            s.epoch,
-            if s.count { '1' } else { '0' },
-            age_us(now, s.at)
-        );
-    }
-    out
 }

@@ -21,33 +21,18 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
-use futures_util::StreamExt as _;
 use gateway_core::attempt::SettleMode;
-use gateway_core::attempt::{
-    AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegSignals, TransportResult,
-};
 use gateway_core::call_context::new_uuid_v4;
-use gateway_core::classify::{
-    ClassifyContext, LivenessKind, classify_liveness_timeout, classify_wire_failure,
-};
 use gateway_core::deadline::resolve_call_deadline;
 use gateway_core::governor::CallOptions;
-use gateway_core::redact::ScrubOptions;
-use gateway_core::request::build_embed_body;
 use gateway_core::retry_loop::LoopPolicy;
 use gateway_core::telemetry::RowInput;
-use gateway_core::telemetry::shape::embed_response_placeholder;
 use gateway_ports::{
-    AttemptError, AttemptFailure, CallStats, Clock, ConfigError, ConfigWarning, EmbedRequest,
-    EmbeddingResponse, EmbeddingTransport, Endpoint, ErrorOperation, GatewayError, ReasonCode,
-    ResultInvalidDetails, SourceConfig, TelemetryStatus, Usage, UsageSource, WireRequest,
+    AttemptError, CallStats, ConfigError, ConfigWarning, EmbedRequest, EmbeddingResponse,
+    EmbeddingTransport, GatewayError, TelemetryStatus, UsageSource,
 };
-use serde_json::Value;
 
 use crate::assembly::{ClientPlan, EmbeddingClientBuilder, EmbeddingPlan, EmbeddingSettingsRef};
 use crate::client::{KeyStyle, check_dimensions};
@@ -55,265 +40,17 @@ use crate::settings::{EmbeddingSettings, EnvMap, ValidatedEmbeddingSettings};
 use crate::status::SourceStatus;
 use crate::wiring::{Assembly, GovernanceComponents, Runtime};
 
+mod batch;
+mod runner;
+mod wire;
+
+pub use batch::gather_bounded;
+use batch::{BatchOutcome, normalize_l2, weakest};
+use runner::EmbedRunner;
+use wire::result_invalid;
+
 /// Origin of an invalid per-call embedding deadline.
 pub const EMBED_DEADLINE_ORIGIN: &str = "EmbedRequest::call_deadline";
-
-/// Results in input order; the first error (in time) is returned.
-///
-/// At most `concurrency` futures run at once. A future is first polled when it gets a slot, so a
-/// deadline inside it (e.g. `embed`'s) starts then, not while it waits. On the first error the
-/// remaining futures are dropped — those in flight are cancelled (with the clients' full
-/// settlement), unstarted ones never start. Nothing is spawned.
-pub async fn gather_bounded<T, E, F>(
-    concurrency: NonZeroUsize,
-    futures: impl IntoIterator<Item = F>,
-) -> Result<Vec<T>, E>
-where
-    F: Future<Output = Result<T, E>>,
-{
-    let mut stream = futures_util::stream::iter(
-        futures
-            .into_iter()
-            .enumerate()
-            .map(|(i, f)| async move { (i, f.await) }),
-    )
-    .buffer_unordered(concurrency.get());
-    let mut slots: Vec<Option<T>> = Vec::new();
-    while let Some((i, result)) = stream.next().await {
-        let value = result?;
-        if slots.len() <= i {
-            slots.resize_with(i + 1, || None);
-        }
-        slots[i] = Some(value);
-    }
-    Ok(slots.into_iter().flatten().collect())
-}
-
-/// One parsed embeddings response.
-#[derive(Debug, Clone, PartialEq)]
-struct Parsed {
-    vectors: Vec<Vec<f32>>,
-    dim: usize,
-}
-
-/// Why a 200 body is not a usable embeddings response.
-enum BodyFault {
-    /// Not JSON (an empty body included): `Transient(invalid_json)`.
-    NotJson,
-    /// A shape anomaly: `ResultInvalid`.
-    Shape(String),
-    /// Items whose vector holds something other than finite numbers (`null`, `"NaN"`, a value
-    /// beyond f32): `ResultInvalid(malformed_item)` naming these item indexes.
-    MalformedItems(Vec<u64>),
-}
-
-/// Maps a 200 body: `data[]` items with an `embedding` array of finite numbers, ordered
-/// by `index` when every item has one (else array order); `usage.prompt_tokens` an integer →
-/// measured. `expected` is the batch length.
-fn parse_embeddings(bytes: &[u8], expected: usize) -> Result<(Parsed, Option<u64>), BodyFault> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|_| BodyFault::NotJson)?;
-    let shape = |m: &str| BodyFault::Shape(m.to_owned());
-    let data = value
-        .get("data")
-        .and_then(Value::as_array)
-        .ok_or_else(|| shape("the body lacks a `data` array"))?;
-    let mut items: Vec<(Option<u64>, Vec<f32>)> = Vec::with_capacity(data.len());
-    let mut malformed: Vec<u64> = Vec::new();
-    for (position, item) in data.iter().enumerate() {
-        let embedding = item
-            .get("embedding")
-            .and_then(Value::as_array)
-            .ok_or_else(|| shape("a `data` item lacks an `embedding` array"))?;
-        let index = item.get("index").and_then(Value::as_u64);
-        let mut vector = Vec::with_capacity(embedding.len());
-        let mut bad = false;
-        for x in embedding {
-            // README D30: `null`, strings such as "NaN", and numbers beyond f32 are not finite
-            // numbers.
-            #[allow(clippy::cast_possible_truncation)]
-            match x.as_f64().map(|v| v as f32).filter(|v| v.is_finite()) {
-                Some(v) => vector.push(v),
-                None => bad = true,
-            }
-        }
-        if bad {
-            malformed.push(index.unwrap_or_else(|| u64::try_from(position).unwrap_or(u64::MAX)));
-        }
-        items.push((index, vector));
-    }
-    if !malformed.is_empty() {
-        malformed.sort_unstable();
-        return Err(BodyFault::MalformedItems(malformed));
-    }
-    if items.iter().all(|(i, _)| i.is_some()) {
-        items.sort_by_key(|(i, _)| *i);
-        let in_order = items
-            .iter()
-            .enumerate()
-            .all(|(k, (i, _))| *i == u64::try_from(k).ok());
-        if !in_order {
-            return Err(shape("the `index` values are not 0..n"));
-        }
-    }
-    if items.len() != expected {
-        return Err(BodyFault::Shape(format!(
-            "{} vectors for {expected} inputs",
-            items.len()
-        )));
-    }
-    let dim = items.first().map_or(0, |(_, v)| v.len());
-    if items.iter().any(|(_, v)| v.len() != dim) {
-        return Err(shape("the vectors differ in length"));
-    }
-    let prompt_tokens = value
-        .get("usage")
-        .and_then(|u| u.get("prompt_tokens"))
-        .and_then(Value::as_u64);
-    Ok((
-        Parsed {
-            vectors: items.into_iter().map(|(_, v)| v).collect(),
-            dim,
-        },
-        prompt_tokens,
-    ))
-}
-
-fn result_invalid(source: &str, message: String) -> AttemptError {
-    let mut failure = AttemptFailure::new(message, ErrorOperation::Embedding);
-    failure.source_name = Some(source.to_owned());
-    AttemptError::result_invalid(ResultInvalidDetails::new(failure))
-}
-
-/// The runner of one batch: sends the batch, judges the body, keeps the vectors of each
-/// successful attempt by `call_id` for the merge (the core's `TransportResult` has no vector
-/// field; usage, usage source and the row placeholder go through it).
-struct EmbedRunner {
-    transport: Arc<dyn EmbeddingTransport>,
-    texts: Vec<String>,
-    expected_dim: Option<u32>,
-    clock: Arc<dyn Clock>,
-    redact_ips: bool,
-    vectors: Mutex<HashMap<String, Parsed>>,
-}
-
-impl EmbedRunner {
-    fn take(&self, call_id: &str) -> Option<Parsed> {
-        self.vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(call_id)
-    }
-
-    async fn attempt(&self, ctx: AttemptCtx) -> AttemptOutcome {
-        let source: &SourceConfig = &ctx.source;
-        let wire = WireRequest {
-            source: Arc::clone(&ctx.source),
-            call_id: ctx.call_id.clone(),
-            endpoint: Endpoint::Embeddings,
-            body: build_embed_body(&source.model, &self.texts),
-            stream: false,
-        };
-        let cctx = ClassifyContext::new(&source.name, ErrorOperation::Embedding, self.clock.wall())
-            .with_scrub(ScrubOptions {
-                source_key: source.api_key.as_ref().map(|k| k.expose_secret().as_str()),
-                redact_ips: self.redact_ips,
-                source: Some(source),
-            });
-        // The whole-attempt watchdog (40 S-93 for a non-stream body): `timeout_s`.
-        let total = Duration::try_from_secs_f64(source.timeout_s).unwrap_or(Duration::MAX);
-        let body = match tokio::time::timeout(total, self.transport.send(wire)).await {
-            Err(_) => {
-                return AttemptOutcome::Failed(
-                    classify_liveness_timeout(LivenessKind::Total, &cctx).into_error(),
-                );
-            }
-            Ok(Err(failure)) => {
-                return AttemptOutcome::Failed(classify_wire_failure(&failure, &cctx).into_error());
-            }
-            Ok(Ok(body)) => body,
-        };
-        let (parsed, prompt_tokens) = match parse_embeddings(&body.bytes, self.texts.len()) {
-            Ok(ok) => ok,
-            Err(BodyFault::NotJson) => {
-                let mut failure = AttemptFailure::new(
-                    format!(
-                        "{}: embedding response body is not JSON (invalid_json): {} bytes",
-                        source.name,
-                        body.bytes.len()
-                    ),
-                    ErrorOperation::Embedding,
-                );
-                failure.source_name = Some(source.name.clone());
-                failure.http_status = Some(200);
-                failure.reason_code = Some(ReasonCode::InvalidJson);
-                return AttemptOutcome::Failed(AttemptError::transient(failure));
-            }
-            Err(BodyFault::Shape(what)) => {
-                return AttemptOutcome::Failed(result_invalid(
-                    &source.name,
-                    format!("{}: malformed embedding response: {what}", source.name),
-                ));
-            }
-            Err(BodyFault::MalformedItems(indexes)) => {
-                let shown: Vec<String> = indexes.iter().take(32).map(u64::to_string).collect();
-                let more = if indexes.len() > shown.len() {
-                    format!(" and {} more", indexes.len() - shown.len())
-                } else {
-                    String::new()
-                };
-                let mut error = result_invalid(
-                    &source.name,
-                    format!(
-                        "{}: malformed embedding response (malformed_item): item(s) {}{more} \
-                         hold values that are not finite numbers",
-                        source.name,
-                        shown.join(", ")
-                    ),
-                );
-                if let AttemptError::ResultInvalid(details) = &mut error {
-                    details.failure.reason_code = Some(ReasonCode::MalformedItem);
-                }
-                return AttemptOutcome::Failed(error);
-            }
-        };
-        if let Some(expected) = self.expected_dim
-            && u32::try_from(parsed.dim).ok() != Some(expected)
-        {
-            return AttemptOutcome::Failed(result_invalid(
-                &source.name,
-                format!(
-                    "{} dimension {} does not match expected {expected}",
-                    source.name, parsed.dim
-                ),
-            ));
-        }
-        let mut result = TransportResult::default();
-        result.content = embed_response_placeholder(parsed.vectors.len(), parsed.dim);
-        result.usage.prompt_tokens = prompt_tokens.unwrap_or(0);
-        result.usage_source = if prompt_tokens.is_some() {
-            UsageSource::Measured
-        } else {
-            UsageSource::Unavailable
-        };
-        self.vectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(ctx.call_id.clone(), parsed);
-        AttemptOutcome::Success(Box::new(result))
-    }
-}
-
-impl AttemptRunner for EmbedRunner {
-    fn run(
-        &self,
-        ctx: AttemptCtx,
-        _signals: Option<LegSignals>,
-        _control: LegControl,
-    ) -> impl Future<Output = AttemptOutcome> + Send {
-        // No hedging on an embedding scope (90 E-3): a loser cancel never reaches this runner.
-        self.attempt(ctx)
-    }
-}
 
 struct EmbedInner {
     runtime: Runtime,
@@ -339,42 +76,6 @@ impl fmt::Debug for EmbeddingClient {
             .field("normalize", &self.inner.normalize)
             .field("expected_dim", &self.inner.expected_dim)
             .finish_non_exhaustive()
-    }
-}
-
-/// One batch's governed success, kept for the merge.
-struct BatchOutcome {
-    parsed: Parsed,
-    usage: Usage,
-    usage_source: UsageSource,
-    latency_ms: u64,
-    call_id: String,
-    source: Arc<SourceConfig>,
-}
-
-fn weakest(a: UsageSource, b: UsageSource) -> UsageSource {
-    let rank = |u: UsageSource| match u {
-        UsageSource::Unavailable => 0,
-        UsageSource::Estimated => 1,
-        _ => 2,
-    };
-    if rank(b) < rank(a) { b } else { a }
-}
-
-/// L2 normalisation: a zero vector is returned unchanged.
-fn normalize_l2(vector: &mut [f32]) {
-    let norm = vector
-        .iter()
-        .map(|x| f64::from(*x) * f64::from(*x))
-        .sum::<f64>()
-        .sqrt();
-    if norm > 0.0 && norm.is_finite() {
-        for x in vector.iter_mut() {
-            #[allow(clippy::cast_possible_truncation)]
-            {
-                *x = (f64::from(*x) / norm) as f32;
-            }
-        }
     }
 }
 
@@ -669,46 +370,4 @@ impl EmbeddingClientBuilder {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn e_19_index_orders_vectors() {
-        let body = br#"{"data":[{"index":1,"embedding":[2.0]},{"index":0,"embedding":[1.0]}],"usage":{"prompt_tokens":3}}"#;
-        let Ok((parsed, tokens)) = parse_embeddings(body, 2) else {
-            panic!("parse failed");
-        };
-        assert_eq!(parsed.vectors, vec![vec![1.0], vec![2.0]]);
-        assert_eq!(tokens, Some(3));
-    }
-
-    #[test]
-    fn e_19_not_json_and_shape_anomalies() {
-        assert!(matches!(parse_embeddings(b"", 1), Err(BodyFault::NotJson)));
-        assert!(matches!(
-            parse_embeddings(b"{}", 1),
-            Err(BodyFault::Shape(_))
-        ));
-        assert!(matches!(
-            parse_embeddings(br#"{"data":[{"embedding":[1.0]}]}"#, 2),
-            Err(BodyFault::Shape(_))
-        ));
-        assert!(matches!(
-            parse_embeddings(
-                br#"{"data":[{"embedding":[1.0]},{"embedding":[1.0,2.0]}]}"#,
-                2
-            ),
-            Err(BodyFault::Shape(_))
-        ));
-    }
-
-    #[test]
-    fn e_14_normalize_l2_and_zero_vector() {
-        let mut v = vec![3.0_f32, 4.0];
-        normalize_l2(&mut v);
-        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
-        let mut z = vec![0.0_f32, 0.0];
-        normalize_l2(&mut z);
-        assert_eq!(z, vec![0.0, 0.0]);
-    }
-}
+mod tests;
