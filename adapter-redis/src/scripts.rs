@@ -121,9 +121,9 @@ end
 /// permits (hash: id → record), win (zset: id by grant time), lease (zset: id by lease expiry),
 /// progress (string: µs of the last mark), [breaker state, breaker buckets of the op's source,]
 /// time offset.
-/// ARGV[1] = op (`acquire`, `finish`, `stats`, `mark`, `age`), ARGV[2] = lease TTL µs,
-/// ARGV[3] = age µs of a carried progress mark (`''` = none), ARGV[4] = breaker window seconds
-/// (`''` = no breaker keys), ARGV[5] = carried breaker successes; op arguments from ARGV[6].
+/// `ARGV[1]` = op (`acquire`, `finish`, `stats`, `mark`, `age`), `ARGV[2]` = lease TTL µs,
+/// `ARGV[3]` = age µs of a carried progress mark (`''` = none), `ARGV[4]` = breaker window seconds
+/// (`''` = no breaker keys), `ARGV[5]` = carried breaker successes; op arguments from `ARGV[6]`.
 /// With breaker keys every reply ends with the source's breaker phase and epoch.
 const LIMITER_BODY: &str = r"
 local K_STATE, K_PERM, K_WIN, K_LEASE, K_PROG = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -308,9 +308,9 @@ end
 return redis.error_reply('unknown limiter op')
 ";
 
-/// Breaker: KEYS = state, buckets (see [`BRK_LIB`]), time offset. ARGV[1] = op (`enter`,
-/// `success`, `failure`, `release`, `snap`, `flush`); ARGV[2..8] = config; ARGV[9] = carried
-/// successes of this source (applied first); op arguments from ARGV[10]. Every reply ends with
+/// Breaker: KEYS = state, buckets (see [`BRK_LIB`]), time offset. `ARGV[1]` = op (`enter`,
+/// `success`, `failure`, `release`, `snap`, `flush`); `ARGV[2..8]` = config; `ARGV[9]` = carried
+/// successes of this source (applied first); op arguments from `ARGV[10]`. Every reply ends with
 /// the phase and epoch after the op (`snap` reports them in its own fields).
 const BREAKER_BODY: &str = r"
 local S, B = KEYS[1], KEYS[2]

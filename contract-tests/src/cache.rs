@@ -1,5 +1,5 @@
 //! Response cache contract rows CT-CACHE-01..07, generic over a
-//! [`CacheBackend`] and its [`TimeControl`](crate::TimeControl). None sleeps.
+//! [`CacheBackend`] and its [`TimeControl`]. None sleeps.
 //!
 //! Running the suite against a backend:
 //!

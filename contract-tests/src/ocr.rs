@@ -1,6 +1,6 @@
 //! The OCR transport contract suite CT-OCR-01..06, generic over the transport and run
 //! against `upstream-sim` serving MonkeyOCR (tier 2: real sockets, content and bounds asserted,
-//! no sleeps). One function per row; [`ocr_contract!`] makes each its own `#[tokio::test]`.
+//! no sleeps). One function per row; [`ocr_contract!`](crate::ocr_contract) makes each its own `#[tokio::test]`.
 //!
 //! ```text
 //! contract_tests::ocr_contract!(|sources: &[SourceConfig]| -> Arc<dyn OcrTransport> { … });

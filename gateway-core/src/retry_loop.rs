@@ -11,12 +11,12 @@
 //! round withdraws — 429 rounds and `SourceDead` switches included — and a refusal ends the
 //! loop as `AllSourcesExhausted { retry_exhausted }` carrying the last failure).
 //!
-//! A *round* is a function ([`run_round`]): a single attempt, or a hedged round
+//! A *round* is a function (`run_round`): a single attempt, or a hedged round
 //! (`crate::hedge`, 60) when the scope hedges: it returns the same `RoundOutcome` with one
 //! `LegDelta` per leg, and the loop applies the deltas after adjudication — legs never
 //! share `&mut` loop state.
 //!
-//! Layering: the governor calls [`run_loop`]; the loop calls the hedged round (`crate::hedge`)
+//! Layering: the governor calls `run_loop`; the loop calls the hedged round (`crate::hedge`)
 //! and the attempt step (`crate::leg`), both below it, and reads the scope's state through
 //! `LoopEnv` (`crate::scope`). [`LoopPolicy`] and [`LoopSuccess`] are defined in those layers
 //! and re-exported here, where callers look for them.

@@ -16,7 +16,7 @@
 //! `polygateway` is the only crate of ours an application or a backend author names:
 //! [`ports`] re-exports the traits a custom component implements (and the types they speak),
 //! the policy types the builders take are at the root, and the optional `contract` cargo
-//! feature exposes the per-port contract suites as [`contract`] (see `docs/adapters.md`).
+//! feature exposes the per-port contract suites as `contract` (see `docs/adapters.md`).
 
 mod assembly;
 mod client;

@@ -4,7 +4,7 @@
 //! (`PGW_STRUCTURED_MAX_RETRIES`, default 2 on every path); the builder sets them with
 //! `structured_strategy`, `escalation_strategy`, `structured_max_retries`, and extends the
 //! reasoning capability table with `register_provider`. With the `schemars` feature,
-//! [`SchemaOf::of`] turns a Rust type into a [`StructuredSpec`].
+//! `SchemaOf::of` turns a Rust type into a `StructuredSpec`.
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! The embedding endpoint's failure facts (10 §8.2 CT-EMB-02 = CT-CHAT-02, -03, -08, -09 for
-//! `POST {base_url}/embeddings`). The request shape (CT-EMB-01) is in [`super::request`].
+//! `POST {base_url}/embeddings`). The request shape (CT-EMB-01) is in [`super::request`](mod@super::request).
 
 use gateway_ports::{NetworkFaultKind, WireFailure};
 

@@ -3,7 +3,7 @@
 //! real sockets (tier 2: 127.0.0.1, event-driven, no sleeps to hit a window).
 //!
 //! One async function per row, each taking a [`TransportHarness`] that builds the transport
-//! under test for the sources and size limits a row needs; [`transport_contract!`] makes each
+//! under test for the sources and size limits a row needs; [`transport_contract!`](crate::transport_contract) makes each
 //! its own `#[tokio::test]`:
 //!
 //! ```text
@@ -14,7 +14,7 @@
 //!
 //! The rows assert the wire facts the ports promise: the request (path, method, authentication
 //! per `AUTH_STYLE`, `X-Request-Id`, `HEADERS`, `QUERY`, the body verbatim, no redirects:
-//! [`request`]); the status split and the failures before a status line (`Http` with every
+//! [`request`](mod@request)); the status split and the failures before a status line (`Http` with every
 //! header and the retained body, `Network` with its kind, the connect timeout: [`status`]); the
 //! 200 bodies and streams (events in wire order as each read arrives, exactly one terminal event,
 //! clean and broken ends, the caps, content decoding, the JSON answer to a streamed request,

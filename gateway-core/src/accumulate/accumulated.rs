@@ -108,8 +108,8 @@ pub(super) fn summarize_tools(
         .collect()
 }
 
-/// The accumulated result of one attempt, streamed ([`Accumulator::finish`]) or not
-/// ([`parse_non_stream_body`]) — the input of the verdict (50) and of response building.
+/// The accumulated result of one attempt, streamed ([`Accumulator::finish`](crate::accumulate::Accumulator::finish)) or not
+/// ([`parse_non_stream_body`](crate::accumulate::parse_non_stream_body)) — the input of the verdict (50) and of response building.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct Accumulated {

@@ -22,7 +22,7 @@
 //!
 //! The result is a small [`Classification`] (category + failure reason + the
 //! [`AttemptFailure`] payload) that the retry loop consumes; [`Classification::into_error`]
-//! builds the [`GatewayError`]. Protocol and verdict facts of a 200 response (malformed JSON,
+//! builds the [`GatewayError`](gateway_ports::GatewayError). Protocol and verdict facts of a 200 response (malformed JSON,
 //! truncated streams, …; G-22) are judged by the streaming and verdict modules with their own
 //! reason texts; they use [`failure_reason`] for the breaker feed.
 //!

@@ -2,7 +2,7 @@
 //! attempt and turns its wire facts into a judged [`AttemptOutcome`].
 //!
 //! Owns, per attempt (all state fresh per attempt, never shared):
-//! - the request body ([`build_chat_body`]) and the `WireRequest`;
+//! - the request body ([`build_chat_body`](crate::request::build_chat_body)) and the `WireRequest`;
 //! - `started` and the runtime watchdogs: TTFT and total while the transport is
 //!   connecting, then TTFT / inter-token / total over the event stream, total
 //!   only for a non-stream body and for a JSON body answering a streamed request;

@@ -21,7 +21,7 @@ use crate::scope::{LoopEnv, ScopeState};
 use crate::telemetry::input::RowInput;
 
 /// One open logical call over several serial loops, made by
-/// [`Governor::begin_call`].
+/// [`Governor::begin_call`](super::Governor::begin_call).
 ///
 /// Every [`CallHandle::run_loop`] is a fresh governance loop (own failure counter, reasons,
 /// demotion map and stall clock, `max_attempts` per loop) inside the call's one context and one
@@ -165,7 +165,7 @@ impl CallHandle {
 
     /// Ends a successful call: disarms the guard (no terminal row) and returns the call's
     /// frozen statistics: one `logical_call_id`, the attempts of all loops, the
-    /// summed generation, `total_latency_ms` since [`Governor::begin_call`].
+    /// summed generation, `total_latency_ms` since [`Governor::begin_call`](super::Governor::begin_call).
     pub fn finish(mut self) -> CallStats {
         self.guard.disarm();
         self.ctx.snapshot()

@@ -1,6 +1,6 @@
 //! The `Governor`: the client minus wiring — the top layer of a governed call.
 //!
-//! Builds one scope's governance state ([`crate::scope`]'s `ScopeState`: sources, limiter,
+//! Builds one scope's governance state (`crate::scope`'s `ScopeState`: sources, limiter,
 //! breaker, pacer, cooldown memo, selector, clock, jitter, policies, the row sink and the cleanup
 //! queue) with [`GovernorBuilder`], and owns the public boundary of every call: the closed check
 //! (`ClientClosed`), the per-call deadline resolution (before the statistics boundary), the call

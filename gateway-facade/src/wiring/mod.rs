@@ -45,7 +45,7 @@ pub(crate) use runtime::{Runtime, named_constructor};
 const WORKER_JOIN_BOUND: Duration = Duration::from_secs(5);
 
 /// Governance components the builder path may inject besides those of
-/// [`InjectedComponents`](crate::InjectedComponents): the pacer, the selector and the
+/// [`InjectedComponents`]: the pacer, the selector and the
 /// jitter source. `None` = the default (`AimdPacer` with the plan's ceiling, the selector of the
 /// plan's `SelectorKind`, a seeded per-client jitter).
 #[derive(Clone, Default)]

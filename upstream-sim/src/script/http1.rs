@@ -1,4 +1,4 @@
-//! HTTP/1.1 response encoding of a [`Plan`](super::Plan): the status line and headers, chunked
+//! HTTP/1.1 response encoding of a [`Plan`]: the status line and headers, chunked
 //! body chunks and the final chunk. Pure byte building, so the server and any in-memory wire that
 //! wants raw HTTP bytes encode identically.
 
