@@ -13,7 +13,7 @@ use polygateway::{ChatOptions, ChatRequest, ResponseMode};
 use tokio::time::Instant;
 
 use super::openai::{self, ApiError};
-use super::respond::{body_error, json_response, now_s};
+use super::respond::{body_error, json_bytes_response, now_s};
 use super::sse;
 use super::state::{AppState, Client};
 
@@ -78,7 +78,7 @@ async fn chat(
         Ok(response) => {
             let (attempts, hedges) =
                 state.record_chat_ok(&scope, &response, outcome.attempts, started);
-            let mut http = json_response(200, &openai::completion_json(&response, now_s()));
+            let mut http = json_bytes_response(200, openai::completion_body(&response, now_s()));
             let h = http.headers_mut();
             if let Ok(v) = HeaderValue::from_str(&response.source_name) {
                 h.insert("x-pgw-source", v);

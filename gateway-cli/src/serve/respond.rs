@@ -20,8 +20,13 @@ pub(super) fn now_s() -> u64 {
 
 /// A JSON answer with `status` (500 for a status out of range).
 pub(super) fn json_response(status: u16, body: &Value) -> Response {
+    json_bytes_response(status, body.to_string().into_bytes())
+}
+
+/// A JSON answer with `status` whose body is already serialised.
+pub(super) fn json_bytes_response(status: u16, body: Vec<u8>) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, body.to_string()).into_response();
+    let mut response = (status, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
