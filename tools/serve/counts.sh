@@ -99,7 +99,9 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
       echo
       echo "## callgrind, $label: $cg_n requests at $cg_rate rps ($(cut -c1-120 "$work/cgload-$mode.json"))"
       echo "instructions per request: $(awk -v ir="$ir" -v n="$cg_n" 'BEGIN {printf "%.0f", ir / n}')"
-      callgrind_annotate --inclusive=yes "$dump" 2>/dev/null | awk 'NR > 20 && /^ *[0-9,]+ / {print}' | head -"${CG_TOP:-40}" | cut -c1-200
+      # `head` closes the pipe early; under `pipefail` that must not end the script (it used to
+      # stop after the first callgrind run).
+      callgrind_annotate --inclusive=yes "$dump" 2>/dev/null | awk 'NR > 20 && /^ *[0-9,]+ / {print}' | head -"${CG_TOP:-40}" | cut -c1-200 || true
       kill "$vpid" 2>/dev/null || true
       wait "$vpid" 2>/dev/null || true
     done
