@@ -502,7 +502,10 @@ struct ChoiceOut<'a> {
 #[serde(untagged)]
 enum MessageOut<'a> {
     Upstream(&'a Map<String, Value>),
-    Text { role: &'static str, content: &'a str },
+    Text {
+        role: &'static str,
+        content: &'a str,
+    },
 }
 
 #[derive(serde::Serialize)]
