@@ -11,10 +11,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 pgw="${1:-${CARGO_TARGET_DIR:-$root/target}/debug/pgw}"
 [ -x "$pgw" ] || { echo "pgw binary not found at $pgw (build it: cargo build -p gateway-cli)" >&2; exit 1; }
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
+# The scratch directory, `start` and the cleanup that stops every server started (shared with
+# bench.sh and counts.sh; this script's own copy never stopped them: `start` runs in `$(...)`).
+. "$here/lib.sh"
 
 venv="${PGW_E2E_VENV:-${CARGO_TARGET_DIR:-$root/target}/openai-sdk-venv}"
 if ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
@@ -38,16 +37,6 @@ if ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
 fi
 "$venv/bin/python" -c "import openai; print('openai SDK', openai.__version__)"
 
-start() { # name, then the command; prints the first stdout line (the bound address)
-  local name="$1"; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=("$!")
-  for _ in $(seq 1 100); do
-    if [ -s "$work/$name.out" ]; then head -1 "$work/$name.out"; return; fi
-    sleep 0.1
-  done
-  echo "$name did not start: $(cat "$work/$name.err")" >&2; exit 1
-}
 
 chat_sim="$(start chat_sim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/serve/retry.json")"
 hedge_sim="$(start hedge_sim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/serve/hedge_cycle.json")"
