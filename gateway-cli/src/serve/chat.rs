@@ -78,7 +78,16 @@ async fn chat(
         Ok(response) => {
             let (attempts, hedges) =
                 state.record_chat_ok(&scope, &response, outcome.attempts, started);
-            let mut http = json_bytes_response(200, openai::completion_body(&response, now_s()));
+            let body = openai::completion_body(&response, now_s()).map_err(|_| {
+                ApiError::plain(
+                    500,
+                    "server_error",
+                    "response_encoding",
+                    None,
+                    "the answer could not be written as JSON",
+                )
+            })?;
+            let mut http = json_bytes_response(200, body);
             let h = http.headers_mut();
             if let Ok(v) = HeaderValue::from_str(&response.source_name) {
                 h.insert("x-pgw-source", v);

@@ -1,6 +1,8 @@
 //! The OpenAI wire shapes of `pgw serve`: request validation (OpenAI-shaped 400s naming the
 //! field), `chat.completion`, `chat.completion.chunk`, embeddings lists and error bodies.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use polygateway::{EmbeddingResponse, ErrorReport, GatewayError, JsonObject, LlmResponse};
 use serde_json::{Map, Value, json};
@@ -356,132 +358,65 @@ pub fn parse_embed(body: &[u8]) -> Result<EmbedBody, ApiError> {
     })
 }
 
-/// The `usage` object of a response (the upstream's snapshot, else built from the counts).
+/// The `usage` object of a response (the upstream's snapshot, else built from the counts), as a
+/// value for a streamed chunk.
 pub fn usage_json(response: &LlmResponse) -> Value {
-    if let Some(u) = response.completion.as_ref().and_then(|c| c.usage()) {
-        return Value::Object(u.clone());
-    }
-    let u = &response.usage;
-    let mut usage = json!({
-        "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens,
-        "total_tokens": u.prompt_tokens.saturating_add(u.completion_tokens),
-    });
-    if let Some(r) = u.reasoning_tokens {
-        usage["completion_tokens_details"] = json!({"reasoning_tokens": r});
-    }
-    usage
-}
-
-/// The assistant message of a response (the fidelity snapshot, or built from the text).
-fn message_of(response: &LlmResponse) -> Map<String, Value> {
-    match &response.completion {
-        Some(c) => c.message().clone(),
-        None => {
-            let mut m = Map::new();
-            m.insert("role".into(), Value::from("assistant"));
-            m.insert("content".into(), Value::from(response.content.clone()));
-            m
-        }
-    }
+    // Numbers and a borrowed JSON map always serialise; `Null` is never reached.
+    serde_json::to_value(UsageOut::of(response)).unwrap_or(Value::Null)
 }
 
 /// The `finish_reason` of a response (`stop` when none was reported).
-pub fn finish_of(response: &LlmResponse) -> String {
+pub fn finish_of(response: &LlmResponse) -> &str {
     response
-        .completion
-        .as_ref()
-        .and_then(|c| c.finish_reason())
-        .map(str::to_owned)
-        .or_else(|| {
-            response
-                .finish_reason
-                .as_ref()
-                .map(|f| f.as_str().to_owned())
-        })
-        .unwrap_or_else(|| "stop".to_owned())
-}
-
-/// The response `id`: the upstream's, else one derived from the call id.
-pub fn response_id(response: &LlmResponse) -> String {
-    response
-        .completion
-        .as_ref()
-        .and_then(|c| c.response_id())
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("chatcmpl-{}", response.call_id))
-}
-
-/// The `model` reported back: the upstream's, else the configured one.
-pub fn model_of_response(response: &LlmResponse) -> String {
-    response
-        .model_reported
-        .clone()
-        .unwrap_or_else(|| response.model.clone())
-}
-
-/// A `chat.completion` body, serialised straight from the response: the same JSON as
-/// [`completion_json`] (a unit test pins it) without building a `Value` tree and copying the
-/// message into it first (that copy and the second pass were about a tenth of a request's
-/// instructions in `pgw serve`).
-pub fn completion_body(response: &LlmResponse, created: u64) -> Vec<u8> {
-    let message = match &response.completion {
-        Some(c) => MessageOut::Upstream(c.message()),
-        None => MessageOut::Text {
-            role: "assistant",
-            content: &response.content,
-        },
-    };
-    let usage = match response.completion.as_ref().and_then(|c| c.usage()) {
-        Some(u) => UsageOut::Upstream(u),
-        None => {
-            let u = &response.usage;
-            UsageOut::Counted {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-                total_tokens: u.prompt_tokens.saturating_add(u.completion_tokens),
-                completion_tokens_details: u
-                    .reasoning_tokens
-                    .map(|reasoning_tokens| ReasoningOut { reasoning_tokens }),
-            }
-        }
-    };
-    let finish = response
         .completion
         .as_ref()
         .and_then(|c| c.finish_reason())
         .or_else(|| response.finish_reason.as_ref().map(|f| f.as_str()))
-        .unwrap_or("stop");
-    let id = match response.completion.as_ref().and_then(|c| c.response_id()) {
-        Some(id) => std::borrow::Cow::Borrowed(id),
-        None => std::borrow::Cow::Owned(format!("chatcmpl-{}", response.call_id)),
-    };
-    let body = CompletionOut {
-        id,
+        .unwrap_or("stop")
+}
+
+/// The response `id`: the upstream's, else one derived from the call id.
+pub fn response_id(response: &LlmResponse) -> Cow<'_, str> {
+    match response.completion.as_ref().and_then(|c| c.response_id()) {
+        Some(id) => Cow::Borrowed(id),
+        None => Cow::Owned(format!("chatcmpl-{}", response.call_id)),
+    }
+}
+
+/// The `model` reported back: the upstream's, else the configured one.
+pub fn model_of_response(response: &LlmResponse) -> &str {
+    response
+        .model_reported
+        .as_deref()
+        .unwrap_or(&response.model)
+}
+
+/// A `chat.completion` body, serialised in one pass from borrowed parts of the response (no
+/// `Value` tree and no copy of the message: building one was about a tenth of a request's
+/// instructions in `pgw serve`).
+///
+/// Errors: only if `serde_json` cannot write the body, which borrowed strings, numbers and
+/// JSON maps never cause; the caller answers 500 then.
+pub fn completion_body(response: &LlmResponse, created: u64) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&CompletionOut {
+        id: response_id(response),
         object: "chat.completion",
         created,
-        model: response
-            .model_reported
-            .as_deref()
-            .unwrap_or(&response.model),
+        model: model_of_response(response),
         choices: [ChoiceOut {
             index: 0,
-            message,
+            message: MessageOut::of(response),
             logprobs: None,
-            finish_reason: finish,
+            finish_reason: finish_of(response),
         }],
-        usage,
+        usage: UsageOut::of(response),
         system_fingerprint: None,
-    };
-    // Serialising these borrowed strings, numbers and JSON maps cannot fail; the `Value` form is
-    // the fallback all the same, so an answer is never lost.
-    serde_json::to_vec(&body)
-        .unwrap_or_else(|_| completion_json(response, created).to_string().into_bytes())
+    })
 }
 
 #[derive(serde::Serialize)]
 struct CompletionOut<'a> {
-    id: std::borrow::Cow<'a, str>,
+    id: Cow<'a, str>,
     object: &'static str,
     created: u64,
     model: &'a str,
@@ -498,6 +433,7 @@ struct ChoiceOut<'a> {
     finish_reason: &'a str,
 }
 
+/// The assistant message: the upstream's snapshot, or built from the text.
 #[derive(serde::Serialize)]
 #[serde(untagged)]
 enum MessageOut<'a> {
@@ -508,6 +444,19 @@ enum MessageOut<'a> {
     },
 }
 
+impl<'a> MessageOut<'a> {
+    fn of(response: &'a LlmResponse) -> Self {
+        match &response.completion {
+            Some(c) => Self::Upstream(c.message()),
+            None => Self::Text {
+                role: "assistant",
+                content: &response.content,
+            },
+        }
+    }
+}
+
+/// The usage object: the upstream's snapshot, or built from the counts.
 #[derive(serde::Serialize)]
 #[serde(untagged)]
 enum UsageOut<'a> {
@@ -521,35 +470,37 @@ enum UsageOut<'a> {
     },
 }
 
+impl<'a> UsageOut<'a> {
+    fn of(response: &'a LlmResponse) -> Self {
+        if let Some(u) = response.completion.as_ref().and_then(|c| c.usage()) {
+            return Self::Upstream(u);
+        }
+        let u = &response.usage;
+        Self::Counted {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            total_tokens: u.prompt_tokens.saturating_add(u.completion_tokens),
+            completion_tokens_details: u
+                .reasoning_tokens
+                .map(|reasoning_tokens| ReasoningOut { reasoning_tokens }),
+        }
+    }
+}
+
 #[derive(serde::Serialize)]
 struct ReasoningOut {
     reasoning_tokens: u64,
 }
 
-/// A `chat.completion` body as a JSON value (tests and the fallback of [`completion_body`]).
-pub fn completion_json(response: &LlmResponse, created: u64) -> Value {
-    json!({
-        "id": response_id(response),
-        "object": "chat.completion",
-        "created": created,
-        "model": model_of_response(response),
-        "choices": [{
-            "index": 0,
-            "message": Value::Object(message_of(response)),
-            "logprobs": null,
-            "finish_reason": finish_of(response),
-        }],
-        "usage": usage_json(response),
-        "system_fingerprint": null,
-    })
-}
-
 /// The `tool_calls` of the response's message (empty when none).
 pub fn tool_calls_of(response: &LlmResponse) -> Vec<Value> {
-    match message_of(response).remove("tool_calls") {
-        Some(Value::Array(tools)) => tools,
-        _ => Vec::new(),
-    }
+    response
+        .completion
+        .as_ref()
+        .and_then(|c| c.message().get("tool_calls"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// An embeddings list body.
@@ -583,10 +534,10 @@ pub fn embeddings_json(response: &EmbeddingResponse, model: &str, base64: bool) 
 mod tests {
     use super::*;
 
-    /// The direct serialisation equals the `Value` form, byte for byte, for answers with and
-    /// without the upstream's snapshot, with and without reasoning tokens.
+    /// The body is the OpenAI `chat.completion` shape, byte for byte (keys in the SDK's order),
+    /// for answers with and without the upstream's snapshot, with and without reasoning tokens.
     #[test]
-    fn d33_completion_body_is_the_completion_json() {
+    fn d33_completion_body_is_the_openai_chat_completion() {
         let mut plain = LlmResponse::default();
         plain.content = "hi \"there\" ✓".to_owned();
         plain.model = "m".to_owned();
@@ -597,24 +548,73 @@ mod tests {
         reasoning.usage.reasoning_tokens = Some(2);
         reasoning.model_reported = Some("m-2024".to_owned());
         reasoning.finish_reason = gateway_ports::FinishReason::new("length");
+        let message = json!({"role": "assistant", "content": "x", "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ]});
+        let usage = json!({"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3,
+                           "prompt_tokens_details": {"cached_tokens": 0}});
         let mut upstream = plain.clone();
         upstream.completion = Some(
             serde_json::from_value(json!({
-                "message": {"role": "assistant", "content": "x", "tool_calls": [
-                    {"id": "t1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-                ]},
-                "finish_reason": "tool_calls",
-                "response_id": "chatcmpl-up",
-                "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3,
-                          "prompt_tokens_details": {"cached_tokens": 0}},
+                "message": message, "finish_reason": "tool_calls",
+                "response_id": "chatcmpl-up", "usage": usage,
             }))
             .expect("snapshot"),
         );
-        for response in [&plain, &reasoning, &upstream] {
-            let direct = completion_body(response, 1_700_000_000);
-            let value = completion_json(response, 1_700_000_000).to_string();
-            assert_eq!(String::from_utf8(direct).expect("utf-8"), value);
+        let expected = |id: &str, model: &str, message: Value, finish: &str, usage: Value| {
+            json!({
+                "id": id, "object": "chat.completion", "created": 1_700_000_000, "model": model,
+                "choices": [{"index": 0, "message": message, "logprobs": null,
+                             "finish_reason": finish}],
+                "usage": usage, "system_fingerprint": null,
+            })
+            .to_string()
+        };
+        let text = json!({"role": "assistant", "content": "hi \"there\" ✓"});
+        for (response, want) in [
+            (
+                &plain,
+                expected(
+                    "chatcmpl-c-1",
+                    "m",
+                    text.clone(),
+                    "stop",
+                    json!({"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}),
+                ),
+            ),
+            (
+                &reasoning,
+                expected(
+                    "chatcmpl-c-1",
+                    "m-2024",
+                    text,
+                    "length",
+                    json!({"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8,
+                           "completion_tokens_details": {"reasoning_tokens": 2}}),
+                ),
+            ),
+            (
+                &upstream,
+                expected(
+                    "chatcmpl-up",
+                    "m",
+                    message.clone(),
+                    "tool_calls",
+                    usage.clone(),
+                ),
+            ),
+        ] {
+            let body = completion_body(response, 1_700_000_000).expect("body");
+            assert_eq!(String::from_utf8(body).expect("utf-8"), want);
         }
+        assert_eq!(
+            tool_calls_of(&upstream),
+            message["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        );
+        assert!(tool_calls_of(&plain).is_empty());
     }
 
     #[test]

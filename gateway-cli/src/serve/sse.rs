@@ -90,8 +90,8 @@ pub(super) async fn respond(
     let (id, model) = match &first {
         Ok(StreamEvent::Delta(d)) => ids_of(d.raw.as_ref()),
         Ok(StreamEvent::Done(r)) => (
-            Some(openai::response_id(r)),
-            Some(openai::model_of_response(r)),
+            Some(openai::response_id(r).into_owned()),
+            Some(openai::model_of_response(r).to_owned()),
         ),
         _ => (None, None),
     };
@@ -278,7 +278,7 @@ impl SseBody {
             frame(out, f);
         }
         let finish = openai::finish_of(response);
-        frame(out, &self.chunk(Self::choice(Map::new(), Some(&finish))));
+        frame(out, &self.chunk(Self::choice(Map::new(), Some(finish))));
         if self.include_usage {
             let mut last = self.chunk(json!([]));
             last["usage"] = openai::usage_json(response);
