@@ -42,9 +42,9 @@ use futures_util::StreamExt as _;
 use gateway_core::clock::TokioClock;
 use gateway_core::memory::MemoryRateLimiter;
 use gateway_ports::{
-    Acquire, BackendError, ChatTransport, GlobalLimits, RateLimiter, SourceStats, WireEvent,
-    WireFailure, WireRequest, WireResponse,
+    ChatTransport, GlobalLimits, WireEvent, WireFailure, WireRequest, WireResponse,
 };
+use gateway_testkit::hooked::{Effect, HookedLimiter, LimiterCall};
 use polygateway::{
     ChatOptions, GatewayClient, OpenAiTransport, SourceConfig, StreamEvent, TransportOptions,
 };
@@ -109,34 +109,6 @@ struct Stamps {
     acquire: Option<Instant>,
     send: Option<Instant>,
     chunks: Vec<Instant>,
-}
-
-/// The memory limiter with a stamp when admission asks it: splits the request side into the
-/// part before the limiter (facade driver, call opening, selection, breaker, pacer) and the part
-/// after it (the limiter itself, the attempt step and the request build).
-struct StampingLimiter {
-    inner: MemoryRateLimiter,
-    stamps: Arc<Mutex<Stamps>>,
-}
-
-#[async_trait]
-impl RateLimiter for StampingLimiter {
-    async fn try_acquire(&self, source: &str, est_tokens: u64) -> Result<Acquire, BackendError> {
-        self.stamps.lock().unwrap().acquire = Some(Instant::now());
-        self.inner.try_acquire(source, est_tokens).await
-    }
-
-    async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
-        self.inner.source_stats(source).await
-    }
-
-    async fn mark_progress(&self) -> Result<(), BackendError> {
-        self.inner.mark_progress().await
-    }
-
-    async fn progress_age_s(&self) -> Result<f64, BackendError> {
-        self.inner.progress_age_s().await
-    }
 }
 
 /// `OpenAiTransport` with an arrival stamp on every chunk it yields.
@@ -327,16 +299,24 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
         inner: OpenAiTransport::new([&src], TransportOptions::default()).unwrap(),
         stamps: Arc::clone(&stamps),
     };
-    let limiter = StampingLimiter {
-        inner: MemoryRateLimiter::new(
-            "bench",
-            std::slice::from_ref(&src),
-            GlobalLimits::default(),
-            100.0,
-            Arc::new(TokioClock::new()),
-        ),
-        stamps: Arc::clone(&stamps),
-    };
+    // The memory limiter behind the test kit's forwarding double, whose before hook stamps the
+    // moment admission asks it: splits the request side into the part before the limiter (the
+    // stream's driver, opening the call, selection, breaker, pacer) and the part after it (the
+    // limiter, the attempt step, the request build).
+    let limiter = HookedLimiter::new(Arc::new(MemoryRateLimiter::new(
+        "bench",
+        std::slice::from_ref(&src),
+        GlobalLimits::default(),
+        100.0,
+        Arc::new(TokioClock::new()),
+    )));
+    let acquire_stamps = Arc::clone(&stamps);
+    limiter.before(move |call| {
+        if matches!(call, LimiterCall::TryAcquire { .. }) {
+            acquire_stamps.lock().unwrap().acquire = Some(Instant::now());
+        }
+        Effect::Forward
+    });
     let client = GatewayClient::builder()
         .sources(vec![src])
         .transport(Arc::new(transport))
