@@ -1,12 +1,12 @@
-# Shared by bench.sh and counts.sh (sourced): a scratch directory, background processes that are
-# killed on exit, and `start NAME CMD...`, which runs CMD in the background and prints the first
-# line of its stdout (the address it bound), waiting up to START_WAIT_S seconds (default 60).
+# Shared by bench.sh, counts.sh, litellm_compare.sh and openai_sdk_e2e.sh (sourced): a scratch
+# directory, background processes that are killed on exit, and `start NAME CMD...`, which runs
+# CMD in the background and prints the first line of its stdout (the address it bound), waiting
+# up to START_WAIT_S seconds (default 60).
 work="$(mktemp -d)"
-pids=()
-# `start` runs inside `$(...)`, a subshell, so its `pids+=` never reaches this shell: cleanup
-# also kills every pid recorded in "$work/*.pid" (before, every run left its servers running).
+# Every background process writes "$work/NAME.pid" and cleanup kills those: `start` runs inside
+# `$(...)`, a subshell, so a pid list kept in a shell variable would never reach this shell (the
+# earlier list did not, and every run left its servers running).
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for f in "$work"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
@@ -15,7 +15,7 @@ trap cleanup EXIT
 start() { # name, command...; prints the first stdout line (the bound address)
   local name="$1"; shift
   "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=("$!"); echo "$!" >"$work/$name.pid"
+  echo "$!" >"$work/$name.pid"
   for _ in $(seq 1 $(( ${START_WAIT_S:-60} * 10 ))); do
     if [ -s "$work/$name.out" ]; then head -1 "$work/$name.out"; return; fi
     sleep 0.1

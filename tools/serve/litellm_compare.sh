@@ -22,20 +22,9 @@ fi
 (cd "$root" && cargo build --quiet --release -p gateway-cli --bin pgw --example serve_load)
 pgw="$target/release/pgw"
 load="$target/release/examples/serve_load"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-start() {
-  local name="$1"; shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=("$!"); echo "$!" >"$work/$name.pid"
-  for _ in $(seq 1 100); do
-    if [ -s "$work/$name.out" ]; then head -1 "$work/$name.out"; return; fi
-    sleep 0.1
-  done
-  echo "$name did not start: $(cat "$work/$name.err")" >&2; exit 1
-}
+# The scratch directory, `start` and the cleanup that stops every process started (its own
+# copy here lost the pids of servers started in `$(...)`, leaving them running).
+. "$here/lib.sh"
 sim="$(start sim env -i "$pgw" sim --listen 127.0.0.1:0 --script "$root/gateway-cli/tests/fixtures/serve/hello.json")"
 token="tok-bench-0123456789"
 serve="$(start serve env -i PGW_SERVE_KEYS="$token=bench" \
@@ -55,14 +44,14 @@ YAML
 LITELLM_LOCAL_MODEL_COST_MAP=True LITELLM_LOG=ERROR NO_PROXY='*' \
   "$venv/bin/litellm" --config "$work/litellm.yaml" --host 127.0.0.1 --port "$port" \
   >"$work/litellm.log" 2>&1 &
-pids+=("$!")
+echo "$!" >"$work/litellm.pid"
 for _ in $(seq 1 600); do
   curl -sf "http://127.0.0.1:$port/health/liveliness" >/dev/null 2>&1 && break
   sleep 0.1
 done
 curl -sf "http://127.0.0.1:$port/health/liveliness" >/dev/null || { tail -20 "$work/litellm.log" >&2; exit 1; }
 echo "machine: $(nproc) cores; uptime: $(uptime)"
-echo "idle RSS: pgw serve $(awk '/VmRSS/ {print $2, $3}' "/proc/$(cat "$work/serve.pid")/status"); litellm $(ps -o rss= -p "${pids[-1]}") kB"
+echo "idle RSS: pgw serve $(awk '/VmRSS/ {print $2, $3}' "/proc/$(cat "$work/serve.pid")/status"); litellm $(ps -o rss= -p "$(cat "$work/litellm.pid")") kB"
 rate_args=(); for r in $rates; do rate_args+=(--rate "$r"); done
 "$load" "direct=http://$sim/v1|-|m" "serve=http://$serve/v1|$token|llm" \
   "litellm=http://127.0.0.1:$port/v1|sk-$token|llm" "${rate_args[@]}" --duration-s "$duration" |
