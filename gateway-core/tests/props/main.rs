@@ -21,5 +21,7 @@ mod hedge_soak;
 mod hostile_deadline;
 mod hostile_scrub;
 mod hostile_usage;
+mod limiter_buckets;
+mod limiter_buckets_props;
 mod loop_props;
 mod memory_limiter;

@@ -4,7 +4,10 @@
 //! Owns the six gates (source and global concurrency, RPM, TPM; `0` = unlimited) over exact
 //! per-permit entries in a sliding 60 s window, the reserve-then-settle TPM arithmetic,
 //! and the permit leases that reclaim concurrency slots of holders that never released, whether
-//! or not they settled.
+//! or not they settled. A scope (a source, or the global one) with no RPM and no TPM limit
+//! counts its RPM/TPM usage in 100 ms buckets instead of per-permit entries, so its memory does
+//! not grow with the call rate (`buckets`; the counts may trail the exact ones by at most one
+//! bucket at the 60 s edge).
 //!
 //! All state sits behind one `std::sync::Mutex` that is never held across an await, so
 //! `settle_and_release_now` does the work synchronously and returns `true`. Releases,
@@ -13,15 +16,17 @@
 //! not signalled (the caller's `poll_interval_s` bound, or the `wait_hint_s` of a denial, covers
 //! it). Limits are per process: multi-process deployments use the Redis limiter.
 //!
-//! Files: this one (the limiter, its permits and the port), `state` (the buckets and gates
-//! behind the mutex).
+//! Files: this one (the limiter, its permits and the port), `state` (the scopes and gates
+//! behind the mutex), `buckets` (the time buckets of unlimited scopes).
 
+mod buckets;
 mod state;
 
 pub use state::WINDOW;
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -32,7 +37,12 @@ use gateway_ports::{
 use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
-use state::{Bucket, Limits, State, Usage};
+use state::{Grant, Limits, SourceScope, State, Usage};
+
+/// `MemoryPermit::flags`: `settle` ran.
+const SETTLED: u8 = 1;
+/// `MemoryPermit::flags`: `release` ran.
+const RELEASED: u8 = 2;
 
 struct Inner {
     scope: String,
@@ -58,14 +68,22 @@ impl Inner {
         (st, now)
     }
 
-    fn settle_release(&self, id: u64, settle: Option<u64>, release: bool) {
-        let (mut st, _) = self.locked_now();
+    /// Settles (at most once, never after release) and/or releases (once) the permit of
+    /// `grant`; `flags` are the permit's own, read and written only under the state lock.
+    fn settle_release(&self, grant: Grant, flags: &AtomicU8, settle: Option<u64>, release: bool) {
+        let (mut st, now) = self.locked_now();
         let mut freed = false;
-        if let Some(actual) = settle {
-            freed |= st.settle(id, actual);
+        let f = flags.load(Ordering::Relaxed);
+        if let Some(actual) = settle
+            && f & (SETTLED | RELEASED) == 0
+        {
+            flags.store(f | SETTLED, Ordering::Relaxed);
+            freed |= st.settle(grant, actual, now);
         }
-        if release {
-            freed |= st.release(id);
+        let f = flags.load(Ordering::Relaxed);
+        if release && f & RELEASED == 0 {
+            flags.store(f | RELEASED, Ordering::Relaxed);
+            freed |= st.release(grant.id);
         }
         drop(st);
         if freed {
@@ -118,24 +136,31 @@ impl MemoryRateLimiter {
         clock: Arc<dyn Clock>,
     ) -> Self {
         let mut index = FxHashMap::default();
-        let mut buckets = Vec::new();
+        let mut scopes = Vec::new();
         for s in sources {
             if index.contains_key(&s.name) {
                 continue;
             }
-            index.insert(s.name.clone(), buckets.len());
-            buckets.push(Bucket {
+            index.insert(s.name.clone(), scopes.len());
+            let limits = Limits {
+                max_concurrency: s.max_concurrency,
+                rpm: s.rpm,
+                tpm: s.tpm,
+            };
+            scopes.push(SourceScope {
                 name: Arc::from(s.name.as_str()),
-                limits: Limits {
-                    max_concurrency: s.max_concurrency,
-                    rpm: s.rpm,
-                    tpm: s.tpm,
-                },
+                limits,
                 usage: Usage::default(),
                 window: VecDeque::new(),
+                ring: limits.ring(),
             });
         }
         let now = clock.monotonic();
+        let global_limits = Limits {
+            max_concurrency: global.max_concurrency,
+            rpm: global.rpm,
+            tpm: global.tpm,
+        };
         Self {
             inner: Arc::new(Inner {
                 scope: scope.to_owned(),
@@ -144,13 +169,10 @@ impl MemoryRateLimiter {
                 clock,
                 notify: Arc::new(Notify::new()),
                 state: Mutex::new(State {
-                    sources: buckets,
-                    global_limits: Limits {
-                        max_concurrency: global.max_concurrency,
-                        rpm: global.rpm,
-                        tpm: global.tpm,
-                    },
+                    sources: scopes,
+                    global_limits,
                     global: Usage::default(),
+                    global_ring: global_limits.ring(),
                     window: VecDeque::new(),
                     leases: VecDeque::new(),
                     recs: FxHashMap::default(),
@@ -189,11 +211,25 @@ impl MemoryRateLimiter {
         SourceStats::new(st.global.tpm_used, st.global.rpm_used, st.global.inflight)
     }
 
-    /// Number of permits the limiter still tracks (in the window or holding a slot): a leak check
-    /// for tests; it returns to 0 once every permit was released or reclaimed and 60 s passed.
+    /// Number of permits the limiter still keeps a record of (in an exact window, or holding a
+    /// slot): a leak check for tests. It returns to 0 once every permit was released or
+    /// reclaimed and 60 s passed; a permit whose source and global scope have no RPM and no TPM
+    /// limit is forgotten as soon as its slots are free.
     pub fn tracked_permits(&self) -> usize {
         let (st, _) = self.inner.locked_now();
         st.recs.len()
+    }
+
+    /// Number of per-permit entries held in all the limiter's tables (records, window queues,
+    /// lease queue), after ageing the window and reclaiming expired leases: a memory-bound check
+    /// for tests. For scopes without RPM and TPM limits it stays within a small multiple of the
+    /// permits in flight, whatever the call rate; the fixed bucket arrays are not counted.
+    pub fn retained_entries(&self) -> usize {
+        let (st, _) = self.inner.locked_now();
+        st.recs.len()
+            + st.window.len()
+            + st.leases.len()
+            + st.sources.iter().map(|b| b.window.len()).sum::<usize>()
     }
 
     fn source_index(&self, source: &str) -> Result<usize, BackendError> {
@@ -220,14 +256,15 @@ impl RateLimiter for MemoryRateLimiter {
         if let Some((gate, wait_hint_s)) = st.check(idx, est_tokens, now) {
             return Ok(Acquire::Denied { gate, wait_hint_s });
         }
-        let id = st.grant(idx, est_tokens, now);
+        let grant = st.grant(idx, est_tokens, now);
         let name = st
             .sources
             .get(idx)
             .map_or_else(|| Arc::from(source), |b| Arc::clone(&b.name));
         drop(st);
         Ok(Acquire::Granted(Box::new(MemoryPermit {
-            id,
+            grant,
+            flags: AtomicU8::new(0),
             id_text: OnceLock::new(),
             source: name,
             est_tokens,
@@ -237,11 +274,11 @@ impl RateLimiter for MemoryRateLimiter {
 
     async fn source_stats(&self, source: &str) -> Result<SourceStats, BackendError> {
         let idx = self.source_index(source)?;
-        let (st, _) = self.inner.locked_now();
+        let (mut st, now) = self.inner.locked_now();
         if st.closed {
             return Err(closed_error());
         }
-        let u = st.sources.get(idx).map(|b| b.usage).unwrap_or_default();
+        let u = st.source_usage(idx, now);
         Ok(SourceStats::new(u.tpm_used, u.rpm_used, u.inflight))
     }
 
@@ -271,7 +308,10 @@ impl RateLimiter for MemoryRateLimiter {
 /// A permit of [`MemoryRateLimiter`]. Dropping it without `release` is a cancellation:
 /// its slots stay held until its lease expires. `Debug` prints ids only.
 pub struct MemoryPermit {
-    id: u64,
+    grant: Grant,
+    /// `SETTLED` | `RELEASED`, kept here because a bucket-mode permit's record is gone once its
+    /// slots are free (a late settle after a lease reclaim must still apply once).
+    flags: AtomicU8,
     /// `"{scope}:{id}"`, formatted on first use (the hot path never reads it).
     id_text: OnceLock<String>,
     source: Arc<str>,
@@ -292,7 +332,7 @@ impl fmt::Debug for MemoryPermit {
 impl MemoryPermit {
     fn id_text(&self) -> &str {
         self.id_text
-            .get_or_init(|| format!("{}:{}", self.inner.scope, self.id))
+            .get_or_init(|| format!("{}:{}", self.inner.scope, self.grant.id))
     }
 }
 
@@ -312,18 +352,19 @@ impl Permit for MemoryPermit {
 
     async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError> {
         self.inner
-            .settle_release(self.id, Some(actual_tokens), false);
+            .settle_release(self.grant, &self.flags, Some(actual_tokens), false);
         Ok(())
     }
 
     async fn release(&self) -> Result<(), BackendError> {
-        self.inner.settle_release(self.id, None, true);
+        self.inner
+            .settle_release(self.grant, &self.flags, None, true);
         Ok(())
     }
 
     fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
         self.inner
-            .settle_release(self.id, Some(actual_tokens), true);
+            .settle_release(self.grant, &self.flags, Some(actual_tokens), true);
         true
     }
 }

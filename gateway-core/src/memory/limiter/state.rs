@@ -1,6 +1,10 @@
-//! The limiter's state behind its one mutex ([`State`]): the per-source and global buckets of
-//! exact per-permit entries in the sliding window, the six gates, the reserve-then-settle TPM
-//! arithmetic and the permit leases.
+//! The limiter's state behind its one mutex ([`State`]): the per-source and global scopes, the
+//! six gates, the reserve-then-settle TPM arithmetic and the permit leases.
+//!
+//! A scope with an RPM or TPM limit keeps exact per-permit entries in the sliding window (its
+//! gates and wait hints read them). A scope with neither counts its usage in time buckets
+//! ([`Ring`]) instead, so the per-permit record ([`Rec`]) of a permit whose source and global
+//! scope are both of that kind lives only while the permit holds its concurrency slots.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -8,6 +12,8 @@ use std::time::Duration;
 
 use gateway_ports::LimitGate;
 use rustc_hash::FxHashMap;
+
+use super::buckets::{Ring, tick_of};
 
 /// Length of the RPM/TPM sliding window.
 pub const WINDOW: Duration = Duration::from_secs(60);
@@ -19,6 +25,14 @@ pub(super) struct Limits {
     pub(super) tpm: u64,
 }
 
+impl Limits {
+    /// The window mode these limits call for: exact entries if a gate reads the window,
+    /// buckets otherwise.
+    pub(super) fn ring(self) -> Option<Ring> {
+        (self.rpm == 0 && self.tpm == 0).then(Ring::default)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Usage {
     pub(super) inflight: u32,
@@ -26,34 +40,49 @@ pub(super) struct Usage {
     pub(super) tpm_used: u64,
 }
 
+/// One source's limits, usage and window.
 #[derive(Debug)]
-pub(super) struct Bucket {
+pub(super) struct SourceScope {
     pub(super) name: Arc<str>,
     pub(super) limits: Limits,
     pub(super) usage: Usage,
-    /// Permit ids in grant order whose entry is still in the window.
+    /// Exact mode: permit ids in grant order whose entry is still in the window.
     pub(super) window: VecDeque<u64>,
+    /// Bucket mode (no RPM and no TPM limit): `usage.rpm_used`/`tpm_used` come from here and
+    /// `window` stays empty.
+    pub(super) ring: Option<Ring>,
+}
+
+/// What a permit knows of its grant, so settle and release work after its record is gone.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Grant {
+    pub(super) id: u64,
+    pub(super) source: usize,
+    pub(super) est: u64,
+    /// The bucket tick the grant was counted in by the bucket-mode scopes.
+    pub(super) tick: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rec {
     pub(super) source: usize,
-    pub(super) est: u64,
     /// Tokens the entry currently charges (est until settled).
     pub(super) tokens: u64,
     pub(super) granted_at: Duration,
+    /// In the exact window of its source or of the global scope.
     pub(super) in_window: bool,
     pub(super) holds_slot: bool,
-    pub(super) settled: bool,
-    pub(super) released: bool,
 }
 
 #[derive(Debug)]
 pub(super) struct State {
-    pub(super) sources: Vec<Bucket>,
+    pub(super) sources: Vec<SourceScope>,
     pub(super) global_limits: Limits,
     pub(super) global: Usage,
-    /// All permit ids in grant order whose entry is still in the window.
+    /// Bucket mode of the global scope (see [`SourceScope::ring`]).
+    pub(super) global_ring: Option<Ring>,
+    /// Permit ids in grant order whose entry is in an exact window (every permit when the
+    /// global scope is exact): drives the age-out.
     pub(super) window: VecDeque<u64>,
     /// Permit ids in grant order that may still hold a slot (lazily cleaned).
     pub(super) leases: VecDeque<u64>,
@@ -85,21 +114,30 @@ impl State {
                 break;
             }
             self.window.pop_front();
-            if let Some(b) = self.sources.get_mut(r.source) {
+            let age_out = |u: &mut Usage| {
+                u.rpm_used = u.rpm_used.saturating_sub(1);
+                u.tpm_used = u.tpm_used.saturating_sub(r.tokens);
+            };
+            if let Some(b) = self.sources.get_mut(r.source)
+                && b.ring.is_none()
+            {
                 if b.window.front() == Some(&id) {
                     b.window.pop_front();
                 } else {
                     b.window.retain(|x| *x != id);
                 }
-                b.usage.rpm_used = b.usage.rpm_used.saturating_sub(1);
-                b.usage.tpm_used = b.usage.tpm_used.saturating_sub(r.tokens);
+                age_out(&mut b.usage);
             }
-            self.global.rpm_used = self.global.rpm_used.saturating_sub(1);
-            self.global.tpm_used = self.global.tpm_used.saturating_sub(r.tokens);
+            if self.global_ring.is_none() {
+                age_out(&mut self.global);
+            }
             if let Some(rm) = self.recs.get_mut(&id) {
                 rm.in_window = false;
             }
             self.forget_if_done(id);
+        }
+        if let Some(ring) = &mut self.global_ring {
+            ring.advance(tick_of(now), &mut self.global);
         }
         let mut reclaimed = false;
         while let Some(&id) = self.leases.front() {
@@ -138,45 +176,67 @@ impl State {
         true
     }
 
-    /// Applies `actual − est` once; `true` if tokens were refunded (capacity freed).
-    pub(super) fn settle(&mut self, id: u64, actual: u64) -> bool {
-        let Some(r) = self.recs.get_mut(&id) else {
-            return false;
+    /// Applies `actual − est` to the grant's entry in every scope where it still counts (the
+    /// caller ensures once per permit, never after release); `true` if tokens were refunded
+    /// (capacity freed).
+    pub(super) fn settle(&mut self, g: Grant, actual: u64, now: Duration) -> bool {
+        // est + (actual − est), never below zero (30 G-74); the entry holds est until settled.
+        let new_tokens = g.est.saturating_add(actual).saturating_sub(g.est);
+        let old_tokens = g.est;
+        let mut in_window = false;
+        if let Some(r) = self.recs.get_mut(&g.id) {
+            r.tokens = new_tokens;
+            in_window = r.in_window;
+        }
+        let tick = tick_of(now);
+        let apply = |u: &mut Usage, ring: Option<&mut Ring>| match ring {
+            Some(ring) => ring.adjust(g.tick, old_tokens, new_tokens, tick, u),
+            None if in_window => {
+                u.tpm_used = u
+                    .tpm_used
+                    .saturating_sub(old_tokens)
+                    .saturating_add(new_tokens);
+                true
+            }
+            None => false,
         };
-        if r.settled || r.released {
-            return false;
+        let mut applied = false;
+        if let Some(b) = self.sources.get_mut(g.source) {
+            applied |= apply(&mut b.usage, b.ring.as_mut());
         }
-        r.settled = true;
-        // tokens + (actual − est), never below zero (30 G-74).
-        let new_tokens = (r.tokens.saturating_add(actual)).saturating_sub(r.est);
-        let old_tokens = r.tokens;
-        r.tokens = new_tokens;
-        if !r.in_window {
-            return false;
-        }
-        let source = r.source;
-        let apply = |u: &mut Usage| {
-            u.tpm_used = u
-                .tpm_used
-                .saturating_sub(old_tokens)
-                .saturating_add(new_tokens);
-        };
-        if let Some(b) = self.sources.get_mut(source) {
-            apply(&mut b.usage);
-        }
-        apply(&mut self.global);
-        new_tokens < old_tokens
+        applied |= apply(&mut self.global, self.global_ring.as_mut());
+        applied && new_tokens < old_tokens
     }
 
+    /// Frees the permit's slots if it still holds them (the caller ensures once per permit).
     pub(super) fn release(&mut self, id: u64) -> bool {
-        let Some(r) = self.recs.get_mut(&id) else {
-            return false;
-        };
-        if r.released {
-            return false;
+        let freed = self.free_slot(id);
+        self.compact_leases();
+        freed
+    }
+
+    /// Drops released ids from the lease queue once they outnumber the holders, so one
+    /// long-held permit does not keep the ids of every later grant: amortised O(1) per release,
+    /// and the queue stays within twice the permits in flight (plus a small floor).
+    fn compact_leases(&mut self) {
+        const FLOOR: usize = 64;
+        let holders = usize::try_from(self.global.inflight).unwrap_or(usize::MAX);
+        if self.leases.len() > FLOOR && self.leases.len() / 2 > holders {
+            let recs = &self.recs;
+            self.leases
+                .retain(|id| recs.get(id).is_some_and(|r| r.holds_slot));
         }
-        r.released = true;
-        self.free_slot(id)
+    }
+
+    /// Usage of source `idx` at `now` (bucket-mode counts advanced first).
+    pub(super) fn source_usage(&mut self, idx: usize, now: Duration) -> Usage {
+        let Some(b) = self.sources.get_mut(idx) else {
+            return Usage::default();
+        };
+        if let Some(ring) = &mut b.ring {
+            ring.advance(tick_of(now), &mut b.usage);
+        }
+        b.usage
     }
 
     /// Seconds until enough of `window` ages out for one more request (`rpm`) or for `need`
@@ -262,34 +322,57 @@ impl State {
         None
     }
 
-    pub(super) fn grant(&mut self, idx: usize, est: u64, now: Duration) -> u64 {
+    /// Takes the six gates' shares for a permit of `est` tokens on source `idx` at `now`.
+    pub(super) fn grant(&mut self, idx: usize, est: u64, now: Duration) -> Grant {
         let id = self.next_id;
         self.next_id += 1;
+        let tick = tick_of(now);
+        let mut g = Grant {
+            id,
+            source: idx,
+            est,
+            tick,
+        };
+        // One scope's share; an exact scope also queues the id in its window (`None`).
+        let take = |u: &mut Usage, ring: Option<&mut Ring>| {
+            u.inflight = u.inflight.saturating_add(1);
+            match ring {
+                Some(ring) => Some(ring.add(tick, est, u)),
+                None => {
+                    u.rpm_used = u.rpm_used.saturating_add(1);
+                    u.tpm_used = u.tpm_used.saturating_add(est);
+                    None
+                }
+            }
+        };
+        let mut in_window = false;
+        if let Some(b) = self.sources.get_mut(idx) {
+            match take(&mut b.usage, b.ring.as_mut()) {
+                Some(t) => g.tick = t,
+                None => {
+                    b.window.push_back(id);
+                    in_window = true;
+                }
+            }
+        }
+        match take(&mut self.global, self.global_ring.as_mut()) {
+            Some(t) => g.tick = t,
+            None => in_window = true,
+        }
         self.recs.insert(
             id,
             Rec {
                 source: idx,
-                est,
                 tokens: est,
                 granted_at: now,
-                in_window: true,
+                in_window,
                 holds_slot: true,
-                settled: false,
-                released: false,
             },
         );
-        let take = |u: &mut Usage| {
-            u.inflight = u.inflight.saturating_add(1);
-            u.rpm_used = u.rpm_used.saturating_add(1);
-            u.tpm_used = u.tpm_used.saturating_add(est);
-        };
-        if let Some(b) = self.sources.get_mut(idx) {
-            take(&mut b.usage);
-            b.window.push_back(id);
+        if in_window {
+            self.window.push_back(id);
         }
-        take(&mut self.global);
-        self.window.push_back(id);
         self.leases.push_back(id);
-        id
+        g
     }
 }
