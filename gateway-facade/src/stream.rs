@@ -233,9 +233,12 @@ impl GatewayClient {
         let request = Arc::new(request);
         let driver_gate = Arc::clone(&gate);
         let driver: Driver = Box::pin(async move {
-            let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
-                .with_options(inner.executor_options.clone())
-                .with_commit_gate(Arc::clone(&driver_gate));
+            let executor = ChatExecutor::with_client_options(
+                Arc::clone(&inner.transport),
+                Arc::clone(&request),
+                inner.executor_options.clone(),
+            )
+            .with_commit_gate(Arc::clone(&driver_gate));
             let mut call = CallOptions::default()
                 .with_row_input(Arc::new(RowInput::chat(&request)))
                 .with_stream(request.stream);

@@ -148,10 +148,21 @@ impl ChatExecutor {
     /// An executor of `request` over `transport`, with the default options (the built-in
     /// provider profiles).
     pub fn new(transport: Arc<dyn ChatTransport>, request: Arc<ChatRequest>) -> Self {
+        Self::with_client_options(transport, request, ExecutorOptions::default())
+    }
+
+    /// An executor of `request` over `transport` with the client's `options` — what a client
+    /// uses per call: unlike `new(..).with_options(..)` it builds no default options (a clock,
+    /// two throttles) only to drop them.
+    pub fn with_client_options(
+        transport: Arc<dyn ChatTransport>,
+        request: Arc<ChatRequest>,
+        options: ExecutorOptions,
+    ) -> Self {
         Self {
             transport,
             request,
-            options: ExecutorOptions::default(),
+            options,
             gate: None,
         }
     }

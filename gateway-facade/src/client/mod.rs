@@ -242,8 +242,11 @@ impl GatewayClient {
         if request.structured.is_some() {
             return self.chat_structured(&request, call).await;
         }
-        let executor = ChatExecutor::new(Arc::clone(&inner.transport), Arc::clone(&request))
-            .with_options(inner.executor_options.clone());
+        let executor = ChatExecutor::with_client_options(
+            Arc::clone(&inner.transport),
+            Arc::clone(&request),
+            inner.executor_options.clone(),
+        );
         let cache = inner
             .runtime
             .cache
@@ -285,8 +288,11 @@ impl GatewayClient {
         });
         let mut state = Ladder::new(request, options.clone());
         let result = ladder::run_cached(handle, &mut state, cache.as_ref(), |round| {
-            ChatExecutor::new(Arc::clone(&inner.transport), round)
-                .with_options(inner.executor_options.clone())
+            ChatExecutor::with_client_options(
+                Arc::clone(&inner.transport),
+                round,
+                inner.executor_options.clone(),
+            )
         })
         .await;
         ChatOutcome::of(result)
