@@ -15,15 +15,18 @@
 //! hold left out: the latency the callers of a deployment see. The held shape runs twice: with
 //! one fixed hold (the tasks stay in lockstep and reach Redis as bursts of 64) and with holds
 //! drawn uniformly within ±50 % of the mean and staggered starts (decorrelated arrivals, as a
-//! deployment's calls are).
+//! deployment's calls are). A last row ends those decorrelated holds at their exact instants from
+//! a thread of its own instead of on tokio's millisecond timer ticks, where the holds of several
+//! tasks end together and reach Redis as small bursts.
 //!
 //! `cargo run --release -p adapter-redis --example bench_governance [calls_per_task]`
 //! (`PGW_BENCH_OP_TIMEOUT_MS` raises the operation timeout, e.g. with `redis-server` under valgrind)
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
@@ -32,6 +35,7 @@ use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
 use gateway_ports::{
     Acquire, BreakerConfig, CircuitBreaker, GlobalLimits, RateLimiter, SourceConfig,
 };
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 fn source() -> SourceConfig {
@@ -42,6 +46,85 @@ fn source() -> SourceConfig {
     s
 }
 
+/// Ends the simulated upstream times at their exact instants, from one thread of its own.
+///
+/// Why: tokio's timer wheel has a 1 ms resolution and fires every timer of a tick together, so
+/// 64 tasks sleeping through their holds wake as bursts on millisecond ticks and reach Redis
+/// together. A deployment's upstream answers arrive from sockets at arbitrary instants; this
+/// thread models that by waking each waiter at its own deadline (condition-variable wait, the
+/// kernel's timer slack its only coarsening).
+struct Releaser {
+    due: Arc<(Mutex<BinaryHeap<Reverse<Due>>>, Condvar)>,
+}
+
+/// One waiter of the [`Releaser`]: its deadline and the sender that wakes it.
+struct Due(std::time::Instant, u64, oneshot::Sender<()>);
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0, self.1) == (other.0, other.1)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.0, self.1).cmp(&(other.0, other.1))
+    }
+}
+
+impl Releaser {
+    fn start() -> Self {
+        let due: Arc<(Mutex<BinaryHeap<Reverse<Due>>>, Condvar)> = Arc::default();
+        let worker = Arc::clone(&due);
+        std::thread::spawn(move || {
+            let (lock, cv) = &*worker;
+            let mut heap = lock.lock().unwrap();
+            loop {
+                let now = std::time::Instant::now();
+                match heap.peek() {
+                    Some(Reverse(d)) if d.0 <= now => {
+                        let Reverse(d) = heap.pop().unwrap();
+                        let _ = d.2.send(());
+                    }
+                    Some(Reverse(d)) => {
+                        let wait = d.0 - now;
+                        heap = cv.wait_timeout(heap, wait).unwrap().0;
+                    }
+                    None => heap = cv.wait(heap).unwrap(),
+                }
+            }
+        });
+        Self { due }
+    }
+
+    /// Waits `hold` from now, woken at that instant.
+    async fn sleep(&self, hold: Duration, seq: u64) {
+        let (tx, rx) = oneshot::channel();
+        {
+            let (lock, cv) = &*self.due;
+            lock.lock()
+                .unwrap()
+                .push(Reverse(Due(std::time::Instant::now() + hold, seq, tx)));
+            cv.notify_one();
+        }
+        let _ = rx.await;
+    }
+}
+
+/// How a held call waits out its upstream time.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// `tokio::time::sleep` (1 ms ticks).
+    Tick,
+    /// The [`Releaser`] thread (each wait ends at its own instant).
+    Exact,
+}
+
 /// One governed call's governance; returns the time spent in it, leaving out `hold` (the
 /// upstream call, simulated by a timer between admission and settlement).
 async fn one_call(
@@ -49,6 +132,7 @@ async fn one_call(
     b: &dyn CircuitBreaker,
     owner: &str,
     hold: Duration,
+    wait: (Wait, &Releaser, u64),
 ) -> Duration {
     let start = Instant::now();
     let d = b.try_enter("a", owner).await.expect("try_enter");
@@ -58,7 +142,10 @@ async fn one_call(
     };
     let mut spent = start.elapsed();
     if !hold.is_zero() {
-        tokio::time::sleep(hold).await;
+        match wait.0 {
+            Wait::Tick => tokio::time::sleep(hold).await,
+            Wait::Exact => wait.1.sleep(hold, wait.2).await,
+        }
     }
     let resumed = Instant::now();
     b.record_success(&d, true).await.expect("record_success");
@@ -94,6 +181,8 @@ impl Holds {
     }
 }
 
+// The shape's parameters are spelled out at each call site on purpose (a bench, not an API).
+#[allow(clippy::too_many_arguments)]
 async fn run(
     l: Arc<dyn RateLimiter>,
     b: Arc<dyn CircuitBreaker>,
@@ -101,11 +190,14 @@ async fn run(
     calls: usize,
     hold: Duration,
     jitter: bool,
+    wait: Wait,
+    releaser: &Arc<Releaser>,
 ) -> (Vec<Duration>, Duration) {
     let t0 = Instant::now();
     let mut handles = Vec::new();
     for t in 0..tasks {
         let (l, b) = (Arc::clone(&l), Arc::clone(&b));
+        let releaser = Arc::clone(releaser);
         handles.push(tokio::spawn(async move {
             let mut holds = Holds {
                 hold,
@@ -119,7 +211,8 @@ async fn run(
             let mut lat = Vec::with_capacity(calls);
             for i in 0..calls {
                 let h = holds.next();
-                lat.push(one_call(&*l, &*b, &format!("c{t}-{i}"), h).await);
+                let seq = (t * calls + i) as u64;
+                lat.push(one_call(&*l, &*b, &format!("c{t}-{i}"), h, (wait, &releaser, seq)).await);
             }
             lat
         }));
@@ -248,13 +341,17 @@ async fn main() {
     // each holding its permit for the upstream time, the latency a deployment's callers see.
     // The last shape draws each hold around the mean (`Holds`): with one fixed hold the 64 tasks
     // stay in lockstep and reach Redis as bursts of 64, which no deployment's traffic does.
+    // The last shape ends each hold at its own instant (`Releaser`) instead of on tokio's
+    // millisecond timer ticks, where the holds of several tasks end together.
     let shapes = [
-        (1usize, Duration::ZERO, false),
-        (64, Duration::ZERO, false),
-        (64, hold, false),
-        (64, hold, true),
+        (1usize, Duration::ZERO, false, Wait::Tick),
+        (64, Duration::ZERO, false, Wait::Tick),
+        (64, hold, false, Wait::Tick),
+        (64, hold, true, Wait::Tick),
+        (64, hold, true, Wait::Exact),
     ];
-    for (tasks, hold, jitter) in shapes {
+    let releaser = Arc::new(Releaser::start());
+    for (tasks, hold, jitter, wait) in shapes {
         let per_task = if tasks == 1 {
             calls
         } else if hold.is_zero() {
@@ -265,6 +362,8 @@ async fn main() {
         };
         let shape = if hold.is_zero() {
             format!("{tasks}")
+        } else if jitter && matches!(wait, Wait::Exact) {
+            format!("{tasks}, {hold_ms} ms upstream ±50 %, staggered, exact wake-ups")
         } else if jitter {
             format!("{tasks}, {hold_ms} ms upstream ±50 %, staggered")
         } else {
@@ -273,9 +372,10 @@ async fn main() {
         let mut memory_p50 = 0.0;
         for backend in backends {
             let scope = format!(
-                "bench-{}-{tasks}-{}-{jitter}",
+                "bench-{}-{tasks}-{}-{jitter}-{}",
                 backend.replace([' ', ',', '(', ')'], ""),
-                hold.as_millis()
+                hold.as_millis(),
+                matches!(wait, Wait::Exact)
             );
             let mem_l: Arc<dyn RateLimiter> = Arc::new(MemoryRateLimiter::new(
                 &scope,
@@ -313,10 +413,20 @@ async fn main() {
                 _ => (redis_l(&immediate), redis_b(&immediate)),
             };
             // Warm-up (loads the scripts, opens the connection, first mirror read).
-            run(Arc::clone(&l), Arc::clone(&b), 1, 20, Duration::ZERO, false).await;
+            run(
+                Arc::clone(&l),
+                Arc::clone(&b),
+                1,
+                20,
+                Duration::ZERO,
+                false,
+                Wait::Tick,
+                &releaser,
+            )
+            .await;
             conn.flush().await;
             let before = command_stats(port);
-            let (lat, total) = run(l, b, tasks, per_task, hold, jitter).await;
+            let (lat, total) = run(l, b, tasks, per_task, hold, jitter, wait, &releaser).await;
             let n = lat.len() as u64;
             // What is still buffered is part of these calls' cost.
             conn.flush().await;
