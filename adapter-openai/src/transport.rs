@@ -2,7 +2,7 @@
 //! reqwest, plus the `pgw doctor` probe.
 //!
 //! Owns one HTTP exchange per `send` and the wire facts it reports (10 §8.1,
-//! §8.2; 05 R-14): the request (URL, headers, the body serialised
+//! §8.2; 05 R-14): the request (URL, headers, the body bytes as the core serialised them, sent
 //! verbatim), the status split (200 → events or body; anything else → `WireFailure::Http`), the
 //! error body retained up to `max_error_body_bytes`, and network faults before a status line.
 //! It judges nothing: no classification, no retry, no timer besides the connect timeout.
@@ -219,11 +219,8 @@ impl OpenAiTransport {
             HeaderValue::from_str(&request.call_id).map_err(|_| WireFailure::Unsupported {
                 what: "call_id is not a valid HTTP header value",
             })?;
-        // the body exactly as the core built it; serialising a `Value` cannot fail.
-        let body = serde_json::to_vec(&request.body).map_err(|_| WireFailure::Unsupported {
-            what: "request body cannot be serialised",
-        })?;
-        let body = bytes::Bytes::from(body);
+        // the bytes exactly as the core serialised them; cloning `Bytes` is a count.
+        let body = request.body.bytes().clone();
         let post = |http: &reqwest::Client| {
             http.post(client.url(request.endpoint).clone())
                 .headers(client.headers.clone())

@@ -97,7 +97,7 @@ fn request(source: &SourceConfig, stream: bool) -> WireRequest {
         source: Arc::new(source.clone()),
         call_id: "call-adv".to_owned(),
         endpoint: Endpoint::ChatCompletions,
-        body: json!({"model": "m-1", "messages": [], "stream": stream}),
+        body: json!({"model": "m-1", "messages": [], "stream": stream}).into(),
         stream,
     }
 }

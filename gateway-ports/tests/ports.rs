@@ -229,7 +229,7 @@ async fn s8_0_ports_are_object_safe_and_defaults_hold() {
         source: source.clone(),
         call_id: "c".into(),
         endpoint: Endpoint::ChatCompletions,
-        body: serde_json::json!({}),
+        body: serde_json::json!({}).into(),
         stream: false,
     };
     assert!(matches!(
@@ -377,4 +377,87 @@ fn s_25_chunk_json_is_one_checked_json_text() {
         format!("{compact:?}"),
         "ChunkJson(\"{\\\"b\\\":[true],\\\"a\\\":1}\")"
     );
+}
+
+/// R-14 (issue 24): a `RequestBody` is the JSON text the transport sends; its `Value` view is
+/// parsed once, indexes like a `Value`, compares as bytes to a body and as JSON to a `Value`.
+#[test]
+fn r_14_request_body_bytes_view_and_equality() {
+    let text =
+        r#"{"model":"m-1","messages":[{"role":"user","content":"h\u00e9 ✓"}],"stream":true}"#;
+    let body = RequestBody::from_json_bytes(bytes::Bytes::from_static(text.as_bytes()));
+    assert_eq!(
+        body.bytes().as_ref(),
+        text.as_bytes(),
+        "the bytes are kept verbatim"
+    );
+
+    // Index reads the parsed view; a missing key is Null, as for a Value.
+    assert_eq!(body["model"], "m-1");
+    assert_eq!(body["messages"][0]["content"], "hé ✓");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["absent"], serde_json::Value::Null);
+
+    // Parsed once: the view is the same allocation on every call.
+    let first: *const serde_json::Value = body.value();
+    let second: *const serde_json::Value = body.value();
+    assert!(std::ptr::eq(first, second), "value() is cached");
+
+    // PartialEq<Value> is JSON equality (key order and whitespace do not matter) …
+    let same = serde_json::json!({"stream": true, "model": "m-1",
+        "messages": [{"role": "user", "content": "hé ✓"}]});
+    assert!(body == same);
+    assert!(same == body);
+    assert!(body != serde_json::json!({"model": "m-1"}));
+    // … while body == body compares the wire text.
+    let reordered = RequestBody::from_value(&same);
+    assert!(
+        body != reordered,
+        "different key order is a different wire text"
+    );
+    assert_eq!(body, body.clone());
+    assert_eq!(
+        RequestBody::from_value(&same),
+        RequestBody::from(same.clone())
+    );
+
+    // From<Value> serialises compactly and keeps the value as its view.
+    let owned = RequestBody::from(serde_json::json!({"a": [1, 2.5, null], "b": "x"}));
+    assert_eq!(owned.bytes().as_ref(), br#"{"a":[1,2.5,null],"b":"x"}"#);
+    assert_eq!(owned["a"][1], 2.5);
+}
+
+/// A body whose bytes are not JSON reads as `Null` (never a panic) and is still sent verbatim.
+#[test]
+fn r_14_request_body_not_json_reads_null() {
+    let body = RequestBody::from_json_bytes(bytes::Bytes::from_static(b"{not json"));
+    assert_eq!(body.value(), &serde_json::Value::Null);
+    assert_eq!(body["model"], serde_json::Value::Null);
+    assert_eq!(body.bytes().as_ref(), b"{not json");
+    let empty = RequestBody::from_json_bytes(bytes::Bytes::new());
+    assert_eq!(empty.value(), &serde_json::Value::Null);
+}
+
+/// `Debug` prints the JSON text (a body carries no credential), also inside `WireRequest`.
+#[test]
+fn r_14_request_body_debug_is_the_json_text() {
+    let body = RequestBody::from(serde_json::json!({"model": "m-1", "stream": false}));
+    assert_eq!(
+        format!("{body:?}"),
+        r#"RequestBody("{\"model\":\"m-1\",\"stream\":false}")"#
+    );
+    let request = WireRequest {
+        source: Arc::new(SourceConfig::default()),
+        call_id: "c".into(),
+        endpoint: Endpoint::ChatCompletions,
+        body,
+        stream: false,
+    };
+    let debug = format!("{request:?}");
+    assert!(
+        debug.contains(r#"body: RequestBody("{\"model\":\"m-1\",\"stream\":false}")"#),
+        "{debug}"
+    );
+    let invalid = RequestBody::from_json_bytes(bytes::Bytes::from_static(b"\xff{}"));
+    assert_eq!(format!("{invalid:?}"), "RequestBody(\"\u{fffd}{}\")");
 }

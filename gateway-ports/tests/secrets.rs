@@ -72,7 +72,7 @@ fn wire_request_debug_is_secret_free() {
         source: std::sync::Arc::new(source()),
         call_id: "c1".into(),
         endpoint: Endpoint::ChatCompletions,
-        body: serde_json::json!({"model": "gpt-x"}),
+        body: serde_json::json!({"model": "gpt-x"}).into(),
         stream: true,
     };
     assert_clean(&format!("{request:?}"));

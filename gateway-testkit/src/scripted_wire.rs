@@ -123,7 +123,7 @@ impl ScriptedWire {
 
     fn plan_for(&self, request: &WireRequest) -> Plan {
         let path = format!("/v1{}", request.endpoint.path());
-        let facts = RequestFacts::from_parts("POST", &path, Some(&request.body));
+        let facts = RequestFacts::from_parts("POST", &path, Some(request.body.value()));
         lock(&self.runner).next_plan(&facts)
     }
 }

@@ -245,7 +245,7 @@ fn wire_request() -> WireRequest {
         )),
         call_id: "call-1".to_owned(),
         endpoint: Endpoint::ChatCompletions,
-        body: json!({"model": "m", "messages": []}),
+        body: json!({"model": "m", "messages": []}).into(),
         stream: false,
     }
 }

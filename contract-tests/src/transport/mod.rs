@@ -34,8 +34,8 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use gateway_ports::{
-    ChatTransport, EmbeddingTransport, Endpoint, Secret, SourceConfig, WireEvent, WireEventStream,
-    WireFailure, WireRequest, WireResponse,
+    ChatTransport, EmbeddingTransport, Endpoint, RequestBody, Secret, SourceConfig, WireEvent,
+    WireEventStream, WireFailure, WireRequest, WireResponse,
 };
 use serde_json::{Value, json};
 use upstream_sim::script::Script;
@@ -163,7 +163,7 @@ pub fn request(
         source: Arc::new(source.clone()),
         call_id: CALL_ID.to_owned(),
         endpoint,
-        body,
+        body: RequestBody::from(body),
         stream,
     }
 }

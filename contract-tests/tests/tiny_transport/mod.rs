@@ -137,8 +137,8 @@ impl TinyTransport {
             let _ = conn.await;
         }));
 
-        let body =
-            serde_json::to_vec(&req.body).map_err(|_| unsupported("body not serialisable"))?;
+        // the core's bytes, verbatim.
+        let body = req.body.bytes().clone();
         let mut builder = http::Request::post(path)
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT_ENCODING, "gzip")
@@ -163,7 +163,7 @@ impl TinyTransport {
         }
         // The builder's error would name the bad header; the fixed text never carries a value.
         let request = builder
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|_| unsupported("a header name or value is not valid HTTP"))?;
         let response = sender
             .send_request(request)

@@ -2,7 +2,8 @@
 //! attempt and turns its wire facts into a judged [`AttemptOutcome`].
 //!
 //! Owns, per attempt (all state fresh per attempt, never shared):
-//! - the request body ([`build_chat_body`](crate::request::build_chat_body)) and the `WireRequest`;
+//! - the request body ([`serialize_chat_body_with`](crate::request::serialize_chat_body_with),
+//!   the JSON text sent verbatim) and the `WireRequest`;
 //! - `started` and the runtime watchdogs: TTFT and total while the transport is
 //!   connecting, then TTFT / inter-token / total over the event stream, total
 //!   only for a non-stream body and for a JSON body answering a streamed request;
@@ -36,8 +37,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use gateway_ports::{
-    ChatRequest, ChatTransport, Clock, Endpoint, JsonObject, WireRequest, WireResponse,
-    is_json_content_type,
+    ChatRequest, ChatTransport, Clock, Endpoint, JsonObject, RequestBody, WireRequest,
+    WireResponse, is_json_content_type,
 };
 use tokio::time::Instant;
 
@@ -48,7 +49,7 @@ use crate::attempt::{AttemptCtx, AttemptOutcome, AttemptRunner, LegControl, LegS
 use crate::classify::classify_wire_failure;
 use crate::clock::TokioClock;
 use crate::effort::{ContradictionThrottle, plan_attempt};
-use crate::request::build_chat_body_with;
+use crate::request::serialize_chat_body_with;
 use crate::stream_call::CommitGate;
 use crate::thinking::ProviderProfile;
 use crate::thinking::ProviderRegistry;
@@ -236,12 +237,13 @@ impl ChatExecutor {
     ) -> AttemptOutcome {
         let source = Arc::clone(&ctx.source);
         let stream = self.request.stream;
-        let body = build_chat_body_with(&source, &self.request, stream, fragment);
+        // the body is serialised once, here, and sent verbatim.
+        let body = serialize_chat_body_with(&source, &self.request, stream, fragment);
         let wire = WireRequest {
             source: Arc::clone(&source),
             call_id: ctx.call_id.clone(),
             endpoint: Endpoint::ChatCompletions,
-            body,
+            body: RequestBody::from_json_bytes(body),
             stream,
         };
         let mut judge = Judge::new(self, &ctx);

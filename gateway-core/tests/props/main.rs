@@ -25,3 +25,4 @@ mod limiter_buckets;
 mod limiter_buckets_props;
 mod loop_props;
 mod memory_limiter;
+mod request_body_props;

@@ -122,5 +122,11 @@ async fn c_34_no_level_sends_nothing() {
     };
     assert_eq!(result.applied_effort, None);
     assert_eq!(result.thinking_observation, ThinkingObservation::Observed);
-    assert!(wire.requests()[0].body.get("reasoning_effort").is_none());
+    assert!(
+        wire.requests()[0]
+            .body
+            .value()
+            .get("reasoning_effort")
+            .is_none()
+    );
 }

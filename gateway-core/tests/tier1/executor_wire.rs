@@ -694,7 +694,13 @@ async fn cf_113_non_stream_tool_message_is_returned_as_sent() {
     assert_eq!((r.ttft_ms, r.stall_ms, r.stall_count), (None, None, None));
     assert_eq!(run.progress, 0);
     assert_eq!(run.wire.requests()[0].body["stream"], false);
-    assert!(run.wire.requests()[0].body.get("stream_options").is_none());
+    assert!(
+        run.wire.requests()[0]
+            .body
+            .value()
+            .get("stream_options")
+            .is_none()
+    );
 }
 
 #[tokio::test(start_paused = true)]

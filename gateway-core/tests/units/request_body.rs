@@ -1,7 +1,10 @@
 //! Request-body builders (05 R-14; 40 S-5; 10 §2.1, §3.1; 90 E-18): table tests over the exact
 //! JSON text the transport will send verbatim.
 
-use gateway_core::request::{PROTECTED_CHAT_KEYS, build_chat_body, build_embed_body};
+use gateway_core::request::{
+    PROTECTED_CHAT_KEYS, build_chat_body, build_embed_body, serialize_chat_body,
+    serialize_chat_body_with, serialize_embed_body,
+};
 use gateway_ports::config::SourceConfig;
 use gateway_ports::request::{ChatRequest, JsonObject};
 use proptest::prelude::*;
@@ -105,10 +108,34 @@ fn r_14_s_5_chat_body_table() {
         },
     ];
     for row in rows {
-        let body = build_chat_body(&source(row.extra_body), &request(row.overlay), row.stream);
+        let (src, req) = (source(row.extra_body), request(row.overlay));
+        let body = build_chat_body(&src, &req, row.stream);
         let text = serde_json::to_string(&body).unwrap_or_default();
         assert_eq!(text, row.expected, "{}", row.name);
+        // Issue 24: the direct serialiser writes the same text, byte for byte.
+        let sent = serialize_chat_body(&src, &req, row.stream);
+        assert_eq!(
+            std::str::from_utf8(&sent).unwrap_or_default(),
+            row.expected,
+            "serialised: {}",
+            row.name
+        );
     }
+}
+
+/// The reasoning fragment is the last layer: its value wins in place for a key `extra_body` or
+/// the overlay already set, its new keys follow theirs, its protected keys are ignored.
+#[test]
+fn r_14_c_31_fragment_merged_last_in_both_forms() {
+    let src = source(json!({"reasoning_effort": "low", "top_p": 1}));
+    let req = request(json!({"seed": 3, "enable_thinking": true}));
+    let fragment = obj(json!({"enable_thinking": false, "reasoning_effort": "high",
+        "thinking": {"type": "enabled", "budget_tokens": 512}, "stream": false}));
+    let expected = r#"{"model":"m-1","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"high","top_p":1,"seed":3,"enable_thinking":false,"thinking":{"type":"enabled","budget_tokens":512},"stream":true,"stream_options":{"include_usage":true}}"#;
+    let value = gateway_core::request::build_chat_body_with(&src, &req, true, &fragment);
+    assert_eq!(serde_json::to_string(&value).unwrap_or_default(), expected);
+    let sent = serialize_chat_body_with(&src, &req, true, &fragment);
+    assert_eq!(std::str::from_utf8(&sent).unwrap_or_default(), expected);
 }
 
 // covers: CF-242
@@ -136,6 +163,13 @@ fn e_18_embed_body_is_exactly_model_and_input() {
     assert_eq!(
         serde_json::to_string(&empty).unwrap_or_default(),
         r#"{"model":"emb-1","input":[]}"#
+    );
+    // Issue 24: the direct serialiser, byte for byte.
+    let sent = serialize_embed_body("emb-1", &["a".to_owned(), "b c".to_owned()]);
+    assert_eq!(sent.as_ref(), br#"{"model":"emb-1","input":["a","b c"]}"#);
+    assert_eq!(
+        serialize_embed_body("emb-1", &[]).as_ref(),
+        br#"{"model":"emb-1","input":[]}"#
     );
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Owns the embedding call: the call-boundary guards, the empty input, batching,
 //! one deadline shared by all batches, the per-attempt runner over an
-//! `EmbeddingTransport` (body from `build_embed_body`, the `timeout_s`
+//! `EmbeddingTransport` (body from `serialize_embed_body`, the `timeout_s`
 //! watchdog, response mapping, `expected_dim`), the merge, L2 normalisation and
 //! the summed `generation_ms`. Every batch runs through the core's one loop with
 //! `LoopPolicy::EMBED` (no 429 exemption, no stall refund, no hedging; `Governor::run_embed`).

@@ -15,11 +15,11 @@ use gateway_core::classify::{
     ClassifyContext, LivenessKind, classify_liveness_timeout, classify_wire_failure,
 };
 use gateway_core::redact::ScrubOptions;
-use gateway_core::request::build_embed_body;
+use gateway_core::request::serialize_embed_body;
 use gateway_core::telemetry::shape::embed_response_placeholder;
 use gateway_ports::{
     AttemptError, AttemptFailure, Clock, EmbeddingTransport, Endpoint, ErrorOperation, ReasonCode,
-    SourceConfig, UsageSource, WireRequest,
+    RequestBody, SourceConfig, UsageSource, WireRequest,
 };
 
 use super::wire::{BodyFault, Parsed, parse_embeddings, result_invalid};
@@ -50,7 +50,7 @@ impl EmbedRunner {
             source: Arc::clone(&ctx.source),
             call_id: ctx.call_id.clone(),
             endpoint: Endpoint::Embeddings,
-            body: build_embed_body(&source.model, &self.texts),
+            body: RequestBody::from_json_bytes(serialize_embed_body(&source.model, &self.texts)),
             stream: false,
         };
         let cctx = ClassifyContext::new(&source.name, ErrorOperation::Embedding, self.clock.wall())

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod clock;
 pub mod limiter;
 pub mod recorder;
+pub mod request_body;
 pub mod structured;
 pub mod text_read;
 pub mod transport;
@@ -21,6 +22,7 @@ pub use cache::ResponseCache;
 pub use clock::Clock;
 pub use limiter::{Acquire, LimitGate, Permit, RateLimiter, SourceStats};
 pub use recorder::{TelemetryRecorder, TelemetryStatusProvider};
+pub use request_body::RequestBody;
 pub use structured::{StructuredFailure, StructuredOutputStrategy};
 pub use transport::{
     ArchiveEntry, ChatTransport, ChunkJson, EmbeddingTransport, Endpoint, KeepAliveKind,

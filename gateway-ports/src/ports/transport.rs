@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::config::SourceConfig;
 use crate::error::{ArchiveFault, NetworkFault, WireFailure};
+use crate::ports::request_body::RequestBody;
 use crate::ports::text_read::{KeptFrame, TextFrame};
 use crate::vocab::wire_enum;
 
@@ -40,7 +41,7 @@ impl Endpoint {
 }
 
 /// One request for a chat or embedding transport. `Debug` is secret-free because
-/// `SourceConfig` redacts its key and headers.
+/// `SourceConfig` redacts its key and headers and a [`RequestBody`] holds no credential.
 #[derive(Debug, Clone)]
 pub struct WireRequest {
     /// The source (base_url, key, auth style, headers, query, trust_env, timeouts).
@@ -49,8 +50,10 @@ pub struct WireRequest {
     pub call_id: String,
     /// Which endpoint.
     pub endpoint: Endpoint,
-    /// Final payload built by the core; serialised verbatim.
-    pub body: Value,
+    /// Final payload built and serialised by the core; the transport sends these bytes
+    /// verbatim, it never re-serialises or edits them.
+    // Spec: 05 R-14.
+    pub body: RequestBody,
     /// `true` = request an event stream.
     pub stream: bool,
 }
