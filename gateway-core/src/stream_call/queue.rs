@@ -34,7 +34,7 @@ use std::task::{Context, Poll, Waker};
 /// the consumer takes as it comes never needs more.
 pub(super) const FIRST_ALLOCATION: usize = 4;
 
-/// Why [`Receiver::try_recv`] returned no item.
+/// Why [`DeltaReceiver::try_recv`](super::DeltaReceiver::try_recv) returned no delta.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TryRecvError {
     /// Nothing is queued right now; the sender may still push.
