@@ -18,7 +18,7 @@
 //!    `OpenAiTransport` wrapped in a decorator that stamps the instant each wire event leaves
 //!    the transport. Per call: request side = first poll of the stream → the transport's `send`;
 //!    first-token hop = first content chunk out of the transport → first `Delta` at the caller
-//!    (accumulator, verdict, commit point, channel, poll); chunk hop = the same for each later
+//!    (accumulator, verdict, commit point, buffer, poll); chunk hop = the same for each later
 //!    content chunk.
 //!
 //! Run: `cargo bench -p polygateway --bench stream_overhead`.

@@ -25,10 +25,9 @@ use std::task::{Context, Poll};
 use futures_util::Stream;
 use gateway_core::executor::ChatExecutor;
 use gateway_core::governor::CallOptions;
-use gateway_core::stream_call::{CommitGate, DEFAULT_STREAM_BUFFER};
+use gateway_core::stream_call::{CommitGate, DEFAULT_STREAM_BUFFER, DeltaReceiver};
 use gateway_core::telemetry::RowInput;
 use gateway_ports::{GatewayError, LlmResponse};
-use tokio::sync::mpsc;
 
 pub use gateway_core::stream_call::{StreamDelta, StreamEvent, ToolCallFragment};
 
@@ -76,7 +75,8 @@ type Driver = Pin<Box<dyn Future<Output = Result<(LlmResponse, bool), GatewayErr
 /// [`StreamEvent::Done`] or one error, then the end of the stream. `Send`, `Unpin`; see the
 /// module docs for cancellation and back-pressure.
 pub struct ChatStream {
-    rx: mpsc::Receiver<StreamDelta>,
+    /// The gate's buffer; `None` for a call that failed before it started.
+    rx: Option<DeltaReceiver>,
     driver: Option<Driver>,
     gate: Option<Arc<CommitGate>>,
     reasoning: bool,
@@ -98,9 +98,8 @@ impl fmt::Debug for ChatStream {
 
 impl ChatStream {
     fn failed(error: GatewayError) -> Self {
-        let (_tx, rx) = mpsc::channel(1);
         Self {
-            rx,
+            rx: None,
             driver: None,
             gate: None,
             reasoning: false,
@@ -114,6 +113,13 @@ impl ChatStream {
     /// `true` once the call passed its commit point (a delta was forwarded).
     pub fn is_committed(&self) -> bool {
         self.gate.as_deref().is_some_and(CommitGate::is_committed)
+    }
+
+    /// The oldest forwarded delta as the stream's next event, if one is buffered.
+    fn buffered(&mut self) -> Option<Result<StreamEvent, GatewayError>> {
+        let delta = self.rx.as_mut()?.try_recv().ok()?;
+        self.forwarded = true;
+        Some(Ok(StreamEvent::Delta(delta)))
     }
 
     fn finish(&mut self) -> Option<Result<StreamEvent, GatewayError>> {
@@ -163,9 +169,8 @@ impl Stream for ChatStream {
         // is taken right after it, and while it forwards nothing its own wakers (body read,
         // timers, room in the buffer) stand for the next delta. A registered receiver would
         // wake this task once per delta for nothing (one more poll of the whole call).
-        if let Ok(delta) = this.rx.try_recv() {
-            this.forwarded = true;
-            return Poll::Ready(Some(Ok(StreamEvent::Delta(delta))));
+        if let Some(event) = this.buffered() {
+            return Poll::Ready(Some(event));
         }
         if let Some(driver) = this.driver.as_mut() {
             match driver.as_mut().poll(cx) {
@@ -174,20 +179,16 @@ impl Stream for ChatStream {
                     this.finished = Some(result);
                 }
                 Poll::Pending => {
-                    return match this.rx.try_recv() {
-                        Ok(delta) => {
-                            this.forwarded = true;
-                            Poll::Ready(Some(Ok(StreamEvent::Delta(delta))))
-                        }
-                        Err(_) => Poll::Pending,
+                    return match this.buffered() {
+                        Some(event) => Poll::Ready(Some(event)),
+                        None => Poll::Pending,
                     };
                 }
             }
         }
         // The call ended: drain what it forwarded, then the final event.
-        if let Ok(delta) = this.rx.try_recv() {
-            this.forwarded = true;
-            return Poll::Ready(Some(Ok(StreamEvent::Delta(delta))));
+        if let Some(event) = this.buffered() {
+            return Poll::Ready(Some(event));
         }
         Poll::Ready(this.finish())
     }
@@ -256,7 +257,7 @@ impl GatewayClient {
                 .await
         });
         ChatStream {
-            rx,
+            rx: Some(rx),
             driver: Some(driver),
             gate: Some(gate),
             reasoning: stream.reasoning,
