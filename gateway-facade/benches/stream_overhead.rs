@@ -24,7 +24,8 @@
 //! Run: `cargo bench -p polygateway --bench stream_overhead`.
 //! Environment: `STREAM_CALLS` (calls per path, default 1000), `STREAM_BLOCK` (calls per
 //! alternating block, default 50), `STREAM_WARMUP` (default 200), `STREAM_CHUNKS` (default 16),
-//! `STREAM_TTFT_MS` (default 2), `STREAM_GAP_MS` (default 1).
+//! `STREAM_TTFT_MS` (default 2), `STREAM_GAP_MS` (default 1), `STREAM_SPLIT` (default 1; `0`
+//! runs the plain memory limiter without the stamping hook that splits the request side).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -42,7 +43,7 @@ use futures_util::StreamExt as _;
 use gateway_core::clock::TokioClock;
 use gateway_core::memory::MemoryRateLimiter;
 use gateway_ports::{
-    ChatTransport, GlobalLimits, WireEvent, WireFailure, WireRequest, WireResponse,
+    ChatTransport, GlobalLimits, RateLimiter, WireEvent, WireFailure, WireRequest, WireResponse,
 };
 use gateway_testkit::hooked::{Effect, HookedLimiter, LimiterCall};
 use polygateway::{
@@ -303,24 +304,33 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
     // moment admission asks it: splits the request side into the part before the limiter (the
     // stream's driver, opening the call, selection, breaker, pacer) and the part after it (the
     // limiter, the attempt step, the request build).
-    let limiter = HookedLimiter::new(Arc::new(MemoryRateLimiter::new(
+    // `STREAM_SPLIT=0`: the plain memory limiter, no hook, so the request side is measured
+    // without the split's own stamp (a lock, a clock read and one more forwarding future).
+    let split = env_u64("STREAM_SPLIT", 1) != 0;
+    let memory = Arc::new(MemoryRateLimiter::new(
         "bench",
         std::slice::from_ref(&src),
         GlobalLimits::default(),
         100.0,
         Arc::new(TokioClock::new()),
-    )));
-    let acquire_stamps = Arc::clone(&stamps);
-    limiter.before(move |call| {
-        if matches!(call, LimiterCall::TryAcquire { .. }) {
-            acquire_stamps.lock().unwrap().acquire = Some(Instant::now());
-        }
-        Effect::Forward
-    });
+    ));
+    let limiter: Arc<dyn RateLimiter> = if split {
+        let hooked = HookedLimiter::new(memory);
+        let acquire_stamps = Arc::clone(&stamps);
+        hooked.before(move |call| {
+            if matches!(call, LimiterCall::TryAcquire { .. }) {
+                acquire_stamps.lock().unwrap().acquire = Some(Instant::now());
+            }
+            Effect::Forward
+        });
+        Arc::new(hooked)
+    } else {
+        memory
+    };
     let client = GatewayClient::builder()
         .sources(vec![src])
         .transport(Arc::new(transport))
-        .limiter(Arc::new(limiter))
+        .limiter(limiter)
         .build()
         .unwrap();
     let bare = bare_client();
@@ -356,8 +366,10 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
                     let s = stamps.lock().unwrap();
                     assert_eq!(s.chunks.len(), chunks, "stamped every content chunk");
                     request_side.push(ns(s.send.unwrap() - trace.start));
-                    before_limiter.push(ns(s.acquire.unwrap() - trace.start));
-                    after_limiter.push(ns(s.send.unwrap() - s.acquire.unwrap()));
+                    if let Some(acquire) = s.acquire {
+                        before_limiter.push(ns(acquire - trace.start));
+                        after_limiter.push(ns(s.send.unwrap() - acquire));
+                    }
                     gov_upstream.push(ns(s.chunks[0] - s.send.unwrap()));
                     first_hop.push(ns(trace.arrivals[0] - s.chunks[0]));
                     for (caller, wire) in trace.arrivals.iter().zip(&s.chunks).skip(1) {
@@ -393,11 +405,13 @@ async fn bench(sim: &SimHandle, shape: &Shape) {
     println!("| hop | samples | p50 | p90 | p99 |");
     println!("| --- | --- | --- | --- | --- |");
     hop_row("request side (first poll → transport send)", &request_side);
-    hop_row("… of which first poll → limiter admission", &before_limiter);
-    hop_row(
-        "… of which limiter admission → transport send",
-        &after_limiter,
-    );
+    if split {
+        hop_row("… of which first poll → limiter admission", &before_limiter);
+        hop_row(
+            "… of which limiter admission → transport send",
+            &after_limiter,
+        );
+    }
     hop_row("first token (transport → caller)", &first_hop);
     hop_row("later chunk (transport → caller)", &chunk_hop);
     println!();
