@@ -58,6 +58,10 @@ struct Releaser {
 }
 
 /// One waiter of the [`Releaser`]: its deadline and the sender that wakes it.
+#[allow(
+    clippy::disallowed_types,
+    reason = "the releaser is a plain thread outside the runtime, woken by a condition variable at OS-clock deadlines"
+)]
 struct Due(std::time::Instant, u64, oneshot::Sender<()>);
 
 impl PartialEq for Due {
@@ -77,6 +81,10 @@ impl Ord for Due {
     }
 }
 
+#[allow(
+    clippy::disallowed_types,
+    reason = "the releaser is a plain thread outside the runtime, woken by a condition variable at OS-clock deadlines"
+)]
 impl Releaser {
     fn start() -> Self {
         let due: Arc<(Mutex<BinaryHeap<Reverse<Due>>>, Condvar)> = Arc::default();

@@ -171,13 +171,26 @@ impl<T, S> Drop for Sender<T, S> {
 
 impl<T, S> fmt::Debug for Sender<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = lock(&self.shared);
-        f.debug_struct("Sender")
-            .field("queued", &inner.items.len())
-            .field("capacity", &inner.capacity)
-            .field("receiver_alive", &inner.receiver_alive)
-            .finish_non_exhaustive()
+        debug_end(f, "Sender", &self.shared, "receiver_alive", |i| {
+            i.receiver_alive
+        })
     }
+}
+
+/// `Debug` of one end: the queue's length and capacity, and whether the other end lives.
+fn debug_end<T, S>(
+    f: &mut fmt::Formatter<'_>,
+    name: &str,
+    shared: &Shared<T, S>,
+    peer: &str,
+    peer_alive: fn(&Inner<T, S>) -> bool,
+) -> fmt::Result {
+    let inner = lock(shared);
+    f.debug_struct(name)
+        .field("queued", &inner.items.len())
+        .field("capacity", &inner.capacity)
+        .field(peer, &peer_alive(&inner))
+        .finish_non_exhaustive()
 }
 
 /// A waker to wake when dropped.
@@ -310,12 +323,9 @@ impl<T, S> Drop for Receiver<T, S> {
 
 impl<T, S> fmt::Debug for Receiver<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = lock(&self.shared);
-        f.debug_struct("Receiver")
-            .field("queued", &inner.items.len())
-            .field("capacity", &inner.capacity)
-            .field("sender_alive", &inner.sender_alive)
-            .finish_non_exhaustive()
+        debug_end(f, "Receiver", &self.shared, "sender_alive", |i| {
+            i.sender_alive
+        })
     }
 }
 
