@@ -2,7 +2,7 @@
 //! attempt and turns its wire facts into a judged [`AttemptOutcome`].
 //!
 //! Owns, per attempt (all state fresh per attempt, never shared):
-//! - the request body ([`serialize_chat_body_with`](crate::request::serialize_chat_body_with),
+//! - the request body ([`serialize_chat_body_with`],
 //!   the JSON text sent verbatim) and the `WireRequest`;
 //! - `started` and the runtime watchdogs: TTFT and total while the transport is
 //!   connecting, then TTFT / inter-token / total over the event stream, total
