@@ -26,7 +26,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
@@ -91,19 +91,24 @@ impl Releaser {
         let worker = Arc::clone(&due);
         std::thread::spawn(move || {
             let (lock, cv) = &*worker;
-            let mut heap = lock.lock().unwrap();
+            // A poisoned lock only means a waiter panicked; the heap stays usable.
+            let mut heap = lock.lock().unwrap_or_else(PoisonError::into_inner);
             loop {
                 let now = std::time::Instant::now();
-                match heap.peek() {
-                    Some(Reverse(d)) if d.0 <= now => {
-                        let Reverse(d) = heap.pop().unwrap();
-                        let _ = d.2.send(());
+                let next = heap.peek().map(|Reverse(d)| d.0);
+                match next {
+                    Some(at) if at <= now => {
+                        if let Some(Reverse(d)) = heap.pop() {
+                            let _ = d.2.send(());
+                        }
                     }
-                    Some(Reverse(d)) => {
-                        let wait = d.0 - now;
-                        heap = cv.wait_timeout(heap, wait).unwrap().0;
+                    Some(at) => {
+                        heap = cv
+                            .wait_timeout(heap, at - now)
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0;
                     }
-                    None => heap = cv.wait(heap).unwrap(),
+                    None => heap = cv.wait(heap).unwrap_or_else(PoisonError::into_inner),
                 }
             }
         });
@@ -116,7 +121,7 @@ impl Releaser {
         {
             let (lock, cv) = &*self.due;
             lock.lock()
-                .unwrap()
+                .unwrap_or_else(PoisonError::into_inner)
                 .push(Reverse(Due(std::time::Instant::now() + hold, seq, tx)));
             cv.notify_one();
         }

@@ -459,7 +459,7 @@ mod tests {
     }
 
     #[test]
-    fn the_commit_batch_waits_for_room_in_order() {
+    fn d32_the_commit_batch_waits_for_room_in_order() {
         let (gate, mut rx) = CommitGate::new(1, false);
         // Two tool-call fragments buffer before the commit point; the content token commits.
         for args in ["a", "b"] {
@@ -506,7 +506,7 @@ mod tests {
     }
 
     #[test]
-    fn every_forwarding_path_fails_fast_once_the_receiver_is_gone() {
+    fn d32_every_forwarding_path_fails_fast_once_the_receiver_is_gone() {
         // The committed attempt's next frame, while waiting for room and after.
         let (gate, rx) = CommitGate::new(1, false);
         let mut first = pin!(gate.forward("c1", false, StreamDelta::content("a")));

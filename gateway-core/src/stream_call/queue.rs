@@ -417,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn a_send_into_a_full_queue_pends_until_the_receiver_takes_one() {
+    fn d32_a_send_into_a_full_queue_pends_until_the_receiver_takes_one() {
         let (tx, mut rx) = bounded::<u32, ()>(2, ());
         let (count, waker) = counting();
         let mut cx = Context::from_waker(&waker);
@@ -515,7 +515,7 @@ mod tests {
     // The back-pressure the gate relies on, on the paused clock: with a consumer taking one item
     // every 10 ms and room for 2, the sender's k-th item (k ≥ 2) goes in at the k-1-th take.
     #[tokio::test(start_paused = true)]
-    async fn a_full_queue_paces_the_sender_to_the_consumer() {
+    async fn d32_a_full_queue_paces_the_sender_to_the_consumer() {
         let (tx, mut rx) = bounded::<u32, ()>(2, ());
         let start = tokio::time::Instant::now();
         let producer = async move {
@@ -569,7 +569,7 @@ mod tests {
         // items in the same order, never more than `capacity` queued or allocated, a waiting
         // send resumes exactly when room appears, everything fails once the receiver is gone.
         #[test]
-        fn the_queue_behaves_as_a_bounded_fifo(
+        fn d32_the_queue_behaves_as_a_bounded_fifo(
             capacity in 1usize..7,
             ops in proptest::collection::vec(op(), 0..80),
         ) {

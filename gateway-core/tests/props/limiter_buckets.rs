@@ -59,7 +59,7 @@ async fn at_ms(clock: &TokioClock, ms: u64) {
 /// A grant counts until the 100 ms bucket 60 s after its own begins: a grant at 0.05 s leaves
 /// with its bucket at 60.0 s (0.05 s early, within one bucket), one at 0.15 s at 60.1 s.
 #[tokio::test(start_paused = true)]
-async fn bucket_roll_over_at_the_window_edge() {
+async fn r_46_bucket_roll_over_at_the_window_edge() {
     let (l, c) = limiter(&[source("a", 0, 0, 0)], GlobalLimits::default(), 1000.0);
     let at = |ms: u64| at_ms(&c, ms);
     grant(&l, "a", 10).await.settle_and_release_now(10);
@@ -87,7 +87,7 @@ async fn bucket_roll_over_at_the_window_edge() {
 /// when that bucket leaves, the settled amount leaves with it. A settle after the bucket left
 /// changes nothing (no negative count, no panic).
 #[tokio::test(start_paused = true)]
-async fn settle_adjusts_the_grant_bucket() {
+async fn g_74_settle_adjusts_the_grant_bucket() {
     let (l, c) = limiter(&[source("a", 0, 0, 0)], GlobalLimits::default(), 1000.0);
     let p = grant(&l, "a", 400).await;
     at_ms(&c, 30_000).await;
@@ -117,7 +117,7 @@ async fn settle_adjusts_the_grant_bucket() {
 /// A permit whose slot was reclaimed by its lease has no record left, yet its late settle still
 /// applies once (it is still in the window) and a late release is a no-op.
 #[tokio::test(start_paused = true)]
-async fn late_settle_after_reclaim_without_record() {
+async fn g_74_late_settle_after_reclaim_without_record() {
     let (l, c) = limiter(&[source("a", 1, 0, 0)], GlobalLimits::default(), 10.0);
     let p = grant(&l, "a", 400).await;
     at_ms(&c, 10_000).await;
@@ -139,7 +139,7 @@ async fn late_settle_after_reclaim_without_record() {
 /// global gates and buckets for itself; a limited source under an unlimited global the reverse.
 /// Both settle on either side.
 #[tokio::test(start_paused = true)]
-async fn mixed_exact_and_bucket_scopes() {
+async fn r_46_mixed_exact_and_bucket_scopes() {
     let global = GlobalLimits {
         max_concurrency: 0,
         rpm: 0,
@@ -174,7 +174,7 @@ async fn mixed_exact_and_bucket_scopes() {
 /// retain more than a small multiple of the permits in flight — the exact mode would hold the
 /// 60 000 entries of a 60 s window at that rate, and ten times more at 10 000 calls per second.
 #[tokio::test(start_paused = true)]
-async fn retained_records_bounded_over_100k_cycles() {
+async fn r_46_retained_records_bounded_over_100k_cycles() {
     let (l, c) = limiter(
         &[source("a", 0, 0, 0), source("b", 0, 0, 0)],
         GlobalLimits::default(),

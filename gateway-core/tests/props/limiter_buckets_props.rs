@@ -258,7 +258,7 @@ proptest! {
     /// bucket at the window edge (never above it), settle lands in the grant's bucket or nowhere
     /// once that bucket left, in-flight is exact, and nothing is retained at the end.
     #[test]
-    fn bucket_counts_track_the_exact_model(
+    fn r_46_g_74_bucket_counts_track_the_exact_model(
         ops in proptest::collection::vec(op(), 1..100),
         global_exact in any::<bool>(),
     ) {

@@ -267,7 +267,6 @@ impl RateLimiter for MemoryRateLimiter {
             flags: AtomicU8::new(0),
             id_text: OnceLock::new(),
             source: name,
-            est_tokens,
             inner: Arc::clone(&self.inner),
         })))
     }
@@ -315,7 +314,6 @@ pub struct MemoryPermit {
     /// `"{scope}:{id}"`, formatted on first use (the hot path never reads it).
     id_text: OnceLock<String>,
     source: Arc<str>,
-    est_tokens: u64,
     inner: Arc<Inner>,
 }
 
@@ -324,7 +322,7 @@ impl fmt::Debug for MemoryPermit {
         f.debug_struct("MemoryPermit")
             .field("id", &self.id_text())
             .field("source", &self.source)
-            .field("est_tokens", &self.est_tokens)
+            .field("est_tokens", &self.grant.est)
             .finish()
     }
 }
@@ -347,7 +345,7 @@ impl Permit for MemoryPermit {
     }
 
     fn est_tokens(&self) -> u64 {
-        self.est_tokens
+        self.grant.est
     }
 
     async fn settle(&self, actual_tokens: u64) -> Result<(), BackendError> {

@@ -180,8 +180,9 @@ impl State {
     /// caller ensures once per permit, never after release); `true` if tokens were refunded
     /// (capacity freed).
     pub(super) fn settle(&mut self, g: Grant, actual: u64, now: Duration) -> bool {
-        // est + (actual − est), never below zero (30 G-74); the entry holds est until settled.
-        let new_tokens = g.est.saturating_add(actual).saturating_sub(g.est);
+        // The entry holds est until settled, so est + (actual − est) is `actual` (never below
+        // zero, 30 G-74).
+        let new_tokens = actual;
         let old_tokens = g.est;
         let mut in_window = false;
         if let Some(r) = self.recs.get_mut(&g.id) {
