@@ -8,7 +8,13 @@
 //! with the breaker mirror and write-behind off (every operation its own round trip); the
 //! limiter alone on Redis; the breaker alone on Redis.
 //!
-//! Three shapes: back to back at concurrency 1; back to back at 64 (the saturation throughput
+//! The governance exit is the core's: `settle_and_release_now` first (on Redis with
+//! write-behind on, the exit's script is sent and its reply awaited in the background), else
+//! `settle_then_release`.
+//!
+//! Shapes: back to back at concurrency 1 (each admission queues in Redis behind the previous
+//! exit's script); one caller with a 2 ms upstream time (±50 %, exact wake-ups) between
+//! admission and exit, the sequential caller of a deployment; back to back at 64 (the saturation throughput
 //! of one Redis — there the per-call time is queueing, 64 callers × the server's time per
 //! script); and 64 calls in flight that each hold their permit for a simulated upstream time
 //! (`PGW_BENCH_HOLD_MS`, default 20 ms), where the printed time is the governance alone, the
@@ -356,8 +362,12 @@ async fn main() {
     // stay in lockstep and reach Redis as bursts of 64, which no deployment's traffic does.
     // The last shape ends each hold at its own instant (`Releaser`) instead of on tokio's
     // millisecond timer ticks, where the holds of several tasks end together.
+    // The second row is one caller with a short upstream time between admission and exit: the
+    // exit's script is in Redis before the next admission, as for a deployment's sequential
+    // caller (back to back, the next admission queues behind it).
     let shapes = [
         (1usize, Duration::ZERO, false, Wait::Tick),
+        (1, Duration::from_millis(2), true, Wait::Exact),
         (64, Duration::ZERO, false, Wait::Tick),
         (64, hold, false, Wait::Tick),
         (64, hold, true, Wait::Tick),
@@ -371,8 +381,9 @@ async fn main() {
             (calls / 8).max(10)
         } else {
             // About one second of held calls per row.
-            ((1000 / hold_ms.max(1)) as usize).clamp(10, calls)
+            ((1000 / hold.as_millis().max(1)) as usize).clamp(10, calls)
         };
+        let hold_ms = hold.as_millis();
         let shape = if hold.is_zero() {
             format!("{tasks}")
         } else if jitter && matches!(wait, Wait::Exact) {

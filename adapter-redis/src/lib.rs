@@ -13,7 +13,9 @@
 //! closed source is answered by the breaker mirror ([`RedisOptions::breaker_mirror`]), and
 //! `record_success` / `mark_progress` are buffered on the connection and carried by the next
 //! script of the scope — normally the permit's `settle_then_release` — or sent within
-//! [`RedisOptions::write_behind`]. All keys of a scope carry the hash tag `{pgw:<scope>}` so every
+//! [`RedisOptions::write_behind`]. Only the admission is on the caller's path: the exit script
+//! is sent when the call ends and its reply is awaited in the background
+//! ([`RedisPermit`]'s `settle_and_release_now`). All keys of a scope carry the hash tag `{pgw:<scope>}` so every
 //! script touches one slot and works unchanged on Redis Cluster. Any Redis error or timeout is a
 //! `BackendError` of kind `Unavailable` (the core fails closed); the connection reconnects on its
 //! own. The connection is opened lazily at the first operation: an unreachable Redis is not a

@@ -442,9 +442,8 @@ impl Permit for RedisPermit {
         r
     }
 
-    /// One `EVALSHA` for both (the core's exit path), which also carries the buffered progress
-    /// mark and breaker successes of this source: admission plus settle/release cost two round
-    /// trips per call.
+    /// One `EVALSHA` for both, which also carries the buffered progress mark and breaker
+    /// successes of this source: admission plus settle/release cost two round trips per call.
     async fn settle_then_release(&self, actual_tokens: u64) -> Result<(), BackendError> {
         let r = self
             .inner
@@ -452,5 +451,48 @@ impl Permit for RedisPermit {
             .await;
         self.leave_flight();
         r
+    }
+
+    /// The core's exit path without waiting for Redis: sends the one script of
+    /// [`Permit::settle_then_release`] and returns `true` before its reply arrives.
+    ///
+    /// The script is queued on the connection before this returns, so every later operation
+    /// of this process (a new admission for the freed slot included) runs after it; across
+    /// processes the effect lands one round trip after the call ended, as if the call had
+    /// taken that much longer. The reply is awaited on a background task: a failure is logged
+    /// with code `governance.writeback_failed`, and the permit's slots then free when its lease
+    /// expires, as for a holder that died. `close()` waits for these replies. This saves the
+    /// caller one round trip per governed call. `false` (nothing done, use the async path) when
+    /// write-behind is off (`RedisOptions::write_behind` 0) or no tokio runtime runs here. After
+    /// `release` it is `true` at once: settle and release are no-ops then.
+    fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
+        if self.released.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.inner.conn.options().write_behind.is_zero() {
+            return false;
+        }
+        let inner = Arc::clone(&self.inner);
+        let source = self.source.clone();
+        let member = self.member.clone();
+        let started = self.inner.conn.start_detached(async move {
+            if let Err(e) = inner
+                .finish(&source, &member, Some(actual_tokens), true)
+                .await
+            {
+                tracing::warn!(
+                    code = "governance.writeback_failed",
+                    scope = %inner.scope,
+                    source = %source,
+                    op = "settle_then_release",
+                    "governance write-back degraded (not propagated): {e}; the call's \
+                     concurrency slots free when its lease expires"
+                );
+            }
+        });
+        if started {
+            self.leave_flight();
+        }
+        started
     }
 }

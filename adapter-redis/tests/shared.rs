@@ -1,7 +1,9 @@
 //! Redis-only rows: CT-LIM-13 and CT-BRK-11 (two instances on one Redis and scope share all
 //! state, 10 §8.4, §8.5; 30 G-74), two OS processes sharing one scope (exact RPM and TPM under
 //! concurrent load), a killed holder's slots freed by the lease (D11), and the outage row (Redis
-//! killed mid-run → fail closed within the operation timeout, back within a second).
+//! killed mid-run → fail closed within the operation timeout, back within a second), and the
+//! fast exit (settle/release sent without waiting: ordered before every later operation, bounded
+//! in an outage).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod common;
@@ -440,4 +442,99 @@ async fn settle_then_release_is_settle_and_release_in_one() {
     q.release().await.unwrap();
     q.settle_then_release(0).await.unwrap();
     assert_eq!(usage(&l, "a").await, (47, 2, 0), "no settle after release");
+}
+
+// ---- settle and release off the caller's path ---------------------------------------------
+
+/// 05 R-9 / CT-LIM-15 on Redis: with write-behind on, the fast exit returns `true` without
+/// waiting for Redis, yet every later operation of the process runs after it — an admission
+/// for the slot it freed is granted at once (one slot, 50 calls back to back) — and after
+/// `flush` another connection reads the exact TPM: nothing is still in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r_9_fast_exit_runs_before_every_later_operation() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let scope = fresh_scope("fastexit");
+    let l = limiter(&scope, conn.clone(), 1, 0, 0);
+    let mut p = must_grant(&l, "a", 100).await;
+    for _ in 0..50 {
+        assert!(p.settle_and_release_now(7), "write-behind on: taken over");
+        // No await between the exit and the next admission: FIFO on the connection.
+        p = must_grant(&l, "a", 100).await;
+    }
+    assert!(p.settle_and_release_now(7));
+    conn.flush().await;
+    assert_eq!(conn.detached_in_flight(), 0, "every reply arrived");
+    let other = limiter(&scope, connection(), 1, 0, 0);
+    assert_eq!(usage(&other, "a").await, (51 * 7, 51, 0), "exact in Redis");
+    l.close().await;
+}
+
+/// With write-behind off every operation is its own awaited round trip: the fast exit
+/// declines and changed nothing (the core then awaits `settle_then_release`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fast_exit_declines_with_write_behind_off() {
+    let conn = connection_with(immediate_options());
+    require_redis(&conn).await;
+    let l = limiter(&fresh_scope("fastoff"), conn, 1, 0, 0);
+    let p = must_grant(&l, "a", 100).await;
+    assert!(!p.settle_and_release_now(7));
+    assert_eq!(usage(&l, "a").await, (100, 1, 1), "nothing done");
+    p.settle_then_release(7).await.unwrap();
+    assert_eq!(usage(&l, "a").await, (7, 1, 0));
+}
+
+/// D11 with the fast exit: Redis killed before the reply → the exit still returns at once, the
+/// background reply fails within the operation timeout (logged, no panic), `flush` returns
+/// within its bound, and after the restart the slot frees when the lease expires (30 s lease:
+/// seen through the test-time offset, no sleep).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fast_exit_during_an_outage_is_bounded_and_the_lease_frees_the_slot() {
+    let dir = std::env::temp_dir().join(fresh_scope("aof-fast"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let server = start_redis(port, &dir);
+    let op_timeout = Duration::from_millis(300);
+    let conn = RedisConnection::new(
+        &format!("redis://127.0.0.1:{port}"),
+        RedisOptions {
+            op_timeout,
+            ..RedisOptions::default()
+        },
+    )
+    .unwrap();
+    let scope = fresh_scope("outage-fast");
+    let l = limiter(&scope, conn.clone(), 1, 0, 0);
+    let p = must_grant(&l, "a", 10).await;
+    drop(server); // killed (SIGKILL)
+    let t0 = Instant::now();
+    assert!(p.settle_and_release_now(3), "returns without waiting");
+    assert!(t0.elapsed() < op_timeout, "did not wait for Redis");
+    conn.flush().await;
+    assert!(
+        t0.elapsed() <= op_timeout * 2 + Duration::from_millis(400),
+        "flush bounded: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(conn.detached_in_flight(), 0);
+
+    let _server = start_redis(port, &dir);
+    let t0 = Instant::now();
+    let gate = loop {
+        match l.try_acquire("a", 1).await {
+            Ok(Acquire::Denied { gate, .. }) => break gate,
+            Ok(Acquire::Granted(_)) => panic!("the lost exit freed the slot"),
+            Err(_) => {
+                assert!(t0.elapsed() < Duration::from_secs(1), "not back");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    assert_eq!(gate, LimitGate::SourceConcurrency, "slot still held");
+    conn.advance_time(&scope, Duration::from_secs(30))
+        .await
+        .unwrap();
+    must_grant(&l, "a", 1).await.release().await.unwrap();
+    conn.quit().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -403,7 +403,8 @@ pub async fn ct_lim_14_sliding_window<B: Backend>(b: &B) {
 }
 
 /// CT-LIM-15: a fast path that returns `true` has settled and released before it
-/// returns, with the at-most-once / idempotence rules; `false` changed nothing.
+/// returns, as every later operation of the limiter sees it, with the at-most-once /
+/// idempotence rules; `false` changed nothing.
 pub async fn ct_lim_15_fast_path<B: Backend>(b: &B) {
     let l = b
         .limiter(&[source("a", 1, 0, 0)], global(0, 0, 0), 100.0)

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use tokio::task::AbortHandle;
 use crate::keys::{breaker_keys, limiter_keys};
 use crate::scripts::{BREAKER, LIMITER};
 
+mod detached;
 mod local;
 mod options;
 
@@ -61,6 +62,11 @@ struct Inner {
     notify: Arc<Notify>,
     flusher: Mutex<Option<AbortHandle>>,
     flush_lock: tokio::sync::Mutex<()>,
+    /// Scripts sent without their caller waiting (a permit's settle/release) whose reply has
+    /// not arrived yet.
+    detached: AtomicUsize,
+    /// Woken when `detached` drops to 0 (`drain`).
+    detached_idle: Notify,
 }
 
 impl Drop for Inner {
@@ -144,6 +150,8 @@ impl RedisConnection {
                 notify: Arc::new(Notify::new()),
                 flusher: Mutex::new(None),
                 flush_lock: tokio::sync::Mutex::new(()),
+                detached: AtomicUsize::new(0),
+                detached_idle: Notify::new(),
             }),
         })
     }
@@ -275,9 +283,18 @@ impl RedisConnection {
         Ok(())
     }
 
-    /// Sends every buffered success sample and progress mark now (one script per scope and
-    /// source that has some). A write that fails is dropped, as a failed write-back would be.
+    /// Puts everything this connection owes Redis there: waits for the replies of the
+    /// settle/release scripts still in flight, then sends every buffered success sample and
+    /// progress mark (one script per scope and source that has some). A write that fails is
+    /// dropped, as a failed write-back would be.
     pub async fn flush(&self) {
+        self.drain().await;
+        self.send_buffered().await;
+    }
+
+    /// Sends the buffered success samples and progress marks (the write-behind flusher's
+    /// work: it does not wait for settle/release replies).
+    async fn send_buffered(&self) {
         let _serial = self.inner.flush_lock.lock().await;
         let mut work = Vec::new();
         {
@@ -331,8 +348,8 @@ impl RedisConnection {
         }
     }
 
-    /// Closes the connection after sending the buffered writes (pending commands fail);
-    /// idempotent.
+    /// Closes the connection after sending the buffered writes and waiting for the replies of
+    /// the settle/release scripts still in flight (pending commands fail); idempotent.
     pub async fn quit(&self) {
         if self.inner.started.load(Ordering::Acquire)
             && !self.inner.quit.swap(true, Ordering::AcqRel)
@@ -354,7 +371,7 @@ async fn flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        RedisConnection { inner }.flush().await;
+        RedisConnection { inner }.send_buffered().await;
     }
 }
 

@@ -107,9 +107,12 @@ pub trait Permit: Send + Sync + fmt::Debug {
         let released = self.release().await;
         settled.and(released)
     }
-    /// synchronous fast path: `settle(actual_tokens)` then `release()` without I/O.
-    /// `true` = applied before returning (memory backend); `false` (default) = nothing done,
-    /// use the async path.
+    /// Synchronous fast path: `settle(actual_tokens)` then `release()` without the caller
+    /// waiting for I/O. `true` = taken care of before returning: applied (memory
+    /// backend), or sent ahead of every later operation of this limiter with only the reply
+    /// awaited in the background (Redis with write-behind on). Either way every later
+    /// operation of this limiter sees the effect. `false` (default) = nothing done, use the
+    /// async path.
     fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
         let _ = actual_tokens;
         false
