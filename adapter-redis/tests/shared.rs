@@ -338,25 +338,44 @@ fn start_redis(port: u16, dir: &std::path::Path) -> Server {
     Server { child }
 }
 
+/// The operation timeout of the outage tests' connections.
+const OUTAGE_OP_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// A private `redis-server` for an outage test and what the test needs to restart it.
+struct Outage {
+    /// Holds the append-only file across the restart.
+    dir: std::path::PathBuf,
+    port: u16,
+    /// A connection to it with the operation timeout [`OUTAGE_OP_TIMEOUT`].
+    conn: RedisConnection,
+}
+
+/// Starts a private server (state in a fresh temporary directory, `label` names it) and
+/// connects to it.
+fn outage_redis(label: &str) -> (Server, Outage) {
+    let dir = std::env::temp_dir().join(fresh_scope(label));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let server = start_redis(port, &dir);
+    let conn = RedisConnection::new(
+        &format!("redis://127.0.0.1:{port}"),
+        RedisOptions {
+            op_timeout: OUTAGE_OP_TIMEOUT,
+            ..RedisOptions::default()
+        },
+    )
+    .unwrap();
+    (server, Outage { dir, port, conn })
+}
+
 /// Outage (CF-428 at the port level, issue 15): Redis killed mid-run → every entry point fails
 /// closed with `Unavailable` within the operation timeout, no panic, no grant; the held permit's
 /// release fails too and is retried after the restart; Redis restarted → calls succeed again
 /// within a second in the same process, and the state shows no leaked permit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outage_fails_closed_then_recovers() {
-    let dir = std::env::temp_dir().join(fresh_scope("aof"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let server = start_redis(port, &dir);
-    let op_timeout = Duration::from_millis(300);
-    let conn = RedisConnection::new(
-        &format!("redis://127.0.0.1:{port}"),
-        RedisOptions {
-            op_timeout,
-            ..RedisOptions::default()
-        },
-    )
-    .unwrap();
+    let (server, Outage { dir, port, conn }) = outage_redis("aof");
+    let op_timeout = OUTAGE_OP_TIMEOUT;
     let scope = fresh_scope("outage");
     let l = limiter(&scope, conn.clone(), 2, 0, 0);
     let br = RedisCircuitBreaker::new(&scope, harness_config(), conn.clone());
@@ -490,19 +509,8 @@ async fn fast_exit_declines_with_write_behind_off() {
 /// seen through the test-time offset, no sleep).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_exit_during_an_outage_is_bounded_and_the_lease_frees_the_slot() {
-    let dir = std::env::temp_dir().join(fresh_scope("aof-fast"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let server = start_redis(port, &dir);
-    let op_timeout = Duration::from_millis(300);
-    let conn = RedisConnection::new(
-        &format!("redis://127.0.0.1:{port}"),
-        RedisOptions {
-            op_timeout,
-            ..RedisOptions::default()
-        },
-    )
-    .unwrap();
+    let (server, Outage { dir, port, conn }) = outage_redis("aof-fast");
+    let op_timeout = OUTAGE_OP_TIMEOUT;
     let scope = fresh_scope("outage-fast");
     let l = limiter(&scope, conn.clone(), 1, 0, 0);
     let p = must_grant(&l, "a", 10).await;
