@@ -22,8 +22,9 @@
 //! construction error.
 //!
 //! With the cargo feature `test-time` (test builds only) every script adds a per-scope offset
-//! (microseconds, key `{pgw:<scope>}:test_time_offset_us`) to `TIME`; `RedisConnection::advance_time`
-//! moves it, so the contract suites never sleep; `RedisCache::advance_ttls` likewise
+//! (microseconds, key `{pgw:<scope>}:test_time_offset_us`) to `TIME`, or reads the scope's
+//! frozen clock from that key after `RedisConnection::freeze_time`; `RedisConnection::advance_time`
+//! moves either, so the contract suites never sleep; `RedisCache::advance_ttls` likewise
 //! shortens the remaining `PX` lifetime of a cache's entries for the cache contract suite.
 
 mod breaker;

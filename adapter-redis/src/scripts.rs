@@ -21,14 +21,50 @@ local function now_us()
 end
 ";
 
+/// In `test-time` builds the key holds either an offset added to `TIME`, or `=<µs>`: a frozen
+/// clock that only `advance_time` moves (`RedisConnection::freeze_time`).
 #[cfg(feature = "test-time")]
 const NOW: &str = r"
 local function now_us()
+  local v = redis.call('GET', KEYS[#KEYS])
+  if v and string.sub(v, 1, 1) == '=' then return tonumber(string.sub(v, 2)) end
   local t = redis.call('TIME')
   local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  return us + (tonumber(redis.call('GET', KEYS[#KEYS])) or 0)
+  return us + (tonumber(v) or 0)
 end
 ";
+
+/// Test builds only: moves the clock of `KEYS[1]` (offset or frozen) by `ARGV[1]` µs.
+#[cfg(feature = "test-time")]
+pub(crate) static ADVANCE_TIME: LazyLock<Script> = LazyLock::new(|| {
+    Script::from_lua(
+        r"
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 1) == '=' then
+  redis.call('SET', KEYS[1], '=' .. string.format('%d', tonumber(string.sub(v, 2)) + tonumber(ARGV[1])))
+else
+  redis.call('INCRBY', KEYS[1], ARGV[1])
+end
+return {}
+",
+    )
+});
+
+/// Test builds only: freezes the clock of `KEYS[1]` at its current reading (`TIME` plus any
+/// offset); a frozen clock stays as it is.
+#[cfg(feature = "test-time")]
+pub(crate) static FREEZE_TIME: LazyLock<Script> = LazyLock::new(|| {
+    Script::from_lua(
+        r"
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 1) == '=' then return {} end
+local t = redis.call('TIME')
+local us = tonumber(t[1]) * 1000000 + tonumber(t[2]) + (tonumber(v) or 0)
+redis.call('SET', KEYS[1], '=' .. string.format('%d', us))
+return {}
+",
+    )
+});
 
 /// The breaker state machine helpers, shared by the breaker script and the limiter script (which
 /// carries buffered breaker successes and reports the breaker state of its source). State hash

@@ -546,3 +546,25 @@ async fn fast_exit_during_an_outage_is_bounded_and_the_lease_frees_the_slot() {
     conn.quit().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// 05 R-31: the contract suites' Redis clock is frozen per scope, so it moves only by
+/// `advance_time` (as the memory backends' manual clock does) and a window edge asserted to the
+/// second cannot be crossed by the real time the test's own round trips take. Exact to the
+/// microsecond: a running clock would show the round trips' time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r_31_frozen_test_clock_moves_only_by_advance() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let scope = fresh_scope("frozen");
+    conn.freeze_time(&scope).await.unwrap();
+    conn.freeze_time(&scope).await.unwrap(); // idempotent: stays where it was
+    let l = limiter(&scope, conn.clone(), 0, 0, 0);
+    l.mark_progress().await.unwrap();
+    for _ in 0..20 {
+        assert_eq!(l.progress_age_s().await.unwrap(), 0.0, "frozen");
+    }
+    conn.advance_time(&scope, Duration::from_micros(1_500_001))
+        .await
+        .unwrap();
+    assert_eq!(l.progress_age_s().await.unwrap(), 1.500001);
+}

@@ -271,15 +271,31 @@ impl RedisConnection {
         .await
     }
 
-    /// Moves the time every script of `scope` reads by `d` (test builds only). Buffered
-    /// writes are sent first: they happened before the time moved.
+    /// Moves the time every script of `scope` reads by `d` (test builds only): the offset
+    /// added to Redis `TIME`, or the frozen clock of [`Self::freeze_time`]. Buffered writes are
+    /// sent first: they happened before the time moved.
     #[cfg(feature = "test-time")]
     pub async fn advance_time(&self, scope: &str, d: Duration) -> Result<(), BackendError> {
         self.flush().await;
         let key = crate::keys::time_offset_key(&crate::keys::scope_tag(scope));
         let us = i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
-        let client = &self.inner.client;
-        self.bounded(client.incr_by::<i64, _>(key, us)).await?;
+        self.eval(
+            &crate::scripts::ADVANCE_TIME,
+            vec![key],
+            vec![Value::Integer(us)],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Stops the clock of `scope` at its current reading (test builds only): from now on only
+    /// [`Self::advance_time`] moves it, so a test that asserts a window edge to the second is
+    /// not moved across it by the real time its own round trips take. Idempotent.
+    #[cfg(feature = "test-time")]
+    pub async fn freeze_time(&self, scope: &str) -> Result<(), BackendError> {
+        let key = crate::keys::time_offset_key(&crate::keys::scope_tag(scope));
+        self.eval(&crate::scripts::FREEZE_TIME, vec![key], Vec::new())
+            .await?;
         Ok(())
     }
 

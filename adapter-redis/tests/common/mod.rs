@@ -124,10 +124,16 @@ impl RedisBackend {
         }
     }
 
-    /// A fresh scope registered with this backend's time.
-    pub fn scope(&self) -> String {
+    /// A fresh scope registered with this backend's time, its Redis clock frozen: as on the
+    /// memory backends' manual clock, only `advance` moves it (a window edge asserted to the
+    /// second is not crossed by the real time the test's own round trips take).
+    pub async fn scope(&self) -> String {
         let s = fresh_scope(&self.label);
         self.time.register(&s);
+        self.conn
+            .freeze_time(&s)
+            .await
+            .expect("freeze the scope's clock");
         s
     }
 
@@ -153,7 +159,7 @@ impl Backend for RedisBackend {
         lease_ttl_s: f64,
     ) -> Arc<dyn RateLimiter> {
         Arc::new(RedisRateLimiter::new(
-            &self.scope(),
+            &self.scope().await,
             sources,
             global,
             lease_ttl_s,
@@ -163,7 +169,7 @@ impl Backend for RedisBackend {
 
     async fn unavailable_limiter(&self, sources: &[SourceConfig]) -> Arc<dyn RateLimiter> {
         Arc::new(RedisRateLimiter::new(
-            &self.scope(),
+            &self.scope().await,
             sources,
             GlobalLimits::default(),
             100.0,
@@ -173,7 +179,7 @@ impl Backend for RedisBackend {
 
     async fn breaker(&self, config: BreakerConfig) -> Arc<dyn CircuitBreaker> {
         Arc::new(RedisCircuitBreaker::new(
-            &self.scope(),
+            &self.scope().await,
             config,
             self.conn.clone(),
         ))
@@ -181,7 +187,7 @@ impl Backend for RedisBackend {
 
     async fn unavailable_breaker(&self, config: BreakerConfig) -> Arc<dyn CircuitBreaker> {
         Arc::new(RedisCircuitBreaker::new(
-            &self.scope(),
+            &self.scope().await,
             config,
             Self::dead_connection(),
         ))
