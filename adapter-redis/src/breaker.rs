@@ -307,6 +307,12 @@ impl CircuitBreaker for RedisCircuitBreaker {
         Ok(s)
     }
 
+    /// Sends the buffered writes of the connection (success samples, and the limiter's exits
+    /// and marks when it shares the connection).
+    async fn flush(&self) {
+        self.inner.conn.flush().await;
+    }
+
     /// Sends the buffered writes of the connection; quits it if this breaker owns it.
     async fn close(&self) {
         let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);

@@ -9,13 +9,13 @@
 //!
 //! Every limiter or breaker operation is at most **one** `EVALSHA` of an atomic Lua script
 //! (scripts are loaded once and reloaded on `NOSCRIPT`); the script reads the time from Redis
-//! `TIME`, so every process shares one clock. A governed success costs two: `try_enter` on a
-//! closed source is answered by the breaker mirror ([`RedisOptions::breaker_mirror`]), and
-//! `record_success` / `mark_progress` are buffered on the connection and carried by the next
-//! script of the scope — normally the permit's `settle_then_release` — or sent within
-//! [`RedisOptions::write_behind`]. Only the admission is on the caller's path: the exit script
-//! is sent when the call ends and its reply is awaited in the background
-//! ([`RedisPermit`]'s `settle_and_release_now`). All keys of a scope carry the hash tag `{pgw:<scope>}` so every
+//! `TIME`, so every process shares one clock. A governed success costs **one** script: `try_enter`
+//! on a closed source is answered by the breaker mirror ([`RedisOptions::breaker_mirror`]);
+//! `record_success`, `mark_progress` and the permit's exit (`settle_and_release_now`: settle and
+//! release) are buffered on the connection and carried by the next limiter script of the scope
+//! — normally the next call's admission — or sent within 2 ms (exits) and
+//! [`RedisOptions::write_behind`] (successes, marks). All keys of a scope carry the hash tag
+//! `{pgw:<scope>}` so every
 //! script touches one slot and works unchanged on Redis Cluster. Any Redis error or timeout is a
 //! `BackendError` of kind `Unavailable` (the core fails closed); the connection reconnects on its
 //! own. The connection is opened lazily at the first operation: an unreachable Redis is not a

@@ -12,9 +12,8 @@ use gateway_ports::{
     Acquire, BackendError, GlobalLimits, LimitGate, Permit, RateLimiter, SourceConfig, SourceStats,
 };
 
-use crate::conn::{RedisConnection, empty, uint};
+use crate::conn::{RedisConnection, empty, exits_arg, uint};
 use crate::keys::{breaker_source_keys, limiter_keys, scope_tag, time_offset_key};
-use crate::scripts::LIMITER;
 
 /// Upper bound of a lease in microseconds (~31 years): larger TTLs mean "never reclaim".
 const MAX_LEASE_US: u64 = 1_000_000_000_000_000;
@@ -66,10 +65,11 @@ struct Inner {
 }
 
 impl Inner {
-    /// One script: `op` with `op_args`, carrying the scope's buffered progress mark (or, with
-    /// `mark_now`, a mark made now) and — for an op on `source` when a breaker works on this
-    /// scope and connection — the buffered breaker successes of `source`; the reply's breaker
-    /// phase and epoch refresh the breaker mirror and are removed from the returned reply.
+    /// One script: `op` with `op_args`, carrying the scope's buffered exits and progress mark
+    /// (or, with `mark_now`, a mark made now) and — for an op on `source` when a breaker works
+    /// on this scope and connection — the buffered breaker successes of `source`; the reply's
+    /// breaker phase and epoch refresh the breaker mirror and are removed from the returned
+    /// reply.
     async fn run(
         &self,
         op: &'static str,
@@ -77,43 +77,47 @@ impl Inner {
         mark_now: bool,
         op_args: impl IntoIterator<Item = Value>,
     ) -> Result<Vec<String>, BackendError> {
-        let carry = self
-            .conn
-            .carry(&self.tag, source.map(|e| e.name.as_str()), true);
-        let mut keys = Vec::with_capacity(self.keys.len() + 3);
-        keys.extend(self.keys.iter().cloned());
-        let mut args = Vec::with_capacity(16);
-        args.push(Value::from_static_str(op));
-        args.push(self.lease_ttl_arg.clone());
-        args.push(if mark_now {
-            Value::from_static_str("0")
-        } else {
-            carry.mark_age.map_or_else(empty, uint)
-        });
-        let brk_source = match (carry.breaker, source) {
-            (Some((cfg, list)), Some(src)) => {
-                keys.extend(src.brk_keys.iter().cloned());
-                args.push(
-                    cfg.get(3)
-                        .cloned()
-                        .unwrap_or_else(|| Value::from_static_str("60")),
-                );
-                args.push(if list.is_empty() {
-                    empty()
-                } else {
-                    Value::from(list)
+        let mut brk_source = None;
+        let (carry, reply) =
+            self.conn
+                .send_carrying(&self.tag, source.map(|e| e.name.as_str()), |carry| {
+                    let mut keys = Vec::with_capacity(self.keys.len() + 3);
+                    keys.extend(self.keys.iter().cloned());
+                    let mut args = Vec::with_capacity(16);
+                    args.push(Value::from_static_str(op));
+                    args.push(self.lease_ttl_arg.clone());
+                    args.push(if mark_now {
+                        Value::from_static_str("0")
+                    } else {
+                        carry.mark_age.map_or_else(empty, uint)
+                    });
+                    match (carry.breaker.take(), source) {
+                        (Some((cfg, list)), Some(src)) => {
+                            keys.extend(src.brk_keys.iter().cloned());
+                            args.push(
+                                cfg.get(3)
+                                    .cloned()
+                                    .unwrap_or_else(|| Value::from_static_str("60")),
+                            );
+                            args.push(if list.is_empty() {
+                                empty()
+                            } else {
+                                Value::from(list)
+                            });
+                            brk_source = Some(src);
+                        }
+                        _ => {
+                            args.push(empty());
+                            args.push(empty());
+                        }
+                    }
+                    keys.push(self.offset_key.clone());
+                    args.extend(op_args);
+                    // Always the last argument, whatever the op's own arguments.
+                    args.push(exits_arg(&mut carry.exits));
+                    (keys, args)
                 });
-                Some(src)
-            }
-            _ => {
-                args.push(empty());
-                args.push(empty());
-                None
-            }
-        };
-        keys.push(self.offset_key.clone());
-        args.extend(op_args);
-        let mut r = self.conn.eval(&LIMITER, keys, args).await?;
+        let mut r = reply.await?;
         if let Some(src) = brk_source {
             let (Some(ep), Some(ph)) = (r.pop(), r.pop()) else {
                 return Err(BackendError::protocol("redis limiter: malformed reply"));
@@ -363,6 +367,11 @@ impl RateLimiter for RedisRateLimiter {
             .ok_or_else(|| BackendError::protocol("redis limiter: malformed progress reply"))
     }
 
+    /// Sends the buffered writes of the connection (exits, marks, breaker samples).
+    async fn flush(&self) {
+        self.inner.conn.flush().await;
+    }
+
     /// Sends the buffered writes of the connection; quits it if this limiter owns it.
     async fn close(&self) {
         let was_closed = self.inner.closed.swap(true, Ordering::AcqRel);
@@ -442,8 +451,9 @@ impl Permit for RedisPermit {
         r
     }
 
-    /// One `EVALSHA` for both, which also carries the buffered progress mark and breaker
-    /// successes of this source: admission plus settle/release cost two round trips per call.
+    /// One `EVALSHA` for both, which also carries the buffered exits, progress mark and breaker
+    /// successes of this source (the awaited exit: write-behind off, or no runtime at the
+    /// core's exit).
     async fn settle_then_release(&self, actual_tokens: u64) -> Result<(), BackendError> {
         let r = self
             .inner
@@ -453,46 +463,33 @@ impl Permit for RedisPermit {
         r
     }
 
-    /// The core's exit path without waiting for Redis: sends the one script of
-    /// [`Permit::settle_then_release`] and returns `true` before its reply arrives.
+    /// The core's exit path without a round trip of its own: buffers the exit (settle
+    /// `actual_tokens`, release) on the connection and returns `true`.
     ///
-    /// The script is queued on the connection before this returns, so every later operation
-    /// of this process (a new admission for the freed slot included) runs after it; across
-    /// processes the effect lands one round trip after the call ended, as if the call had
-    /// taken that much longer. The reply is awaited on a background task: a failure is logged
-    /// with code `governance.writeback_failed`, and the permit's slots then free when its lease
-    /// expires, as for a holder that died. `close()` waits for these replies. This saves the
-    /// caller one round trip per governed call. `false` (nothing done, use the async path) when
-    /// write-behind is off (`RedisOptions::write_behind` 0) or no tokio runtime runs here. After
-    /// `release` it is `true` at once: settle and release are no-ops then.
+    /// The next limiter script of the scope on this connection — normally the next call's
+    /// admission — carries it and applies it first, and every script queued after this call
+    /// returns sees it (a new admission for the slot just freed included). With no such
+    /// script the exit flusher sends it within 2 ms (or the write-behind bound if shorter);
+    /// `close()` sends it before quitting. Other processes see the freed slot and the settled
+    /// tokens that much later, as if the call had taken that much longer. If the carrying
+    /// script fails (Redis down), the exit is lost like any failed write-back and the slots
+    /// free when the permit's lease expires. This makes a governed call one script in Redis
+    /// instead of two. `false` (nothing done, use the async path) when write-behind is off
+    /// (`RedisOptions::write_behind` 0) or no tokio runtime runs here (the flusher needs
+    /// one). After `release` it is `true` at once: settle and release are no-ops then.
     fn settle_and_release_now(&self, actual_tokens: u64) -> bool {
         if self.released.load(Ordering::Acquire) {
             return true;
         }
-        if self.inner.conn.options().write_behind.is_zero() {
+        if self.inner.conn.options().write_behind.is_zero()
+            || tokio::runtime::Handle::try_current().is_err()
+        {
             return false;
         }
-        let inner = Arc::clone(&self.inner);
-        let source = self.source.clone();
-        let member = self.member.clone();
-        let started = self.inner.conn.start_detached(async move {
-            if let Err(e) = inner
-                .finish(&source, &member, Some(actual_tokens), true)
-                .await
-            {
-                tracing::warn!(
-                    code = "governance.writeback_failed",
-                    scope = %inner.scope,
-                    source = %source,
-                    op = "settle_then_release",
-                    "governance write-back degraded (not propagated): {e}; the call's \
-                     concurrency slots free when its lease expires"
-                );
-            }
-        });
-        if started {
-            self.leave_flight();
-        }
-        started
+        self.inner
+            .conn
+            .push_exit(&self.inner.tag, &self.member, actual_tokens);
+        self.leave_flight();
+        true
     }
 }

@@ -159,7 +159,9 @@ end
 /// time offset.
 /// `ARGV[1]` = op (`acquire`, `finish`, `stats`, `mark`, `age`), `ARGV[2]` = lease TTL µs,
 /// `ARGV[3]` = age µs of a carried progress mark (`''` = none), `ARGV[4]` = breaker window seconds
-/// (`''` = no breaker keys), `ARGV[5]` = carried breaker successes; op arguments from `ARGV[6]`.
+/// (`''` = no breaker keys), `ARGV[5]` = carried breaker successes; op arguments from `ARGV[6]`;
+/// the last of `ARGV` = carried exits of finished calls (`permit_id:actual_tokens,…`, `''` =
+/// none), each a settle and release applied before the op.
 /// With breaker keys every reply ends with the source's breaker phase and epoch.
 const LIMITER_BODY: &str = r"
 local K_STATE, K_PERM, K_WIN, K_LEASE, K_PROG = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -196,6 +198,28 @@ local function free_slot(id, r)
   add('i:' .. r.src, -1)
   add('gi', -1)
   redis.call('ZREM', K_LEASE, id)
+end
+-- Settles (actual '' = no settle) and, with rel, releases permit id: at most one settle,
+-- none after the release, the release idempotent.
+local function finish_one(id, actual, rel)
+  local r = load(id)
+  if not r then return end
+  if actual ~= '' and not r.settled and not r.released then
+    r.settled = true
+    local old = r.tokens
+    local new = r.tokens + tonumber(actual) - r.est
+    if new < 0 then new = 0 end
+    r.tokens = new
+    if r.inwin then
+      add('t:' .. r.src, new - old)
+      add('gt', new - old)
+    end
+  end
+  if rel and not r.released then
+    r.released = true
+    free_slot(id, r)
+  end
+  store(id, r)
 end
 -- Ages entries out of the 60 s window, then reclaims expired leases (whether or not settled).
 local function maintain(now)
@@ -268,6 +292,10 @@ if ARGV[4] ~= '' then
   if changed then brk_save(S, b) end
   brk = { b.ph, bfmt(b.ep) }
 end
+-- Carried exits of finished calls, in the order they ended.
+if ARGV[#ARGV] ~= '' then
+  for id, act in string.gmatch(ARGV[#ARGV], '(%d+):(%d+)') do finish_one(id, act, true) end
+end
 local function reply(t)
   if brk then
     t[#t + 1] = brk[1]
@@ -299,26 +327,8 @@ if op == 'acquire' then
     't:' .. src, fmt(stu + est), 'gi', fmt(gi + 1), 'gr', fmt(gru + 1), 'gt', fmt(gtu + est))
   return reply({ 'ok', id })
 elseif op == 'finish' then
-  local id, actual, rel = ARGV[6], ARGV[7], ARGV[8] == '1'
   maintain(now)
-  local r = load(id)
-  if not r then return reply({ 'ok' }) end
-  if actual ~= '' and not r.settled and not r.released then
-    r.settled = true
-    local old = r.tokens
-    local new = r.tokens + tonumber(actual) - r.est
-    if new < 0 then new = 0 end
-    r.tokens = new
-    if r.inwin then
-      add('t:' .. r.src, new - old)
-      add('gt', new - old)
-    end
-  end
-  if rel and not r.released then
-    r.released = true
-    free_slot(id, r)
-  end
-  store(id, r)
+  finish_one(ARGV[6], ARGV[7], ARGV[8] == '1')
   return reply({ 'ok' })
 elseif op == 'stats' then
   maintain(now)
@@ -331,7 +341,7 @@ elseif op == 'stats' then
   end
   return reply({ u[1] or '0', u[2] or '0', u[3] or '0', tostring(redis.call('HLEN', K_PERM)) })
 elseif op == 'mark' then
-  -- The mark itself travels in ARGV[3] (age 0 for a mark sent at once).
+  -- Only what it carries: the mark in ARGV[3] (age 0 for a mark sent at once), the exits.
   return reply({ 'ok' })
 elseif op == 'age' then
   local last = tonumber(redis.call('GET', K_PROG) or '')

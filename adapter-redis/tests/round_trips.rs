@@ -14,7 +14,7 @@ use std::time::Duration;
 use adapter_redis::{RedisCircuitBreaker, RedisConnection, RedisOptions, RedisRateLimiter};
 use common::{connection, connection_with, fresh_scope, immediate_options, require_redis};
 use contract_tests::breaker::harness_config;
-use contract_tests::{global, must_grant, source};
+use contract_tests::{global, must_grant, source, usage};
 use gateway_core::clock::{FakeClock, TokioClock};
 use gateway_core::memory::{MemoryCircuitBreaker, MemoryRateLimiter};
 use gateway_ports::{
@@ -203,6 +203,67 @@ async fn governed_success_round_trips() {
     );
     conn.quit().await;
     plain.quit().await;
+}
+
+/// A governed success with the core's exit (`settle_and_release_now` first, as
+/// `AttemptGuard` does).
+async fn core_exit_success(l: &dyn RateLimiter, b: &dyn CircuitBreaker, owner: &str) {
+    let d = b.try_enter("a", owner).await.unwrap();
+    assert!(d.allowed);
+    let Acquire::Granted(p) = l.try_acquire("a", 100).await.unwrap() else {
+        panic!("denied");
+    };
+    b.record_success(&d, true).await.unwrap();
+    l.mark_progress().await.unwrap();
+    assert!(p.settle_and_release_now(80), "write-behind on: buffered");
+}
+
+/// Issue 15 with the core's exit: the exit is buffered and carried by the next admission, so a
+/// governed success back to back is **one** script in Redis (the exit flusher may send one of
+/// the buffered exits on its own now and then; at most one call in ten here), and after
+/// `flush` every exit, success and mark is in Redis: exact TPM, nothing in flight, every
+/// success counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn governed_success_with_the_core_exit_is_one_script() {
+    let server = private_redis();
+    let url = format!("redis://127.0.0.1:{}", server.port);
+    let opts = RedisOptions {
+        write_behind: Duration::from_secs(30),
+        ..RedisOptions::default()
+    };
+    let conn = RedisConnection::new(&url, opts)
+        .unwrap()
+        .with_clock(Arc::new(FakeClock::new()));
+    let scope = fresh_scope("rt-core-exit");
+    let l = RedisRateLimiter::new(
+        &scope,
+        &[source("a", 0, 0, 0)],
+        global(0, 0, 0),
+        100.0,
+        conn.clone(),
+    );
+    let b = redis_breaker(&scope, &conn);
+    core_exit_success(&l, &*b, "warm").await;
+    conn.flush().await;
+    let n: u64 = 200;
+    let before = evalsha_calls(server.port);
+    for i in 0..n {
+        core_exit_success(&l, &*b, &format!("c{i}")).await;
+    }
+    let spent = evalsha_calls(server.port) - before;
+    assert!(
+        (n..=n + n / 10 + 1).contains(&spent),
+        "{spent} EVALSHA over {n} calls"
+    );
+    conn.flush().await;
+    let calls = u32::try_from(n + 1).unwrap();
+    assert_eq!(
+        usage(&l, "a").await,
+        ((n + 1) * 80, calls, 0),
+        "exact after flush"
+    );
+    assert_eq!(b.snapshot("a").await.unwrap().window_calls, calls);
+    conn.quit().await;
 }
 
 fn mirrored(scope: &str, mirror: Duration, clock: &Arc<FakeClock>) -> RedisCircuitBreaker {

@@ -266,7 +266,8 @@ impl OcrClient {
         check_health(self.inner.transport.as_ref(), &sources).await
     }
 
-    /// Drains the cleanup queue, then flushes telemetry.
+    /// Drains the cleanup queue, then flushes telemetry and what the limiter and breaker
+    /// buffered (with Redis: finished calls' exits, success samples).
     pub async fn quiesce(&self) {
         self.inner.runtime.quiesce().await;
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use fred::types::Value;
 use tokio::task::AbortHandle;
 
-use super::{RedisConnection, flusher};
+use super::{RedisConnection, exit_flusher, flusher};
 
 /// Buffered success samples per source before `record_success` writes them at once.
 const MAX_PENDING_SAMPLES: usize = 64;
@@ -41,6 +41,9 @@ pub(super) struct ScopeLocal {
     pub(super) breaker_cfg: Option<Arc<[Value]>>,
     /// Local time of the latest buffered progress mark.
     pub(super) mark_at: Option<Duration>,
+    /// Buffered exits of finished calls (`permit_id:actual_tokens,…`): settle and release,
+    /// carried by the next limiter script of the scope on this connection.
+    pub(super) exits: String,
     pub(super) sources: HashMap<String, SourceLocal>,
 }
 
@@ -77,6 +80,9 @@ pub(crate) struct Carry {
     pub mark_age: Option<u64>,
     /// Breaker config and the samples (`epoch:count:age_us,…`) for the script's source.
     pub breaker: Option<(Arc<[Value]>, String)>,
+    /// Buffered exits of the scope (`permit_id:actual_tokens,…`; empty = none), only for a
+    /// limiter script ([`RedisConnection::send_carrying`]).
+    pub exits: String,
     /// Send order and local send time (mirror refresh).
     pub seq: u64,
     pub sent_at: Duration,
@@ -115,18 +121,34 @@ impl RedisConnection {
     /// breaker works on `tag` and `source` is given — the breaker config and the buffered
     /// samples of `source`.
     pub(crate) fn carry(&self, tag: &str, source: Option<&str>, mark: bool) -> Carry {
+        self.carry_locked(&mut self.local(), tag, source, mark, false)
+    }
+
+    /// [`Self::carry`] under the caller's lock of the local state; with `exits` also the
+    /// scope's buffered exits.
+    pub(super) fn carry_locked(
+        &self,
+        local: &mut HashMap<String, ScopeLocal>,
+        tag: &str,
+        source: Option<&str>,
+        mark: bool,
+        exits: bool,
+    ) -> Carry {
         let seq = self.next_seq();
         let now = self.now();
-        let mut local = self.local();
         let mut c = Carry {
             mark_age: None,
             breaker: None,
+            exits: String::new(),
             seq,
             sent_at: now,
         };
         let Some(scope) = local.get_mut(tag) else {
             return c;
         };
+        if exits {
+            c.exits = std::mem::take(&mut scope.exits);
+        }
         if mark && let Some(at) = scope.mark_at.take() {
             c.mark_age = Some(age_us(now, at));
         }
@@ -153,6 +175,23 @@ impl RedisConnection {
             self.schedule_flush();
         }
         full
+    }
+
+    /// Buffers the exit of a finished call (settle `actual` tokens, release) of permit
+    /// `member` in scope `tag`; the next limiter script of the scope carries it, the exit
+    /// flusher sends it within [`exit_bound`] at the latest.
+    pub(crate) fn push_exit(&self, tag: &str, member: &str, actual: u64) {
+        use std::fmt::Write as _;
+        {
+            let mut local = self.local();
+            let exits = &mut scope_local(&mut local, tag).exits;
+            if !exits.is_empty() {
+                exits.push(',');
+            }
+            // Writing into a String cannot fail.
+            let _ = write!(exits, "{member}:{actual}");
+        }
+        self.schedule_exit_flush();
     }
 
     /// Buffers a progress mark of `tag`.
@@ -229,6 +268,33 @@ impl RedisConnection {
         drop(f);
         self.inner.notify.notify_one();
     }
+
+    /// Wakes the exit flusher (as [`Self::schedule_flush`], with the bound [`exit_bound`]).
+    pub(super) fn schedule_exit_flush(&self) {
+        let mut f = self
+            .inner
+            .exit_flusher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if f.is_none() {
+            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            let weak = Arc::downgrade(&self.inner);
+            let notify = Arc::clone(&self.inner.exit_notify);
+            let bound = exit_bound(self.inner.opts.write_behind);
+            *f = Some(rt.spawn(exit_flusher(weak, notify, bound)).abort_handle());
+        }
+        drop(f);
+        self.inner.exit_notify.notify_one();
+    }
+}
+
+/// The latest a buffered exit reaches Redis with no script of its scope to carry it: 2 ms, or
+/// the write-behind bound if that is shorter. A freed slot stays held for other processes at
+/// most this long after the call returned (plus one round trip).
+pub(super) fn exit_bound(write_behind: Duration) -> Duration {
+    write_behind.min(Duration::from_millis(2))
 }
 
 pub(super) fn age_us(now: Duration, at: Duration) -> u64 {

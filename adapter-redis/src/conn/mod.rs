@@ -9,8 +9,10 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use fred::prelude::{
@@ -26,11 +28,10 @@ use tokio::task::AbortHandle;
 use crate::keys::{breaker_keys, limiter_keys};
 use crate::scripts::{BREAKER, LIMITER};
 
-mod detached;
 mod local;
 mod options;
 
-use local::{ScopeLocal, age_us, encode};
+use local::{Carry, ScopeLocal, encode};
 pub use options::{
     DEFAULT_BREAKER_MIRROR, DEFAULT_OP_TIMEOUT, DEFAULT_WRITE_BEHIND, RedisConfigError,
     RedisOptions,
@@ -62,20 +63,24 @@ struct Inner {
     notify: Arc<Notify>,
     flusher: Mutex<Option<AbortHandle>>,
     flush_lock: tokio::sync::Mutex<()>,
-    /// Scripts sent without their caller waiting (a permit's settle/release) whose reply has
-    /// not arrived yet.
-    detached: AtomicUsize,
-    /// Woken when `detached` drops to 0 (`drain`).
-    detached_idle: Notify,
+    /// Wakes the exit flusher (a call's exit was buffered).
+    exit_notify: Arc<Notify>,
+    exit_flusher: Mutex<Option<AbortHandle>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(h) = self.flusher.get_mut().ok().and_then(Option::take) {
-            h.abort();
+        for f in [&mut self.flusher, &mut self.exit_flusher] {
+            if let Some(h) = f.get_mut().ok().and_then(Option::take) {
+                h.abort();
+            }
         }
     }
 }
+
+/// A script on its way: queued on the connection, its reply still to come.
+pub(crate) type SentScript =
+    Pin<Box<dyn Future<Output = Result<Vec<String>, BackendError>> + Send>>;
 
 /// One Redis client shared by the limiter, breaker and cache of an assembly (cheap to clone).
 /// Built without I/O; the connection opens at the first operation and reconnects on its own.
@@ -150,8 +155,8 @@ impl RedisConnection {
                 notify: Arc::new(Notify::new()),
                 flusher: Mutex::new(None),
                 flush_lock: tokio::sync::Mutex::new(()),
-                detached: AtomicUsize::new(0),
-                detached_idle: Notify::new(),
+                exit_notify: Arc::new(Notify::new()),
+                exit_flusher: Mutex::new(None),
             }),
         })
     }
@@ -209,30 +214,87 @@ impl RedisConnection {
         keys: Vec<Key>,
         args: Vec<Value>,
     ) -> Result<Vec<String>, BackendError> {
-        let client = &self.inner.client;
-        let r = self
-            .bounded(async {
-                match client
-                    .evalsha::<Vec<String>, _, _, _>(
-                        script.sha1().clone(),
-                        keys.clone(),
-                        args.clone(),
-                    )
-                    .await
-                {
-                    Err(e) if e.details().starts_with("NOSCRIPT") => {
-                        script.load(client).await?;
-                        client.evalsha(script.sha1().clone(), keys, args).await
-                    }
-                    r => r,
-                }
-            })
-            .await;
+        let r = self.eval_quiet(script, keys, args).await;
         if r.is_err() {
             // Redis may be down: no mirror answers for it any more.
             self.drop_all_mirrors();
         }
         r
+    }
+
+    /// One limiter script of scope `tag` that carries the scope's buffered exits and mark
+    /// (and, for `source`, its breaker samples): `build` turns the carry into the keys and
+    /// arguments. The carry is taken and the script queued on the connection under one lock
+    /// of the local state, so a script queued later never runs in Redis before the one
+    /// carrying an exit buffered before it: every later operation of this connection sees
+    /// every exit buffered before it. Returns the carry (its send order and time refresh the
+    /// mirror) and the reply to come.
+    pub(crate) fn send_carrying(
+        &self,
+        tag: &str,
+        source: Option<&str>,
+        build: impl FnOnce(&mut Carry) -> (Vec<Key>, Vec<Value>),
+    ) -> (Carry, SentScript) {
+        let mut local = self.local();
+        let mut carry = self.carry_locked(&mut local, tag, source, true, true);
+        let exits = if carry.exits.is_empty() {
+            0
+        } else {
+            carry.exits.bytes().filter(|b| *b == b',').count() + 1
+        };
+        let (keys, args) = build(&mut carry);
+        let conn = self.clone();
+        let mut sent: SentScript =
+            Box::pin(async move { conn.eval_quiet(&LIMITER, keys, args).await });
+        // The first poll queues the command (`fred` queues it before it awaits the reply);
+        // nothing can be ready to wake before the caller polls again with its own waker.
+        let first = sent.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        drop(local);
+        let conn = self.clone();
+        let reply: SentScript = Box::pin(async move {
+            let r = match first {
+                Poll::Ready(r) => r,
+                Poll::Pending => sent.await,
+            };
+            if let Err(e) = &r {
+                conn.drop_all_mirrors();
+                if exits > 0 {
+                    tracing::warn!(
+                        code = "governance.writeback_failed",
+                        op = "settle_then_release",
+                        exits,
+                        "governance write-back degraded (not propagated): {e}; the concurrency \
+                         slots of these finished calls free when their leases expire"
+                    );
+                }
+            }
+            r
+        });
+        (carry, reply)
+    }
+
+    /// [`Self::eval`] without dropping the mirrors on an error (the caller does, outside
+    /// the local lock).
+    async fn eval_quiet(
+        &self,
+        script: &Script,
+        keys: Vec<Key>,
+        args: Vec<Value>,
+    ) -> Result<Vec<String>, BackendError> {
+        let client = &self.inner.client;
+        self.bounded(async {
+            match client
+                .evalsha::<Vec<String>, _, _, _>(script.sha1().clone(), keys.clone(), args.clone())
+                .await
+            {
+                Err(e) if e.details().starts_with("NOSCRIPT") => {
+                    script.load(client).await?;
+                    client.evalsha(script.sha1().clone(), keys, args).await
+                }
+                r => r,
+            }
+        })
+        .await
     }
 
     /// Forgets every breaker mirror of this connection (replies of earlier scripts never
@@ -299,30 +361,24 @@ impl RedisConnection {
         Ok(())
     }
 
-    /// Puts everything this connection owes Redis there: waits for the replies of the
-    /// settle/release scripts still in flight, then sends every buffered success sample and
-    /// progress mark (one script per scope and source that has some). A write that fails is
-    /// dropped, as a failed write-back would be.
+    /// Sends everything this connection buffered: the exits of finished calls and the
+    /// progress marks (one limiter script per scope that has some), then the breaker success
+    /// samples (one breaker script per scope and source that has some). A write that fails is
+    /// dropped, as a failed write-back would be (a lost exit's slots free when its lease
+    /// expires).
     pub async fn flush(&self) {
-        self.drain().await;
-        self.send_buffered().await;
-    }
-
-    /// Sends the buffered success samples and progress marks (the write-behind flusher's
-    /// work: it does not wait for settle/release replies).
-    async fn send_buffered(&self) {
         let _serial = self.inner.flush_lock.lock().await;
+        self.send_scope_carries(false).await;
         let mut work = Vec::new();
         {
             let now = self.now();
             let mut local = self.local();
             for (tag, scope) in local.iter_mut() {
-                let mark = scope.mark_at.take().map(|at| age_us(now, at));
-                let mut samples = Vec::new();
                 if let Some(cfg) = &scope.breaker_cfg {
                     for (source, s) in &mut scope.sources {
                         if !s.samples.is_empty() {
-                            samples.push((
+                            work.push((
+                                tag.clone(),
                                 source.clone(),
                                 Arc::clone(cfg),
                                 encode(&mut s.samples, now),
@@ -330,48 +386,70 @@ impl RedisConnection {
                         }
                     }
                 }
-                if mark.is_some() || !samples.is_empty() {
-                    work.push((tag.clone(), mark, samples));
-                }
             }
         }
-        for (tag, mark, samples) in work {
-            if let Some(age) = mark {
+        for (tag, source, cfg, list) in work {
+            let seq = self.next_seq();
+            let sent_at = self.now();
+            let mut args = Vec::with_capacity(cfg.len() + 2);
+            args.push(Value::from_static_str("flush"));
+            args.extend(cfg.iter().cloned());
+            args.push(Value::from(list));
+            if let Ok(r) = self.eval(&BREAKER, breaker_keys(&tag, &source), args).await
+                && let [.., ph, ep] = r.as_slice()
+            {
+                self.mirror_update(&tag, &source, seq, sent_at, ph, ep);
+            }
+        }
+    }
+
+    /// One limiter script (`mark`, which does nothing of its own) per scope with buffered
+    /// exits — and, unless `only_exits`, per scope with a buffered progress mark — carrying
+    /// them.
+    async fn send_scope_carries(&self, only_exits: bool) {
+        let tags: Vec<String> = self
+            .local()
+            .iter()
+            .filter(|(_, scope)| {
+                !scope.exits.is_empty() || (!only_exits && scope.mark_at.is_some())
+            })
+            .map(|(tag, _)| tag.clone())
+            .collect();
+        for tag in tags {
+            let (_, reply) = self.send_carrying(&tag, None, |c| {
                 let mut keys = limiter_keys(&tag);
                 keys.push(crate::keys::time_offset_key(&tag));
                 let args = vec![
                     Value::from_static_str("mark"),
                     Value::from_static_str("0"),
-                    uint(age),
+                    c.mark_age.map_or_else(empty, uint),
                     empty(),
                     empty(),
+                    exits_arg(&mut c.exits),
                 ];
-                let _ = self.eval(&LIMITER, keys, args).await;
-            }
-            for (source, cfg, list) in samples {
-                let seq = self.next_seq();
-                let sent_at = self.now();
-                let mut args = Vec::with_capacity(cfg.len() + 2);
-                args.push(Value::from_static_str("flush"));
-                args.extend(cfg.iter().cloned());
-                args.push(Value::from(list));
-                if let Ok(r) = self.eval(&BREAKER, breaker_keys(&tag, &source), args).await
-                    && let [.., ph, ep] = r.as_slice()
-                {
-                    self.mirror_update(&tag, &source, seq, sent_at, ph, ep);
-                }
-            }
+                (keys, args)
+            });
+            let _ = reply.await;
         }
     }
 
-    /// Closes the connection after sending the buffered writes and waiting for the replies of
-    /// the settle/release scripts still in flight (pending commands fail); idempotent.
+    /// Closes the connection after sending the buffered writes (pending commands fail);
+    /// idempotent.
     pub async fn quit(&self) {
         if self.inner.started.load(Ordering::Acquire)
             && !self.inner.quit.swap(true, Ordering::AcqRel)
         {
             self.flush().await;
             if let Some(h) = self.lock_flusher().take() {
+                h.abort();
+            }
+            let exit_flusher = self
+                .inner
+                .exit_flusher
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            if let Some(h) = exit_flusher {
                 h.abort();
             }
             let _ = self.inner.client.quit().await;
@@ -387,7 +465,30 @@ async fn flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        RedisConnection { inner }.send_buffered().await;
+        RedisConnection { inner }.flush().await;
+    }
+}
+
+/// Sends the buffered exits of `inner` within `bound` of their recording (an exit is normally
+/// carried sooner by the next limiter script of its scope).
+async fn exit_flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration) {
+    loop {
+        notify.notified().await;
+        tokio::time::sleep(bound).await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        RedisConnection { inner }.send_scope_carries(true).await;
+    }
+}
+
+/// The carried-exits script argument: `permit_id:actual_tokens,…`, `''` = none (taken out of
+/// `exits`).
+pub(crate) fn exits_arg(exits: &mut String) -> Value {
+    if exits.is_empty() {
+        empty()
+    } else {
+        Value::from(std::mem::take(exits))
     }
 }
 

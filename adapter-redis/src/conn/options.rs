@@ -34,10 +34,11 @@ pub struct RedisOptions {
     pub breaker_mirror: Duration,
     /// Bound for buffered writes (default [`DEFAULT_WRITE_BEHIND`]): a breaker success outside
     /// a probe and a progress mark made while a permit is in flight are not sent on their own;
-    /// the next script of the scope on this connection carries them (normally the permit's
-    /// settle/release), and a background flush sends what is left after this long. While it
-    /// is non-zero a permit's settle/release is also sent without its caller waiting for the
-    /// reply (`RedisPermit::settle_and_release_now`).
+    /// the next script of the scope on this connection carries them (normally the next
+    /// call's admission), and a background flush sends what is left after this long. While it
+    /// is non-zero a finished call's settle/release is buffered too
+    /// (`RedisPermit::settle_and_release_now`) and sent within 2 ms (or this bound if shorter)
+    /// when no script carries it sooner.
     /// `Duration::ZERO`: every success and mark is written at once (one round trip each) and
     /// the caller waits for every settle/release.
     pub write_behind: Duration,

@@ -331,7 +331,8 @@ impl GatewayClient {
     }
 
     /// Waits until this client's cleanup queue holds no pending job (every cancelled attempt
-    /// settled, its rows handed on), then flushes the telemetry recorder.
+    /// settled, its rows handed on), then flushes the telemetry recorder, then sends what the
+    /// limiter and breaker buffered (with Redis: finished calls' exits, success samples).
     /// Keeps accepting calls.
     pub async fn quiesce(&self) {
         self.inner.runtime.quiesce().await;

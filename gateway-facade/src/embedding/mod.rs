@@ -297,7 +297,8 @@ impl EmbeddingClient {
         Ok(response)
     }
 
-    /// Drains the cleanup queue, then flushes telemetry.
+    /// Drains the cleanup queue, then flushes telemetry and what the limiter and breaker
+    /// buffered (with Redis: finished calls' exits, success samples).
     pub async fn quiesce(&self) {
         self.inner.runtime.quiesce().await;
     }

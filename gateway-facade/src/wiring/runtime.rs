@@ -214,9 +214,13 @@ impl Runtime {
         })
     }
 
-    /// Drains the cleanup queue, then flushes the recorder.
+    /// Drains the cleanup queue, flushes the recorder, then sends what the limiter and the
+    /// breaker buffered (with Redis: finished calls' exits, success samples), so every other
+    /// process sees this client's calls as done.
     pub(crate) async fn quiesce(&self) {
         self.governor.quiesce().await;
+        self.limiter.flush().await;
+        self.breaker.flush().await;
     }
 
     /// Idempotent close (ownership): the governor refuses

@@ -100,6 +100,10 @@ pub trait CircuitBreaker: Send + Sync + 'static {
     async fn snapshot(&self, source: &str) -> Result<BreakerSnapshot, BackendError>;
     /// Releases backend resources; idempotent.
     async fn close(&self) {}
+    /// Sends what this backend buffered on its way to a shared store (success samples) so every
+    /// other process sees it; returns when it is there or failed (a failure is the backend's
+    /// to log, as for any write-back). Default: nothing is buffered.
+    async fn flush(&self) {}
     /// synchronous fast path of `release_probe`: `true` = freed before returning (memory
     /// backend); `false` (default) = nothing done, use the async path.
     fn release_probe_now(&self, probe: &ProbeLease) -> bool {

@@ -82,6 +82,10 @@ pub trait RateLimiter: Send + Sync + 'static {
     async fn progress_age_s(&self) -> Result<f64, BackendError>;
     /// Releases backend resources; idempotent.
     async fn close(&self) {}
+    /// Sends what this backend buffered on its way to a shared store (a finished call's settle and release, a progress mark) so every
+    /// other process sees it; returns when it is there or failed (a failure is the backend's
+    /// to log, as for any write-back). Default: nothing is buffered.
+    async fn flush(&self) {}
 }
 
 /// One granted reservation. `Debug` must not print secrets.

@@ -289,6 +289,10 @@ impl CircuitBreaker for HookedBreaker {
         self.inner.close().await;
         self.hooks.exit(&call, &BreakerOutcome::Closed);
     }
+    /// Passed through unhooked: a flush has no outcome to script.
+    async fn flush(&self) {
+        self.inner.flush().await;
+    }
     fn release_probe_now(&self, probe: &ProbeLease) -> bool {
         let call = BreakerCall::ReleaseProbeNow {
             probe: probe.clone(),

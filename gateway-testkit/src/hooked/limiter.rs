@@ -154,4 +154,8 @@ impl RateLimiter for HookedLimiter {
             })
             .await;
     }
+    /// Passed through unhooked: a flush has no outcome to script.
+    async fn flush(&self) {
+        self.inner.flush().await;
+    }
 }
