@@ -83,6 +83,17 @@ fn evalsha_calls(port: u16) -> u64 {
 /// The governance sequence of one successful call in the core's order: `try_enter`,
 /// `try_acquire`, `record_success`, `mark_progress`, `settle_then_release`.
 async fn governed_success(l: &dyn RateLimiter, b: &dyn CircuitBreaker, owner: &str) {
+    success_with_exit(l, b, owner, false).await;
+}
+
+/// [`governed_success`]; with `core_exit` the exit is the core's (`settle_and_release_now`
+/// first, as `AttemptGuard` does), which must take it over (write-behind on).
+async fn success_with_exit(
+    l: &dyn RateLimiter,
+    b: &dyn CircuitBreaker,
+    owner: &str,
+    core_exit: bool,
+) {
     let d = b.try_enter("a", owner).await.unwrap();
     assert!(d.allowed);
     let Acquire::Granted(p) = l.try_acquire("a", 100).await.unwrap() else {
@@ -90,7 +101,11 @@ async fn governed_success(l: &dyn RateLimiter, b: &dyn CircuitBreaker, owner: &s
     };
     b.record_success(&d, true).await.unwrap();
     l.mark_progress().await.unwrap();
-    p.settle_then_release(80).await.unwrap();
+    if core_exit {
+        assert!(p.settle_and_release_now(80), "write-behind on: buffered");
+    } else {
+        p.settle_then_release(80).await.unwrap();
+    }
 }
 
 fn redis_limiter(scope: &str, conn: &RedisConnection) -> Arc<dyn RateLimiter> {
@@ -205,19 +220,6 @@ async fn governed_success_round_trips() {
     plain.quit().await;
 }
 
-/// A governed success with the core's exit (`settle_and_release_now` first, as
-/// `AttemptGuard` does).
-async fn core_exit_success(l: &dyn RateLimiter, b: &dyn CircuitBreaker, owner: &str) {
-    let d = b.try_enter("a", owner).await.unwrap();
-    assert!(d.allowed);
-    let Acquire::Granted(p) = l.try_acquire("a", 100).await.unwrap() else {
-        panic!("denied");
-    };
-    b.record_success(&d, true).await.unwrap();
-    l.mark_progress().await.unwrap();
-    assert!(p.settle_and_release_now(80), "write-behind on: buffered");
-}
-
 /// Issue 15 with the core's exit: the exit is buffered and carried by the next admission, so a
 /// governed success back to back is **one** script in Redis (the exit flusher may send one of
 /// the buffered exits on its own now and then; at most one call in ten here), and after
@@ -243,12 +245,12 @@ async fn governed_success_with_the_core_exit_is_one_script() {
         conn.clone(),
     );
     let b = redis_breaker(&scope, &conn);
-    core_exit_success(&l, &*b, "warm").await;
+    success_with_exit(&l, &*b, "warm", true).await;
     conn.flush().await;
     let n: u64 = 200;
     let before = evalsha_calls(server.port);
     for i in 0..n {
-        core_exit_success(&l, &*b, &format!("c{i}")).await;
+        success_with_exit(&l, &*b, &format!("c{i}"), true).await;
     }
     let spent = evalsha_calls(server.port) - before;
     assert!(

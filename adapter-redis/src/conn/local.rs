@@ -13,7 +13,7 @@ use std::time::Duration;
 use fred::types::Value;
 use tokio::task::AbortHandle;
 
-use super::{RedisConnection, exit_flusher, flusher};
+use super::{RedisConnection, flusher};
 
 /// Buffered success samples per source before `record_success` writes them at once.
 const MAX_PENDING_SAMPLES: usize = 64;
@@ -255,25 +255,29 @@ impl RedisConnection {
     /// Wakes the flusher (started on first use, on the current runtime; ended by `quit` or
     /// when the last clone of this connection is dropped).
     pub(super) fn schedule_flush(&self) {
-        let mut f = self.lock_flusher();
-        if f.is_none() {
-            let Ok(rt) = tokio::runtime::Handle::try_current() else {
-                return;
-            };
-            let weak = Arc::downgrade(&self.inner);
-            let notify = Arc::clone(&self.inner.notify);
-            let bound = self.inner.opts.write_behind;
-            *f = Some(rt.spawn(flusher(weak, notify, bound)).abort_handle());
-        }
-        drop(f);
-        self.inner.notify.notify_one();
+        self.wake_flusher(false);
     }
 
     /// Wakes the exit flusher (as [`Self::schedule_flush`], with the bound [`exit_bound`]).
     pub(super) fn schedule_exit_flush(&self) {
-        let mut f = self
-            .inner
-            .exit_flusher
+        self.wake_flusher(true);
+    }
+
+    fn wake_flusher(&self, exits: bool) {
+        let (slot, notify, bound) = if exits {
+            (
+                &self.inner.exit_flusher,
+                &self.inner.exit_notify,
+                exit_bound(self.inner.opts.write_behind),
+            )
+        } else {
+            (
+                &self.inner.flusher,
+                &self.inner.notify,
+                self.inner.opts.write_behind,
+            )
+        };
+        let mut f = slot
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if f.is_none() {
@@ -281,12 +285,13 @@ impl RedisConnection {
                 return;
             };
             let weak = Arc::downgrade(&self.inner);
-            let notify = Arc::clone(&self.inner.exit_notify);
-            let bound = exit_bound(self.inner.opts.write_behind);
-            *f = Some(rt.spawn(exit_flusher(weak, notify, bound)).abort_handle());
+            *f = Some(
+                rt.spawn(flusher(weak, Arc::clone(notify), bound, exits))
+                    .abort_handle(),
+            );
         }
         drop(f);
-        self.inner.exit_notify.notify_one();
+        notify.notify_one();
     }
 }
 

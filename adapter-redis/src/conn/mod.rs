@@ -457,28 +457,22 @@ impl RedisConnection {
     }
 }
 
-/// Sends the buffered writes of `inner` within `bound` of their recording.
-async fn flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration) {
+/// Sends the buffered writes of `inner` within `bound` of their recording: everything
+/// (`flush`), or with `exits_only` the buffered exits (an exit is normally carried sooner by
+/// the next limiter script of its scope).
+async fn flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration, exits_only: bool) {
     loop {
         notify.notified().await;
         tokio::time::sleep(bound).await;
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        RedisConnection { inner }.flush().await;
-    }
-}
-
-/// Sends the buffered exits of `inner` within `bound` of their recording (an exit is normally
-/// carried sooner by the next limiter script of its scope).
-async fn exit_flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration) {
-    loop {
-        notify.notified().await;
-        tokio::time::sleep(bound).await;
-        let Some(inner) = weak.upgrade() else {
-            return;
-        };
-        RedisConnection { inner }.send_scope_carries(true).await;
+        let conn = RedisConnection { inner };
+        if exits_only {
+            conn.send_scope_carries(true).await;
+        } else {
+            conn.flush().await;
+        }
     }
 }
 
