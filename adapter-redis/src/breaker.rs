@@ -134,15 +134,21 @@ impl RedisCircuitBreaker {
     ) -> Result<Vec<String>, BackendError> {
         let tag = &self.inner.tag;
         let conn = &self.inner.conn;
-        let carry = conn.carry(tag, Some(source), false);
-        let mut args = Vec::with_capacity(9 + extra.len());
-        args.push(Value::from_static_str(op));
-        args.extend(self.inner.config.iter().cloned());
-        args.push(Value::from(
-            carry.breaker.map(|(_, list)| list).unwrap_or_default(),
-        ));
-        args.extend(extra.iter().map(|s| Value::from((*s).to_owned())));
-        let r = conn.eval(&BREAKER, breaker_keys(tag, source), args).await?;
+        let (carry, reply) = conn.send_carrying(&BREAKER, tag, Some(source), false, |carry| {
+            let mut args = Vec::with_capacity(9 + extra.len());
+            args.push(Value::from_static_str(op));
+            args.extend(self.inner.config.iter().cloned());
+            args.push(Value::from(
+                carry
+                    .breaker
+                    .take()
+                    .map(|(_, list)| list)
+                    .unwrap_or_default(),
+            ));
+            args.extend(extra.iter().map(|s| Value::from((*s).to_owned())));
+            (breaker_keys(tag, source), args)
+        });
+        let r = reply.await?;
         match r.as_slice() {
             [state, epoch, ..] if op == "snap" => {
                 let phase = match state.as_str() {

@@ -14,6 +14,11 @@ use gateway_ports::{
 
 use crate::conn::{RedisConnection, empty, exits_arg, uint};
 use crate::keys::{breaker_source_keys, limiter_keys, scope_tag, time_offset_key};
+use crate::scripts::LIMITER;
+
+/// Largest token count sent to the scripts (2^53): Lua numbers are doubles, and a larger
+/// count would not survive the permit record's integer formatting.
+const MAX_TOKENS: u64 = 1 << 53;
 
 /// Upper bound of a lease in microseconds (~31 years): larger TTLs mean "never reclaim".
 const MAX_LEASE_US: u64 = 1_000_000_000_000_000;
@@ -78,45 +83,49 @@ impl Inner {
         op_args: impl IntoIterator<Item = Value>,
     ) -> Result<Vec<String>, BackendError> {
         let mut brk_source = None;
-        let (carry, reply) =
-            self.conn
-                .send_carrying(&self.tag, source.map(|e| e.name.as_str()), |carry| {
-                    let mut keys = Vec::with_capacity(self.keys.len() + 3);
-                    keys.extend(self.keys.iter().cloned());
-                    let mut args = Vec::with_capacity(16);
-                    args.push(Value::from_static_str(op));
-                    args.push(self.lease_ttl_arg.clone());
-                    args.push(if mark_now {
-                        Value::from_static_str("0")
-                    } else {
-                        carry.mark_age.map_or_else(empty, uint)
-                    });
-                    match (carry.breaker.take(), source) {
-                        (Some((cfg, list)), Some(src)) => {
-                            keys.extend(src.brk_keys.iter().cloned());
-                            args.push(
-                                cfg.get(3)
-                                    .cloned()
-                                    .unwrap_or_else(|| Value::from_static_str("60")),
-                            );
-                            args.push(if list.is_empty() {
-                                empty()
-                            } else {
-                                Value::from(list)
-                            });
-                            brk_source = Some(src);
-                        }
-                        _ => {
-                            args.push(empty());
-                            args.push(empty());
-                        }
-                    }
-                    keys.push(self.offset_key.clone());
-                    args.extend(op_args);
-                    // Always the last argument, whatever the op's own arguments.
-                    args.push(exits_arg(&mut carry.exits));
-                    (keys, args)
+        let (carry, reply) = self.conn.send_carrying(
+            &LIMITER,
+            &self.tag,
+            source.map(|e| e.name.as_str()),
+            true,
+            |carry| {
+                let mut keys = Vec::with_capacity(self.keys.len() + 3);
+                keys.extend(self.keys.iter().cloned());
+                let mut args = Vec::with_capacity(16);
+                args.push(Value::from_static_str(op));
+                args.push(self.lease_ttl_arg.clone());
+                args.push(if mark_now {
+                    Value::from_static_str("0")
+                } else {
+                    carry.mark_age.map_or_else(empty, uint)
                 });
+                match (carry.breaker.take(), source) {
+                    (Some((cfg, list)), Some(src)) => {
+                        keys.extend(src.brk_keys.iter().cloned());
+                        args.push(
+                            cfg.get(3)
+                                .cloned()
+                                .unwrap_or_else(|| Value::from_static_str("60")),
+                        );
+                        args.push(if list.is_empty() {
+                            empty()
+                        } else {
+                            Value::from(list)
+                        });
+                        brk_source = Some(src);
+                    }
+                    _ => {
+                        args.push(empty());
+                        args.push(empty());
+                    }
+                }
+                keys.push(self.offset_key.clone());
+                args.extend(op_args);
+                // Always the last argument, whatever the op's own arguments.
+                args.push(exits_arg(&mut carry.exits));
+                (keys, args)
+            },
+        );
         let mut r = reply.await?;
         if let Some(src) = brk_source {
             let (Some(ep), Some(ph)) = (r.pop(), r.pop()) else {
@@ -149,7 +158,7 @@ impl Inner {
         let entry = self.entry(source);
         let args = [
             Value::from(id.to_owned()),
-            settle.map_or_else(empty, uint),
+            settle.map_or_else(empty, |t| uint(t.min(MAX_TOKENS))),
             Value::from_static_str(if release { "1" } else { "0" }),
             entry.map_or_else(empty, |e| e.name_arg.clone()),
         ];
@@ -308,7 +317,16 @@ impl RateLimiter for RedisRateLimiter {
                 "acquire",
                 Some(e),
                 false,
-                [e.name_arg.clone(), uint(est_tokens), sc, sr, st, gc, gr, gt],
+                [
+                    e.name_arg.clone(),
+                    uint(est_tokens.min(MAX_TOKENS)),
+                    sc,
+                    sr,
+                    st,
+                    gc,
+                    gr,
+                    gt,
+                ],
             )
             .await?;
         match (r.first().map(String::as_str), r.get(1)) {
@@ -488,7 +506,7 @@ impl Permit for RedisPermit {
         }
         self.inner
             .conn
-            .push_exit(&self.inner.tag, &self.member, actual_tokens);
+            .push_exit(&self.inner.tag, &self.member, actual_tokens.min(MAX_TOKENS));
         self.leave_flight();
         true
     }

@@ -589,3 +589,97 @@ async fn an_exit_no_script_carries_reaches_redis_on_its_own() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
+
+/// Polls `fut` once, so a script it sends is queued on the connection.
+fn poll_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> bool {
+    let waker = std::task::Waker::noop();
+    fut.poll(&mut std::task::Context::from_waker(waker))
+        .is_ready()
+}
+
+/// A script that carried exits and was dropped before its reply (its caller cancelled) puts
+/// them back: they are applied again by the next script, which changes nothing when the dropped
+/// script had run (settle at most once, release idempotent) and applies them when it had not.
+/// Here the dropped admission did run: its grant and the exit each count once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exits_of_a_cancelled_carrier_are_applied_once() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let scope = fresh_scope("cancelcarrier");
+    let l = limiter(&scope, conn.clone(), 2, 0, 0);
+    let p = must_grant(&l, "a", 100).await;
+    assert!(p.settle_and_release_now(7));
+    {
+        let mut carrier = Box::pin(l.try_acquire("a", 100));
+        assert!(!poll_once(carrier.as_mut()), "sent, not answered yet");
+    } // dropped before its reply
+    conn.flush().await;
+    let other = limiter(&scope, connection(), 2, 0, 0);
+    assert_eq!(
+        usage(&other, "a").await,
+        (7 + 100, 2, 1),
+        "the exit once, the dropped grant once"
+    );
+}
+
+/// `flush` waits for a script that took buffered exits and is still on its way (another
+/// task's admission): it cannot return before that script's reply, so everything buffered
+/// before it is in Redis when it returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_waits_for_a_carrier_on_its_way() {
+    let conn = connection();
+    require_redis(&conn).await;
+    let scope = fresh_scope("flushwaits");
+    let l = limiter(&scope, conn.clone(), 2, 0, 0);
+    let p = must_grant(&l, "a", 100).await;
+    assert!(p.settle_and_release_now(7));
+    let mut carrier = Box::pin(l.try_acquire("a", 50));
+    assert!(!poll_once(carrier.as_mut()), "the admission took the exit");
+    let mut flush = Box::pin(conn.flush());
+    let granted = tokio::select! {
+        biased;
+        () = &mut flush => panic!("flush returned while the exit was still on its way"),
+        a = &mut carrier => a.unwrap(),
+    };
+    flush.await;
+    let other = limiter(&scope, connection(), 2, 0, 0);
+    assert_eq!(usage(&other, "a").await, (7 + 50, 2, 1));
+    drop(granted);
+}
+
+/// The loss case of a cancelled carrier: after `SCRIPT FLUSH` (as after a failover or a
+/// restart) the carrying admission is answered `NOSCRIPT`, and its caller is gone before the
+/// reload and retry. The exits it carried are put back and the next flush applies them; the
+/// admission itself never ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exits_of_a_carrier_cancelled_after_noscript_are_not_lost() {
+    let (_server, Outage { dir, port, conn }) = outage_redis("noscript");
+    let scope = fresh_scope("noscript");
+    let l = limiter(&scope, conn.clone(), 2, 0, 0);
+    let p = must_grant(&l, "a", 100).await;
+    let flushed = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "SCRIPT", "FLUSH"])
+        .output()
+        .expect("redis-cli");
+    assert!(flushed.status.success());
+    // Buffered and taken with no await between, so the exit flusher (2 ms) cannot take it.
+    assert!(p.settle_and_release_now(7));
+    {
+        let mut carrier = Box::pin(l.try_acquire("a", 100));
+        assert!(!poll_once(carrier.as_mut()), "sent, not answered yet");
+        // Let the NOSCRIPT answer arrive, without polling the carrier again.
+        must_grant(&limiter(&scope, conn.clone(), 2, 0, 0), "a", 1)
+            .await
+            .release()
+            .await
+            .unwrap();
+    } // dropped: the reload and retry never run
+    conn.flush().await;
+    assert_eq!(
+        usage(&l, "a").await,
+        (7 + 1, 2, 0),
+        "the exit applied, no phantom grant"
+    );
+    conn.quit().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -117,15 +117,10 @@ impl RedisConnection {
         scope_local(&mut self.local(), tag).breaker_cfg = Some(cfg);
     }
 
-    /// Takes what the next script of `tag` carries: the buffered mark (if `mark`), and — when a
+    /// Takes what the next script of `tag` carries, under the caller's lock of the local
+    /// state: the buffered mark (if `mark`), the buffered exits (if `exits`), and — when a
     /// breaker works on `tag` and `source` is given — the breaker config and the buffered
     /// samples of `source`.
-    pub(crate) fn carry(&self, tag: &str, source: Option<&str>, mark: bool) -> Carry {
-        self.carry_locked(&mut self.local(), tag, source, mark, false)
-    }
-
-    /// [`Self::carry`] under the caller's lock of the local state; with `exits` also the
-    /// scope's buffered exits.
     pub(super) fn carry_locked(
         &self,
         local: &mut HashMap<String, ScopeLocal>,
@@ -190,6 +185,21 @@ impl RedisConnection {
             }
             // Writing into a String cannot fail.
             let _ = write!(exits, "{member}:{actual}");
+        }
+        self.schedule_exit_flush();
+    }
+
+    /// Puts `exits` (taken by a script whose reply was never seen) back at the front of the
+    /// buffer of `tag`, ahead of any exit buffered since.
+    pub(super) fn requeue_exits(&self, tag: &str, mut exits: String) {
+        {
+            let mut local = self.local();
+            let buf = &mut scope_local(&mut local, tag).exits;
+            if !buf.is_empty() {
+                exits.push(',');
+                exits.push_str(buf);
+            }
+            *buf = exits;
         }
         self.schedule_exit_flush();
     }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -66,6 +66,10 @@ struct Inner {
     /// Wakes the exit flusher (a call's exit was buffered).
     exit_notify: Arc<Notify>,
     exit_flusher: Mutex<Option<AbortHandle>>,
+    /// Scripts carrying exits whose reply has not been seen yet (`flush` waits for them).
+    carriers: AtomicUsize,
+    /// Woken when `carriers` drops to 0.
+    carriers_idle: Notify,
 }
 
 impl Drop for Inner {
@@ -157,6 +161,8 @@ impl RedisConnection {
                 flush_lock: tokio::sync::Mutex::new(()),
                 exit_notify: Arc::new(Notify::new()),
                 exit_flusher: Mutex::new(None),
+                carriers: AtomicUsize::new(0),
+                carriers_idle: Notify::new(),
             }),
         })
     }
@@ -222,30 +228,36 @@ impl RedisConnection {
         r
     }
 
-    /// One limiter script of scope `tag` that carries the scope's buffered exits and mark
-    /// (and, for `source`, its breaker samples): `build` turns the carry into the keys and
-    /// arguments. The carry is taken and the script queued on the connection under one lock
-    /// of the local state, so a script queued later never runs in Redis before the one
-    /// carrying an exit buffered before it: every later operation of this connection sees
-    /// every exit buffered before it. Returns the carry (its send order and time refresh the
-    /// mirror) and the reply to come.
+    /// One script of scope `tag` that carries what the buffer holds for it: a limiter script
+    /// (`limiter`) the scope's buffered exits and mark, and any script for `source` that
+    /// source's breaker samples. `build` turns the carry into the keys and arguments. The carry
+    /// is taken and the script queued on the connection under one lock of the local state, so
+    /// a script queued later never runs in Redis before the one carrying what was buffered
+    /// before it: every later operation of this connection sees every exit buffered before
+    /// it, and a breaker failure keeps its order with the successes buffered before it.
+    /// Returns the carry (its send order and time refresh the mirror) and the reply to come.
     pub(crate) fn send_carrying(
         &self,
+        script: &'static Script,
         tag: &str,
         source: Option<&str>,
+        limiter: bool,
         build: impl FnOnce(&mut Carry) -> (Vec<Key>, Vec<Value>),
     ) -> (Carry, SentScript) {
         let mut local = self.local();
-        let mut carry = self.carry_locked(&mut local, tag, source, true, true);
-        let exits = if carry.exits.is_empty() {
-            0
-        } else {
-            carry.exits.bytes().filter(|b| *b == b',').count() + 1
-        };
+        let mut carry = self.carry_locked(&mut local, tag, source, limiter, limiter);
+        let mut carried = (!carry.exits.is_empty()).then(|| {
+            self.inner.carriers.fetch_add(1, Ordering::AcqRel);
+            CarriedExits {
+                conn: self.clone(),
+                tag: tag.to_owned(),
+                exits: carry.exits.clone(),
+            }
+        });
         let (keys, args) = build(&mut carry);
         let conn = self.clone();
         let mut sent: SentScript =
-            Box::pin(async move { conn.eval_quiet(&LIMITER, keys, args).await });
+            Box::pin(async move { conn.eval_quiet(script, keys, args).await });
         // The first poll queues the command (`fred` queues it before it awaits the reply);
         // nothing can be ready to wake before the caller polls again with its own waker.
         let first = sent.as_mut().poll(&mut Context::from_waker(Waker::noop()));
@@ -258,19 +270,46 @@ impl RedisConnection {
             };
             if let Err(e) = &r {
                 conn.drop_all_mirrors();
-                if exits > 0 {
+                if let Some(c) = &carried {
                     tracing::warn!(
                         code = "governance.writeback_failed",
                         op = "settle_then_release",
-                        exits,
+                        exits = c.count(),
                         "governance write-back degraded (not propagated): {e}; the concurrency \
                          slots of these finished calls free when their leases expire"
                     );
                 }
             }
+            // The reply was seen: nothing to put back (a failure is logged above).
+            if let Some(c) = carried.as_mut() {
+                c.exits.clear();
+            }
             r
         });
         (carry, reply)
+    }
+
+    /// Waits until every script carrying exits has its reply (at most twice the operation
+    /// timeout: each is bounded by it, so this only guards against a runtime that stopped
+    /// polling them).
+    async fn wait_carriers(&self) {
+        let bound = self
+            .inner
+            .opts
+            .op_timeout
+            .saturating_mul(2)
+            .saturating_add(Duration::from_millis(200));
+        let wait = async {
+            loop {
+                let mut idle = std::pin::pin!(self.inner.carriers_idle.notified());
+                idle.as_mut().enable();
+                if self.inner.carriers.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        };
+        let _ = tokio::time::timeout(bound, wait).await;
     }
 
     /// [`Self::eval`] without dropping the mirrors on an error (the caller does, outside
@@ -366,7 +405,17 @@ impl RedisConnection {
     /// samples (one breaker script per scope and source that has some). A write that fails is
     /// dropped, as a failed write-back would be (a lost exit's slots free when its lease
     /// expires).
+    ///
+    /// Also waits for the replies of scripts that carry exits and are still on their way
+    /// (another task's admission, the exit flusher), so when it returns every exit buffered
+    /// before it is in Redis or was reported lost.
     pub async fn flush(&self) {
+        self.flush_buffers().await;
+        self.wait_carriers().await;
+    }
+
+    /// [`Self::flush`] without waiting for other carriers (the write-behind flusher's work).
+    async fn flush_buffers(&self) {
         let _serial = self.inner.flush_lock.lock().await;
         self.send_scope_carries(false).await;
         let mut work = Vec::new();
@@ -416,7 +465,7 @@ impl RedisConnection {
             .map(|(tag, _)| tag.clone())
             .collect();
         for tag in tags {
-            let (_, reply) = self.send_carrying(&tag, None, |c| {
+            let (_, reply) = self.send_carrying(&LIMITER, &tag, None, true, |c| {
                 let mut keys = limiter_keys(&tag);
                 keys.push(crate::keys::time_offset_key(&tag));
                 let args = vec![
@@ -471,7 +520,36 @@ async fn flusher(weak: Weak<Inner>, notify: Arc<Notify>, bound: Duration, exits_
         if exits_only {
             conn.send_scope_carries(true).await;
         } else {
-            conn.flush().await;
+            conn.flush_buffers().await;
+        }
+    }
+}
+
+/// The exits one script carries. Dropped before that script's reply was seen (its caller was
+/// cancelled), it puts them back in the buffer: the script may still have run (then applying
+/// them again changes nothing: at most one settle, the release idempotent) or not (a
+/// `NOSCRIPT` whose retry never ran). Either way it ends the carrier's count for `flush`.
+struct CarriedExits {
+    conn: RedisConnection,
+    tag: String,
+    /// Empty once the reply was seen.
+    exits: String,
+}
+
+impl CarriedExits {
+    fn count(&self) -> usize {
+        self.exits.bytes().filter(|b| *b == b',').count() + 1
+    }
+}
+
+impl Drop for CarriedExits {
+    fn drop(&mut self) {
+        if !self.exits.is_empty() {
+            self.conn
+                .requeue_exits(&self.tag, std::mem::take(&mut self.exits));
+        }
+        if self.conn.inner.carriers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.conn.inner.carriers_idle.notify_waiters();
         }
     }
 }

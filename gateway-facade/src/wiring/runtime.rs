@@ -226,7 +226,8 @@ impl Runtime {
     /// Idempotent close (ownership): the governor refuses
     /// new calls, drains its queue (bounded), flushes the sink and shuts the queue; the cleanup
     /// worker this runtime spawned is awaited (bounded); then the owned components are closed,
-    /// each exactly once. A concurrent second `close()` waits for the first.
+    /// each exactly once, and the limiter and breaker it does not own are flushed. A concurrent
+    /// second `close()` waits for the first.
     pub(crate) async fn close(&self) {
         let mut closed = self.closed.lock().await;
         if *closed {
@@ -261,11 +262,18 @@ impl Runtime {
         {
             cache.backend().close().await;
         }
+        // Ports passed in by the caller stay open, but what they buffered for this client's
+        // calls (with Redis: finished calls' exits, success samples) is sent first, so
+        // closing a client leaves exact counts whichever owns the ports.
         if self.owns_limiter {
             self.limiter.close().await;
+        } else {
+            self.limiter.flush().await;
         }
         if self.owns_breaker {
             self.breaker.close().await;
+        } else {
+            self.breaker.flush().await;
         }
         *closed = true;
     }
