@@ -271,38 +271,38 @@ pub(crate) struct Receiver<T, S> {
 impl<T, S> Receiver<T, S> {
     /// Takes the oldest item without waiting and without registering a waker.
     pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        let (item, room) = {
-            let mut inner = lock(&self.shared);
-            match inner.items.pop_front() {
-                Some(item) => (item, inner.room.take()),
-                None if inner.sender_alive => return Err(TryRecvError::Empty),
-                None => return Err(TryRecvError::Disconnected),
-            }
-        };
-        if let Some(waker) = room {
-            waker.wake();
-        }
-        Ok(item)
+        self.take(None)
     }
 
     /// Takes the oldest item, or registers `cx`'s waker for the next push; `Ready(None)` once
     /// the queue is empty and the sender is gone.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        match self.take(Some(cx.waker())) {
+            Ok(item) => Poll::Ready(Some(item)),
+            Err(TryRecvError::Disconnected) => Poll::Ready(None),
+            Err(TryRecvError::Empty) => Poll::Pending,
+        }
+    }
+
+    /// Pops the oldest item (waking a sender that waits for room), or — when `waiter` is given
+    /// and the sender still lives — registers it for the next push. Wakers are woken after the
+    /// lock is released.
+    fn take(&mut self, waiter: Option<&Waker>) -> Result<T, TryRecvError> {
         let (item, wake) = {
             let mut inner = lock(&self.shared);
             match inner.items.pop_front() {
-                Some(item) => (Some(item), inner.room.take()),
-                None if !inner.sender_alive => return Poll::Ready(None),
-                None => (None, register(&mut inner.ready, cx.waker())),
+                Some(item) => (Ok(item), inner.room.take()),
+                None if !inner.sender_alive => return Err(TryRecvError::Disconnected),
+                None => (
+                    Err(TryRecvError::Empty),
+                    waiter.and_then(|w| register(&mut inner.ready, w)),
+                ),
             }
         };
         if let Some(waker) = wake {
             waker.wake();
         }
-        match item {
-            Some(item) => Poll::Ready(Some(item)),
-            None => Poll::Pending,
-        }
+        item
     }
 }
 

@@ -10,13 +10,7 @@ use gateway_core::clock::TokioClock;
 use gateway_core::memory::MemoryRateLimiter;
 use gateway_ports::{Acquire, Clock, GlobalLimits, Permit, RateLimiter, SourceConfig};
 
-pub(crate) fn source(name: &str, max_concurrency: u32, rpm: u32, tpm: u64) -> SourceConfig {
-    let mut s = SourceConfig::new(name, "test", "http://127.0.0.1:9", None, "m");
-    s.max_concurrency = max_concurrency;
-    s.rpm = rpm;
-    s.tpm = tpm;
-    s
-}
+use super::permit_model::source;
 
 /// A limiter on a `TokioClock` (the paused runtime's time) and that clock.
 fn limiter(

@@ -11,7 +11,7 @@ use gateway_core::memory::MemoryRateLimiter;
 use gateway_ports::{Acquire, GlobalLimits, LimitGate, Permit, RateLimiter};
 use proptest::prelude::*;
 
-use super::limiter_buckets::source;
+use super::permit_model::{M, PermitOp, apply, permit_op, release_all, source};
 
 const LEASE_MS: u64 = 20_000;
 const WINDOW_MS: u64 = 60_000;
@@ -23,35 +23,18 @@ const GLOBAL_CONC: u32 = 4;
 #[derive(Debug, Clone)]
 enum Op {
     Acquire { src: usize, est: u64 },
-    Settle { pick: usize, actual: u64 },
-    Release { pick: usize },
-    FastPath { pick: usize, actual: u64 },
-    Abandon { pick: usize },
+    Permit(PermitOp),
     Advance { ms: u64 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (0..2usize, 0..1500u64).prop_map(|(src, est)| Op::Acquire { src, est }),
-        2 => (any::<usize>(), 0..2500u64).prop_map(|(pick, actual)| Op::Settle { pick, actual }),
-        2 => any::<usize>().prop_map(|pick| Op::Release { pick }),
-        1 => (any::<usize>(), 0..2500u64).prop_map(|(pick, actual)| Op::FastPath { pick, actual }),
-        1 => any::<usize>().prop_map(|pick| Op::Abandon { pick }),
+        6 => permit_op().prop_map(Op::Permit),
         3 => (0..300u64).prop_map(|ms| Op::Advance { ms }),
         1 => (0..25_000u64).prop_map(|ms| Op::Advance { ms }),
         1 => (55_000..65_000u64).prop_map(|ms| Op::Advance { ms }),
     ]
-}
-
-/// The model of one permit.
-#[derive(Debug, Clone)]
-struct M {
-    src: usize,
-    est: u64,
-    tokens: u64,
-    at_ms: u64,
-    settled: bool,
-    released: bool,
 }
 
 /// (tpm, rpm) of the entries of `src` (`None` = all) that `live` says still count.
@@ -63,28 +46,21 @@ fn counted(ms: &[M], src: Option<usize>, live: impl Fn(&M) -> bool) -> (u64, u32
 
 /// The exact model: an entry counts while younger than `window_ms`.
 fn exact(ms: &[M], src: Option<usize>, now: u64, window_ms: u64) -> (u64, u32) {
-    counted(ms, src, |m| now - m.at_ms < window_ms)
+    counted(ms, src, |m| now - m.granted_at < window_ms)
 }
 
 /// The bucket model: an entry counts while its 100 ms bucket is one of the last 600.
 fn bucketed(ms: &[M], src: Option<usize>, now: u64) -> (u64, u32) {
     counted(ms, src, |m| {
-        now / TICK_MS - m.at_ms / TICK_MS < WINDOW_MS / TICK_MS
+        now / TICK_MS - m.granted_at / TICK_MS < WINDOW_MS / TICK_MS
     })
 }
 
 fn inflight(ms: &[M], src: Option<usize>, now: u64) -> u32 {
     let live = |m: &&M| src.is_none_or(|s| s == m.src) && !m.released;
     let n = ms.iter().filter(live);
-    let n = n.filter(|m| now - m.at_ms < LEASE_MS).count();
+    let n = n.filter(|m| now - m.granted_at < LEASE_MS).count();
     u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-fn model_settle(m: &mut M, actual: u64) {
-    if !m.settled && !m.released {
-        m.settled = true;
-        m.tokens = (m.tokens + actual).saturating_sub(m.est);
-    }
 }
 
 /// A bucket scope equals the bucket model and lies between the exact model of a window one
@@ -190,50 +166,21 @@ async fn run(ops: Vec<Op>, global_exact: bool) -> Result<(), TestCaseError> {
                 match l.try_acquire(SOURCES[src].0, est).await.expect("acquire") {
                     Acquire::Granted(p) => {
                         prop_assert_eq!(expected, None, "granted past a gate");
-                        ms.push(M {
-                            src,
-                            est,
-                            tokens: est,
-                            at_ms: now,
-                            settled: false,
-                            released: false,
-                        });
+                        ms.push(M::granted(src, est, now));
                         held.push((ms.len() - 1, p));
                     }
                     Acquire::Denied { gate, .. } => prop_assert_eq!(expected, Some(gate)),
                 }
             }
-            Op::Settle { pick, actual } if !held.is_empty() => {
-                let (i, p) = &held[pick % held.len()];
-                p.settle(actual).await.expect("settle");
-                model_settle(&mut ms[*i], actual);
-            }
-            Op::Release { pick } if !held.is_empty() => {
-                let (i, p) = &held[pick % held.len()];
-                p.release().await.expect("release");
-                ms[*i].released = true;
-            }
-            Op::FastPath { pick, actual } if !held.is_empty() => {
-                let (i, p) = &held[pick % held.len()];
-                prop_assert!(p.settle_and_release_now(actual));
-                model_settle(&mut ms[*i], actual);
-                ms[*i].released = true;
-            }
-            Op::Abandon { pick } if !held.is_empty() => {
-                drop(held.swap_remove(pick % held.len()));
-            }
+            Op::Permit(op) => apply(op, &mut held, &mut ms).await?,
             Op::Advance { ms: d } => {
                 clock.advance(Duration::from_millis(d));
                 now += d;
             }
-            _ => {}
         }
         check(&l, &ms, now, global_exact).await?;
     }
-    for (i, p) in &held {
-        p.release().await.expect("release");
-        ms[*i].released = true;
-    }
+    release_all(&held, &mut ms).await;
     check(&l, &ms, now, global_exact).await?;
     clock.advance(Duration::from_millis(WINDOW_MS + LEASE_MS));
     now += WINDOW_MS + LEASE_MS;

@@ -25,4 +25,5 @@ mod limiter_buckets;
 mod limiter_buckets_props;
 mod loop_props;
 mod memory_limiter;
+mod permit_model;
 mod request_body_props;

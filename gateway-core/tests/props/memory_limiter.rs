@@ -14,13 +14,7 @@ use gateway_core::memory::MemoryRateLimiter;
 use gateway_ports::{Acquire, GlobalLimits, LimitGate, Permit, RateLimiter, SourceConfig};
 use proptest::prelude::*;
 
-fn source(name: &str, max_concurrency: u32, rpm: u32, tpm: u64) -> SourceConfig {
-    let mut s = SourceConfig::new(name, "test", "http://127.0.0.1:9", None, "m");
-    s.max_concurrency = max_concurrency;
-    s.rpm = rpm;
-    s.tpm = tpm;
-    s
-}
+use super::permit_model::{M, PermitOp, apply, permit_op, release_all, source};
 
 #[expect(clippy::expect_used, reason = "test helper")]
 fn rt() -> tokio::runtime::Runtime {
@@ -35,50 +29,17 @@ const WINDOW_S: u64 = 60;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Acquire {
-        src: usize,
-        est: u64,
-    },
-    Settle {
-        pick: usize,
-        actual: u64,
-    },
-    Release {
-        pick: usize,
-    },
-    FastPath {
-        pick: usize,
-        actual: u64,
-    },
-    /// Cancellation: the holder drops the permit without settle or release.
-    Abandon {
-        pick: usize,
-    },
-    Advance {
-        secs: u64,
-    },
+    Acquire { src: usize, est: u64 },
+    Permit(PermitOp),
+    Advance { secs: u64 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0..2usize, 0..1500u64).prop_map(|(src, est)| Op::Acquire { src, est }),
-        2 => (any::<usize>(), 0..2500u64).prop_map(|(pick, actual)| Op::Settle { pick, actual }),
-        2 => any::<usize>().prop_map(|pick| Op::Release { pick }),
-        1 => (any::<usize>(), 0..2500u64).prop_map(|(pick, actual)| Op::FastPath { pick, actual }),
-        1 => any::<usize>().prop_map(|pick| Op::Abandon { pick }),
+        6 => permit_op().prop_map(Op::Permit),
         2 => (0..70u64).prop_map(|secs| Op::Advance { secs }),
     ]
-}
-
-/// The model of one permit.
-#[derive(Debug, Clone)]
-struct M {
-    src: usize,
-    est: u64,
-    tokens: u64,
-    granted_at: u64,
-    settled: bool,
-    released: bool,
 }
 
 struct Limits {
@@ -148,13 +109,6 @@ fn model_gate(ms: &[M], src: usize, est: u64, now: u64) -> Option<LimitGate> {
     checks.iter().find(|(hit, _)| *hit).map(|(_, g)| *g)
 }
 
-fn model_settle(m: &mut M, actual: u64) {
-    if !m.settled && !m.released {
-        m.settled = true;
-        m.tokens = (m.tokens + actual).saturating_sub(m.est);
-    }
-}
-
 #[expect(clippy::expect_used, reason = "test helper")]
 async fn check(l: &MemoryRateLimiter, ms: &[M], now: u64) -> Result<(), TestCaseError> {
     for (i, (name, lim)) in SOURCES.iter().enumerate() {
@@ -206,14 +160,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 match l.try_acquire(SOURCES[src].0, est).await.expect("acquire") {
                     Acquire::Granted(p) => {
                         prop_assert_eq!(expected, None, "granted past a gate");
-                        ms.push(M {
-                            src,
-                            est,
-                            tokens: est,
-                            granted_at: now,
-                            settled: false,
-                            released: false,
-                        });
+                        ms.push(M::granted(src, est, now));
                         held.push((ms.len() - 1, p));
                     }
                     Acquire::Denied { gate, wait_hint_s } => {
@@ -224,39 +171,16 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                 }
             }
-            Op::Settle { pick, actual } if !held.is_empty() => {
-                let (i, p) = &held[pick % held.len()];
-                p.settle(actual).await.expect("settle");
-                model_settle(&mut ms[*i], actual);
-            }
-            Op::Release { pick } if !held.is_empty() => {
-                let (i, p) = &held[pick % held.len()];
-                p.release().await.expect("release");
-                ms[*i].released = true;
-            }
-            Op::FastPath { pick, actual } if !held.is_empty() => {
-                let (i, p) = &held[pick % held.len()];
-                prop_assert!(p.settle_and_release_now(actual));
-                model_settle(&mut ms[*i], actual);
-                ms[*i].released = true;
-            }
-            Op::Abandon { pick } if !held.is_empty() => {
-                let k = pick % held.len();
-                drop(held.swap_remove(k));
-            }
+            Op::Permit(op) => apply(op, &mut held, &mut ms).await?,
             Op::Advance { secs } => {
                 clock.advance(Duration::from_secs(secs));
                 now += secs;
             }
-            _ => {}
         }
         check(&l, &ms, now).await?;
     }
     // Zero leaks: release every held permit, let every lease run out.
-    for (i, p) in &held {
-        p.release().await.expect("release");
-        ms[*i].released = true;
-    }
+    release_all(&held, &mut ms).await;
     check(&l, &ms, now).await?;
     clock.advance(Duration::from_secs(LEASE_S));
     now += LEASE_S;
