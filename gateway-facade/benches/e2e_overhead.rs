@@ -40,6 +40,9 @@
 //! `tools/e2e_dhat.py` counts allocations per call and site the same way. `chatstream` is
 //! `chat_stream` read to its `Done` (the streamed-to-the-caller path; callgrind mode only).
 //!
+//! Diagnosis: `E2E_TPUT_ONLY=<bare|peer|governed>-<stream|json>` runs only one path's
+//! concurrency-`E2E_CONC` throughput slice (`E2E_TPUT_SECS`, default 5), for `perf stat`.
+//!
 //! Memory: `E2E_RSS=1` runs `E2E_RSS_CALLS` (default 1 000 000) governed non-stream calls at
 //! concurrency `E2E_CONC` and prints the resident set size after 100 000 and after every
 //! further 100 000 calls.
@@ -542,6 +545,42 @@ async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
     println!("callgrind mode {spec}: {warmup} warm-up + {n} calls");
 }
 
+/// `E2E_TPUT_ONLY=<bare|peer|governed>-<stream|json>` mode: warm-up, then only the concurrency
+/// `E2E_CONC` throughput slice of one path for `E2E_TPUT_SECS`, so `perf stat` counts (cycles,
+/// instructions, cache misses, context switches) belong to that path alone (diagnosis).
+async fn tput_only(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
+    let (path, kind) = spec
+        .split_once('-')
+        .expect("E2E_TPUT_ONLY=<bare|peer|governed>-<stream|json>");
+    let kind = match kind {
+        "stream" => Kind::Stream,
+        "json" => Kind::Json,
+        other => panic!("unknown kind {other}"),
+    };
+    let sim = &sims.iter().find(|(k, _)| *k == kind).unwrap().1;
+    let caller = match path {
+        "bare" => Caller::bare(sim, kind),
+        "peer" => Caller::peer(sim),
+        "governed" => {
+            let db = dir.join("telemetry.db");
+            Caller::Governed(GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap())
+        }
+        other => panic!("unknown path {other}"),
+    };
+    let mut scratch = Vec::new();
+    run_seq(&caller, kind, env_u64("E2E_WARMUP", 2000), &mut scratch).await;
+    let conc = env_u64("E2E_CONC", 64);
+    let secs = env_u64("E2E_TPUT_SECS", 5);
+    let rate = run_tput(&caller, kind, conc, secs).await;
+    let dropped = if let Caller::Governed(client) = &caller {
+        client.close().await;
+        client.telemetry_status().dropped_rows
+    } else {
+        0
+    };
+    println!("tput-only {spec}: concurrency {conc}, {rate:.0} calls/s, {dropped} rows dropped");
+}
+
 /// Resident set size in KiB (`VmRSS`).
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -607,6 +646,10 @@ fn main() {
         .unwrap();
     match std::env::var("E2E_CALLGRIND") {
         Ok(spec) if !spec.is_empty() => rt.block_on(callgrind(dir.path(), &spec, &sims)),
+        _ if std::env::var("E2E_TPUT_ONLY").is_ok_and(|v| !v.is_empty()) => {
+            let spec = std::env::var("E2E_TPUT_ONLY").unwrap_or_default();
+            rt.block_on(tput_only(dir.path(), &spec, &sims));
+        }
         _ if std::env::var("E2E_RSS").is_ok_and(|v| v == "1") => {
             rt.block_on(rss(dir.path(), &sims));
         }

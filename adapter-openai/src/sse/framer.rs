@@ -7,7 +7,8 @@ use super::recover::{Piece, excerpt, split_recovery};
 
 use std::fmt;
 
-use gateway_ports::ports::transport::{ChunkJson, lossy_utf8};
+use gateway_ports::ports::ChunkReader;
+use gateway_ports::ports::transport::lossy_utf8;
 use serde_json::Value;
 
 /// Default cap on one SSE line and on one event's data, in bytes: 16 MiB = 16 777 216.
@@ -63,6 +64,9 @@ pub struct SseFramer {
     excerpt_left: usize,
     /// A terminal event was yielded; everything afterwards is ignored.
     finished: bool,
+    /// Checks each event's data as JSON, reusing the previous chunk's reading when only its
+    /// content string changed (one stream's chunks repeat everything else byte for byte).
+    reader: ChunkReader,
 }
 
 impl fmt::Debug for SseFramer {
@@ -106,6 +110,7 @@ impl SseFramer {
             error_field: false,
             excerpt_left: UNRECOGNIZED_EXCERPT_BUDGET_BYTES,
             finished: false,
+            reader: ChunkReader::new(),
         }
     }
 
@@ -367,7 +372,7 @@ impl SseFramer {
             return;
         }
         // S-25: one JSON text, any type; S-27: the event type does not matter.
-        match ChunkJson::parse(&text) {
+        match self.reader.parse(&text) {
             Ok(chunk) => out.push(SseEvent::Chunk(chunk)),
             Err(_) => {
                 let recovered = if lines >= 2 {

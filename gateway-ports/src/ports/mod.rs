@@ -9,6 +9,7 @@
 
 pub mod breaker;
 pub mod cache;
+pub mod chunk_reader;
 pub mod clock;
 pub mod limiter;
 pub mod recorder;
@@ -19,6 +20,7 @@ pub mod transport;
 
 pub use breaker::{BreakerSnapshot, CircuitBreaker, GateDecision, ProbeLease};
 pub use cache::ResponseCache;
+pub use chunk_reader::ChunkReader;
 pub use clock::Clock;
 pub use limiter::{Acquire, LimitGate, Permit, RateLimiter, SourceStats};
 pub use recorder::{TelemetryRecorder, TelemetryStatusProvider};

@@ -461,6 +461,45 @@ impl KeptFrame {
         }
     }
 
+    /// The range of `text` that holds the selected choice's `content`, when the reading
+    /// borrowed it (the string has no escapes); the anchor of [`crate::ChunkReader`]'s template.
+    pub(crate) fn content_range(&self) -> Option<(usize, usize)> {
+        match self.choices.as_ref()?.as_ref()?.content.as_ref()? {
+            Span::At { start, end } => Some((*start, *end)),
+            Span::Own(_) => None,
+        }
+    }
+
+    /// This frame (read from a text whose `content` string occupied `start..end` of it) as
+    /// the reading of a text whose bytes outside that string are the same and whose content
+    /// string now ends at `new_end`: ranges after the string move by the change of its length.
+    pub(crate) fn with_content_end(&self, start: usize, end: usize, new_end: usize) -> Self {
+        let moved = |span: &Option<Span>| match span {
+            Some(Span::At { start: s, end: e }) if *s >= end => Some(Span::At {
+                start: s - end + new_end,
+                end: e - end + new_end,
+            }),
+            other => other.clone(),
+        };
+        Self {
+            id: moved(&self.id),
+            model: moved(&self.model),
+            choices: self.choices.as_ref().map(|pick| {
+                pick.as_ref().map(|c| KeptChoice {
+                    selectable: c.selectable,
+                    content: Some(Span::At {
+                        start,
+                        end: new_end,
+                    }),
+                    reasoning_content: moved(&c.reasoning_content),
+                    reasoning: moved(&c.reasoning),
+                    finish_reason: moved(&c.finish_reason),
+                })
+            }),
+            usage: self.usage.clone(),
+        }
+    }
+
     /// The frame again, borrowing from `text` (the text it was read from); `usage` is copied.
     pub(crate) fn view<'a>(&'a self, text: &'a str) -> TextFrame<'a> {
         Envelope {

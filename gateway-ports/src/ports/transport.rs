@@ -225,6 +225,20 @@ impl ChunkJson {
         })
     }
 
+    /// A chunk whose text is known to be JSON and whose reading is `frame` (the reading
+    /// [`Self::parse`] would give; [`crate::ChunkReader`]).
+    pub(crate) fn from_checked(text: &str, frame: KeptFrame) -> Self {
+        Self {
+            text: text.into(),
+            frame: Some(Box::new(frame)),
+        }
+    }
+
+    /// The kept reading, if the text had one of the common chunk shapes.
+    pub(crate) fn kept_frame(&self) -> Option<&KeptFrame> {
+        self.frame.as_deref()
+    }
+
     /// The JSON text of `value` (for scripted transports and tests).
     pub fn from_value(value: &Value) -> Self {
         let text = value.to_string();

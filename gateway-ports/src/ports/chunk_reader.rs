@@ -1,0 +1,218 @@
+//! Reading the chunks of one stream in order, reusing the previous chunk's reading when only
+//! its `content` string changed (issue 21: the per-frame JSON reading was the largest single
+//! cost of a governed stream call).
+//!
+//! The content chunks of one completion stream are the same text but for the content string:
+//! `id`, `object`, `created`, `model`, the choice's `index`, `finish_reason: null` and the
+//! closing brackets repeat byte for byte. When a chunk starts with exactly the bytes that
+//! preceded the previous chunk's content string and ends with exactly the bytes that followed
+//! it, and what lies between holds no `"`, no `\` and no control character, the chunk is the
+//! previous one with another plain string in that place. It is then valid JSON with the same
+//! structure, and its reading is the previous reading with the content range moved, so it is
+//! built without scanning the text again. Anything else is read in full
+//! ([`ChunkJson::parse`]), and a full reading whose content string was borrowed becomes the
+//! next template.
+//!
+//! This is a reading, not a judgement: the result is the value [`ChunkJson::parse`] returns
+//! for the same text (pinned by a proptest over chunk sequences in `tests/ports.rs`).
+
+use super::text_read::KeptFrame;
+use super::transport::ChunkJson;
+
+/// The bytes around the previous chunk's content string and that chunk's reading.
+#[derive(Debug, Clone)]
+struct Template {
+    /// The text before the content string (through its opening quote).
+    prefix: Box<str>,
+    /// The text after the content string (from its closing quote).
+    suffix: Box<str>,
+    /// Where the content string ended in the chunk these bytes came from (it started at
+    /// `prefix.len()`).
+    content_end: usize,
+    /// The reading of the chunk these bytes came from.
+    frame: KeptFrame,
+}
+
+/// Checks the chunks of one stream, in order, as [`ChunkJson::parse`] does (same results),
+/// reusing the reading of the previous chunk when only its content string differs (see the
+/// module docs). One per stream; it holds one copy of the repeated bytes (≈ 150 bytes for a
+/// typical chunk).
+#[derive(Debug, Clone, Default)]
+pub struct ChunkReader {
+    template: Option<Template>,
+}
+
+impl ChunkReader {
+    /// A reader with no template yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checks that `text` is exactly one JSON text and keeps it, like [`ChunkJson::parse`].
+    /// Errors: the `serde_json` syntax error of a text that is not JSON.
+    pub fn parse(&mut self, text: &str) -> Result<ChunkJson, serde_json::Error> {
+        if let Some(chunk) = self.reuse(text) {
+            return Ok(chunk);
+        }
+        let chunk = ChunkJson::parse(text)?;
+        // A chunk without a borrowed content string (a role-only, finish or usage chunk)
+        // leaves the template as it was: the content chunks after it still fit.
+        let next = chunk.kept_frame().and_then(|frame| {
+            let (start, end) = frame.content_range()?;
+            Some(Template {
+                prefix: text.get(..start)?.into(),
+                suffix: text.get(end..)?.into(),
+                content_end: end,
+                frame: frame.clone(),
+            })
+        });
+        if next.is_some() {
+            self.template = next;
+        }
+        Ok(chunk)
+    }
+
+    /// The chunk read from the template, when `text` fits it.
+    fn reuse(&self, text: &str) -> Option<ChunkJson> {
+        let t = self.template.as_ref()?;
+        let (p, s) = (t.prefix.len(), t.suffix.len());
+        let bytes = text.as_bytes();
+        if bytes.len() < p + s || !bytes.starts_with(t.prefix.as_bytes()) {
+            return None;
+        }
+        if !bytes.ends_with(t.suffix.as_bytes()) {
+            return None;
+        }
+        let new_end = bytes.len() - s;
+        let middle = bytes.get(p..new_end)?;
+        // A plain JSON string body: no closing quote, no escape, no control character.
+        if middle.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
+            return None;
+        }
+        let frame = t.frame.with_content_end(p, t.content_end, new_end);
+        Some(ChunkJson::from_checked(text, frame))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(content: &str) -> String {
+        format!(
+            r#"{{"id":"c-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{{"index":0,"delta":{{"content":"{content}"}},"finish_reason":null}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_chunk_that_differs_only_in_its_content_reuses_the_reading() {
+        let mut reader = ChunkReader::new();
+        let first = reader.parse(&frame("Hello")).unwrap();
+        assert_eq!(first, ChunkJson::parse(&frame("Hello")).unwrap());
+        assert!(reader.template.is_some());
+        for content in [
+            "",
+            " world",
+            "ünï ✓",
+            "a much longer piece of content than before",
+        ] {
+            let text = frame(content);
+            assert!(
+                reader.reuse(&text).is_some(),
+                "{content:?} fits the template"
+            );
+            let chunk = reader.parse(&text).unwrap();
+            assert_eq!(
+                chunk.kept_frame(),
+                ChunkJson::parse(&text).unwrap().kept_frame()
+            );
+            let read = chunk.text_frame().unwrap();
+            assert_eq!(
+                read.choice().unwrap().delta.content.as_deref(),
+                Some(content)
+            );
+            assert_eq!(read.id.as_deref(), Some("c-1"));
+        }
+    }
+
+    #[test]
+    fn a_chunk_with_a_quote_an_escape_or_a_control_character_is_read_in_full() {
+        let mut reader = ChunkReader::new();
+        reader.parse(&frame("Hello")).unwrap();
+        for content in [r#"a\"b"#, r"a\nb", "a\u{1}b"] {
+            let text = frame(content);
+            assert!(reader.reuse(&text).is_none(), "{content:?}");
+            assert_eq!(
+                reader.parse(&text).ok().map(|c| c.kept_frame().cloned()),
+                ChunkJson::parse(&text)
+                    .ok()
+                    .map(|c| c.kept_frame().cloned())
+            );
+        }
+        // a chunk without content keeps the template
+        reader
+            .parse(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#)
+            .unwrap();
+        assert!(reader.reuse(&frame("again")).is_some());
+        // a text that is not JSON is an error, as with ChunkJson::parse
+        let broken = frame("x").replace("}]}", "}]");
+        assert!(reader.parse(&broken).is_err());
+    }
+
+    /// The shapes of the property below: `{c}` is where the content goes, written into the
+    /// text as is (so quotes, backslashes and control characters make other or broken texts).
+    const SHAPES: &[&str] = &[
+        r#"{"id":"c-1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"content":"{c}"},"finish_reason":null}]}"#,
+        r#"{"id":"c-1","choices":[{"index":0,"delta":{"role":"assistant","content":"{c}"},"finish_reason":null}],"model":"m"}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"{c}","reasoning_content":"r"},"finish_reason":"stop"}],"id":"tail-id","model":"tail-model"}"#,
+        r#"{"choices":[{"index":1,"delta":{"content":"x"}},{"index":0,"delta":{"content":"{c}"},"finish_reason":"len\u0067th"}],"usage":{"total_tokens":3}}"#,
+        r#" {"id":"c-\n2","choices":[{"delta":{"content":"{c}"}}]} "#,
+        r#"{"id":"c-1","choices":[{"index":0,"delta":{"content":"{c}","tool_calls":[]}}]}"#,
+        r#"{"error":{"message":"{c}"}}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"{c}"}}]"#,
+    ];
+
+    fn content() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        proptest::collection::vec(
+            prop_oneof![
+                6 => proptest::char::range('a', 'z').prop_map(String::from),
+                2 => Just(" ".to_owned()),
+                1 => Just("\"".to_owned()),
+                1 => Just("\\".to_owned()),
+                1 => Just("\\n".to_owned()),
+                1 => Just("\\u00e9".to_owned()),
+                1 => Just("\u{1}".to_owned()),
+                1 => Just("\u{7f}".to_owned()),
+                1 => Just("é✓😀".to_owned()),
+                1 => Just("}]}".to_owned()),
+            ],
+            0..12,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest::proptest! {
+        /// Over any sequence of chunks, the reader's result is `ChunkJson::parse`'s: the same
+        /// error or success, the same text and the same kept reading (ranges included).
+        #[test]
+        fn the_reader_returns_what_a_full_reading_returns(
+            chunks in proptest::collection::vec((0..SHAPES.len(), content()), 1..24)
+        ) {
+            let mut reader = ChunkReader::new();
+            for (shape, content) in chunks {
+                let text = SHAPES[shape].replace("{c}", &content);
+                let fast = reader.parse(&text);
+                let full = ChunkJson::parse(&text);
+                match (fast, full) {
+                    (Ok(a), Ok(b)) => {
+                        proptest::prop_assert_eq!(a.as_str(), b.as_str());
+                        proptest::prop_assert_eq!(a.kept_frame(), b.kept_frame(), "{}", text);
+                    }
+                    (Err(_), Err(_)) => {}
+                    (a, b) => proptest::prop_assert!(false, "{text}: {a:?} vs {b:?}"),
+                }
+            }
+        }
+    }
+}
