@@ -105,7 +105,7 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_that_differs_only_in_its_content_reuses_the_reading() {
+    fn r_56_a_chunk_that_differs_only_in_its_content_reuses_the_reading() {
         let mut reader = ChunkReader::new();
         let first = reader.parse(&frame("Hello")).unwrap();
         assert_eq!(first, ChunkJson::parse(&frame("Hello")).unwrap());
@@ -136,7 +136,7 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_with_a_quote_an_escape_or_a_control_character_is_read_in_full() {
+    fn s_25_a_chunk_with_a_quote_an_escape_or_a_control_character_is_read_in_full() {
         let mut reader = ChunkReader::new();
         reader.parse(&frame("Hello")).unwrap();
         for content in [r#"a\"b"#, r"a\nb", "a\u{1}b"] {
@@ -196,7 +196,7 @@ mod tests {
         /// Over any sequence of chunks, the reader's result is `ChunkJson::parse`'s: the same
         /// error or success, the same text and the same kept reading (ranges included).
         #[test]
-        fn the_reader_returns_what_a_full_reading_returns(
+        fn r_56_s_25_the_reader_returns_what_a_full_reading_returns(
             chunks in proptest::collection::vec((0..SHAPES.len(), content()), 1..24)
         ) {
             let mut reader = ChunkReader::new();
