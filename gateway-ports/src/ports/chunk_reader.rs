@@ -11,7 +11,9 @@
 //! structure, and its reading is the previous reading with the content range moved, so it is
 //! built without scanning the text again. Anything else is read in full
 //! ([`ChunkJson::parse`]), and a full reading whose content string was borrowed becomes the
-//! next template.
+//! next template. A stream whose content chunks keep missing the template (a provider that adds
+//! a varying field, such as random padding, to every chunk) stops making templates after
+//! three misses in a row, so it pays at most three template copies over the full reading.
 //!
 //! This is a reading, not a judgement: the result is the value [`ChunkJson::parse`] returns
 //! for the same text (pinned by a proptest over chunk sequences in `tests/ports.rs`).
@@ -40,7 +42,17 @@ struct Template {
 #[derive(Debug, Clone, Default)]
 pub struct ChunkReader {
     template: Option<Template>,
+    /// Content chunks in a row that did not fit the template (each made a new one).
+    misses: u8,
+    /// [`MAX_MISSES`] reached: this stream's chunks differ outside the content string (a
+    /// provider's random padding field), so every chunk is read in full without a template.
+    given_up: bool,
 }
+
+/// Consecutive content chunks that may each start a new template before the reader stops
+/// making them for the stream: a stream whose chunks all differ elsewhere (OpenAI's
+/// `obfuscation` padding after the choices) then costs at most this many template copies.
+const MAX_MISSES: u8 = 3;
 
 impl ChunkReader {
     /// A reader with no template yet.
@@ -51,7 +63,11 @@ impl ChunkReader {
     /// Checks that `text` is exactly one JSON text and keeps it, like [`ChunkJson::parse`].
     /// Errors: the `serde_json` syntax error of a text that is not JSON.
     pub fn parse(&mut self, text: &str) -> Result<ChunkJson, serde_json::Error> {
+        if self.given_up {
+            return ChunkJson::parse(text);
+        }
         if let Some(chunk) = self.reuse(text) {
+            self.misses = 0;
             return Ok(chunk);
         }
         let chunk = ChunkJson::parse(text)?;
@@ -67,6 +83,14 @@ impl ChunkReader {
             })
         });
         if next.is_some() {
+            if self.template.is_some() {
+                self.misses += 1;
+                if self.misses >= MAX_MISSES {
+                    self.given_up = true;
+                    self.template = None;
+                    return Ok(chunk);
+                }
+            }
             self.template = next;
         }
         Ok(chunk)
@@ -157,6 +181,40 @@ mod tests {
         // a text that is not JSON is an error, as with ChunkJson::parse
         let broken = frame("x").replace("}]}", "}]");
         assert!(reader.parse(&broken).is_err());
+    }
+
+    /// A stream whose chunks differ after the content (a random padding field) stops making
+    /// templates after a few chunks, and its chunks are still read exactly.
+    #[test]
+    fn r_56_a_stream_whose_chunks_differ_elsewhere_stops_making_templates() {
+        let padded = |content: &str, pad: &str| {
+            format!(
+                r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":"{content}"}}}}],"obfuscation":"{pad}"}}"#
+            )
+        };
+        let mut reader = ChunkReader::new();
+        for (i, pad) in ["a", "bb", "ccc", "dddd", "e", "ff"].iter().enumerate() {
+            let text = padded("x", pad);
+            let chunk = reader.parse(&text).unwrap();
+            assert_eq!(
+                chunk.kept_frame(),
+                ChunkJson::parse(&text).unwrap().kept_frame()
+            );
+            assert_eq!(
+                reader.given_up,
+                i + 1 > usize::from(MAX_MISSES),
+                "chunk {i}"
+            );
+        }
+        assert!(reader.template.is_none());
+        // a hit resets the count: role chunk, then content chunks that fit
+        let mut reader = ChunkReader::new();
+        reader.parse(&frame("")).unwrap();
+        for _ in 0..10 {
+            reader.parse(&frame("y")).unwrap();
+        }
+        assert!(!reader.given_up);
+        assert_eq!(reader.misses, 0);
     }
 
     /// The shapes of the property below: `{c}` is where the content goes, written into the
