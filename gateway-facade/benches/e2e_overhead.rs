@@ -510,30 +510,35 @@ async fn bench(dir: &Path, sims: &[(Kind, SimHandle)]) {
     println!("total bench time {:.1} s", t0.elapsed().as_secs_f64());
 }
 
-/// `E2E_CALLGRIND` mode: warm-up and N calls of one kind on one path, nothing else.
-async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
+/// The caller and wire mode named by a diagnosis mode's `<path>-<stream|json>` (`mode` names
+/// the environment key in the panic message).
+fn one_caller(dir: &Path, mode: &str, spec: &str, sims: &[(Kind, SimHandle)]) -> (Caller, Kind) {
     let (path, kind) = spec
         .split_once('-')
-        .expect("E2E_CALLGRIND=<bare|peer|governed>-<stream|json>");
+        .unwrap_or_else(|| panic!("{mode}=<bare|peer|governed|chatstream>-<stream|json>"));
     let kind = match kind {
         "stream" => Kind::Stream,
         "json" => Kind::Json,
         other => panic!("unknown kind {other}"),
     };
     let sim = &sims.iter().find(|(k, _)| *k == kind).unwrap().1;
+    let governed = || {
+        let db = dir.join("telemetry.db");
+        GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap()
+    };
     let caller = match path {
         "bare" => Caller::bare(sim, kind),
         "peer" => Caller::peer(sim),
-        "governed" => {
-            let db = dir.join("telemetry.db");
-            Caller::Governed(GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap())
-        }
-        "chatstream" => {
-            let db = dir.join("telemetry.db");
-            Caller::Streamed(GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap())
-        }
+        "governed" => Caller::Governed(governed()),
+        "chatstream" => Caller::Streamed(governed()),
         other => panic!("unknown path {other}"),
     };
+    (caller, kind)
+}
+
+/// `E2E_CALLGRIND` mode: warm-up and N calls of one kind on one path, nothing else.
+async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
+    let (caller, kind) = one_caller(dir, "E2E_CALLGRIND", spec, sims);
     let warmup = env_u64("E2E_WARMUP", 200);
     let n = env_u64("E2E_CALLGRIND_CALLS", 1000);
     let mut scratch = Vec::with_capacity(usize::try_from(warmup + n).unwrap_or(0));
@@ -549,24 +554,7 @@ async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
 /// `E2E_CONC` throughput slice of one path for `E2E_TPUT_SECS`, so `perf stat` counts (cycles,
 /// instructions, cache misses, context switches) belong to that path alone (diagnosis).
 async fn tput_only(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
-    let (path, kind) = spec
-        .split_once('-')
-        .expect("E2E_TPUT_ONLY=<bare|peer|governed>-<stream|json>");
-    let kind = match kind {
-        "stream" => Kind::Stream,
-        "json" => Kind::Json,
-        other => panic!("unknown kind {other}"),
-    };
-    let sim = &sims.iter().find(|(k, _)| *k == kind).unwrap().1;
-    let caller = match path {
-        "bare" => Caller::bare(sim, kind),
-        "peer" => Caller::peer(sim),
-        "governed" => {
-            let db = dir.join("telemetry.db");
-            Caller::Governed(GatewayClient::from_env_map("LLM", &governed_env(sim, &db)).unwrap())
-        }
-        other => panic!("unknown path {other}"),
-    };
+    let (caller, kind) = one_caller(dir, "E2E_TPUT_ONLY", spec, sims);
     let mut scratch = Vec::new();
     run_seq(&caller, kind, env_u64("E2E_WARMUP", 2000), &mut scratch).await;
     let conc = env_u64("E2E_CONC", 64);
