@@ -420,5 +420,7 @@ impl SseFramer {
         self.data = Vec::new();
         self.data_lines = 0;
         self.after_cr = false;
+        // The template holds a copy of a chunk's bytes: not needed after the terminal event.
+        self.reader = ChunkReader::new();
     }
 }

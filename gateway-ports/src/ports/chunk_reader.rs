@@ -11,18 +11,22 @@
 //! structure, and its reading is the previous reading with the content range moved, so it is
 //! built without scanning the text again. Anything else is read in full
 //! ([`ChunkJson::parse`]), and a full reading whose content string was borrowed becomes the
-//! next template. A stream whose content chunks keep missing the template (a provider that adds
-//! a varying field, such as random padding, to every chunk) stops making templates after
-//! three misses in a row, so it pays at most three template copies over the full reading.
+//! next template when that string is not empty (a reasoning chunk with `"content":""` and a
+//! varying `reasoning_content` would never be matched again). A stream whose content chunks keep
+//! missing the template (a provider that adds a varying field, such as random padding, to every
+//! chunk) stops making templates after three misses with no hit between, so it pays at most
+//! three template copies over the full reading.
 //!
 //! This is a reading, not a judgement: the result is the value [`ChunkJson::parse`] returns
-//! for the same text (pinned by a proptest over chunk sequences in `tests/ports.rs`).
+//! for the same text (pinned by a proptest over chunk sequences in this module's tests).
+
+use std::fmt;
 
 use super::text_read::KeptFrame;
 use super::transport::ChunkJson;
 
 /// The bytes around the previous chunk's content string and that chunk's reading.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Template {
     /// The text before the content string (through its opening quote).
     prefix: Box<str>,
@@ -37,12 +41,14 @@ struct Template {
 
 /// Checks the chunks of one stream, in order, as [`ChunkJson::parse`] does (same results),
 /// reusing the reading of the previous chunk when only its content string differs (see the
-/// module docs). One per stream; it holds one copy of the repeated bytes (≈ 150 bytes for a
-/// typical chunk).
-#[derive(Debug, Clone, Default)]
+/// module docs). One per stream; its template holds a copy of one chunk's bytes outside the
+/// content string (≈ 150 bytes for a typical chunk; at most the framer's frame bound) and that
+/// chunk's reading. `Debug` prints lengths only: chunk bytes are payload.
+#[derive(Clone, Default)]
 pub struct ChunkReader {
     template: Option<Template>,
-    /// Content chunks in a row that did not fit the template (each made a new one).
+    /// Content chunks that missed the template since the last hit (each but the last made a
+    /// new one).
     misses: u8,
     /// [`MAX_MISSES`] reached: this stream's chunks differ outside the content string (a
     /// provider's random padding field), so every chunk is read in full without a template.
@@ -53,6 +59,22 @@ pub struct ChunkReader {
 /// making them for the stream: a stream whose chunks all differ elsewhere (OpenAI's
 /// `obfuscation` padding after the choices) then costs at most this many template copies.
 const MAX_MISSES: u8 = 3;
+
+impl fmt::Debug for ChunkReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChunkReader")
+            .field(
+                "template_bytes",
+                &self
+                    .template
+                    .as_ref()
+                    .map(|t| t.prefix.len() + t.suffix.len()),
+            )
+            .field("misses", &self.misses)
+            .field("given_up", &self.given_up)
+            .finish()
+    }
+}
 
 impl ChunkReader {
     /// A reader with no template yet.
@@ -74,7 +96,7 @@ impl ChunkReader {
         // A chunk without a borrowed content string (a role-only, finish or usage chunk)
         // leaves the template as it was: the content chunks after it still fit.
         let next = chunk.kept_frame().and_then(|frame| {
-            let (start, end) = frame.content_range()?;
+            let (start, end) = frame.content_range().filter(|(s, e)| e > s)?;
             Some(Template {
                 prefix: text.get(..start)?.into(),
                 suffix: text.get(end..)?.into(),
@@ -114,7 +136,7 @@ impl ChunkReader {
             return None;
         }
         let frame = t.frame.with_content_end(p, t.content_end, new_end);
-        Some(ChunkJson::from_checked(text, frame))
+        Some(ChunkJson::with_reading(text, frame))
     }
 }
 
@@ -207,14 +229,31 @@ mod tests {
             );
         }
         assert!(reader.template.is_none());
-        // a hit resets the count: role chunk, then content chunks that fit
+        // a hit resets the count: content chunks that fit
         let mut reader = ChunkReader::new();
-        reader.parse(&frame("")).unwrap();
         for _ in 0..10 {
             reader.parse(&frame("y")).unwrap();
         }
         assert!(!reader.given_up);
         assert_eq!(reader.misses, 0);
+        // a reasoning phase (empty content, varying reasoning) makes no template and counts no
+        // miss, so the content phase after it still reuses readings
+        let reasoning = |r: &str| {
+            format!(
+                r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":"","reasoning_content":"{r}"}}}}]}}"#
+            )
+        };
+        let mut reader = ChunkReader::new();
+        for r in ["a", "bb", "ccc", "dddd", "eeeee"] {
+            reader.parse(&reasoning(r)).unwrap();
+        }
+        assert!(reader.template.is_none() && !reader.given_up);
+        reader.parse(&frame("first")).unwrap();
+        assert!(reader.reuse(&frame("second")).is_some());
+        assert!(
+            !format!("{reader:?}").contains("c-1"),
+            "Debug prints no payload"
+        );
     }
 
     /// The shapes of the property below: `{c}` is where the content goes, written into the

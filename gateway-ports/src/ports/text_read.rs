@@ -474,6 +474,7 @@ impl KeptFrame {
     /// the reading of a text whose bytes outside that string are the same and whose content
     /// string now ends at `new_end`: ranges after the string move by the change of its length.
     pub(crate) fn with_content_end(&self, start: usize, end: usize, new_end: usize) -> Self {
+        debug_assert_eq!(self.content_range(), Some((start, end)));
         let moved = |span: &Option<Span>| match span {
             Some(Span::At { start: s, end: e }) if *s >= end => Some(Span::At {
                 start: s - end + new_end,

@@ -225,9 +225,10 @@ impl ChunkJson {
         })
     }
 
-    /// A chunk whose text is known to be JSON and whose reading is `frame` (the reading
-    /// [`Self::parse`] would give; [`crate::ChunkReader`]).
-    pub(crate) fn from_checked(text: &str, frame: KeptFrame) -> Self {
+    /// The chunk of `text` with the reading `frame`, without scanning: the caller guarantees
+    /// that `text` is one JSON text and that `frame` is exactly what [`Self::parse`] would keep
+    /// for it ([`crate::ChunkReader`], whose proptest pins this).
+    pub(crate) fn with_reading(text: &str, frame: KeptFrame) -> Self {
         Self {
             text: text.into(),
             frame: Some(Box::new(frame)),
