@@ -40,7 +40,7 @@
 //! `tools/e2e_dhat.py` counts allocations per call and site the same way. `chatstream` is
 //! `chat_stream` read to its `Done` (the streamed-to-the-caller path; callgrind mode only).
 //!
-//! Diagnosis: `E2E_TPUT_ONLY=<bare|peer|governed>-<stream|json>` runs only one path's
+//! Diagnosis: `E2E_TPUT_ONLY=<bare|peer|governed|chatstream>-<stream|json>` runs only one path's
 //! concurrency-`E2E_CONC` throughput slice (`E2E_TPUT_SECS`, default 5), for `perf stat`.
 //!
 //! Memory: `E2E_RSS=1` runs `E2E_RSS_CALLS` (default 1 000 000) governed non-stream calls at
@@ -550,7 +550,7 @@ async fn callgrind(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
     println!("callgrind mode {spec}: {warmup} warm-up + {n} calls");
 }
 
-/// `E2E_TPUT_ONLY=<bare|peer|governed>-<stream|json>` mode: warm-up, then only the concurrency
+/// `E2E_TPUT_ONLY=<bare|peer|governed|chatstream>-<stream|json>` mode: warm-up, then only the concurrency
 /// `E2E_CONC` throughput slice of one path for `E2E_TPUT_SECS`, so `perf stat` counts (cycles,
 /// instructions, cache misses, context switches) belong to that path alone (diagnosis).
 async fn tput_only(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
@@ -560,7 +560,7 @@ async fn tput_only(dir: &Path, spec: &str, sims: &[(Kind, SimHandle)]) {
     let conc = env_u64("E2E_CONC", 64);
     let secs = env_u64("E2E_TPUT_SECS", 5);
     let rate = run_tput(&caller, kind, conc, secs).await;
-    let dropped = if let Caller::Governed(client) = &caller {
+    let dropped = if let Caller::Governed(client) | Caller::Streamed(client) = &caller {
         client.close().await;
         client.telemetry_status().dropped_rows
     } else {
@@ -632,12 +632,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    match std::env::var("E2E_CALLGRIND") {
-        Ok(spec) if !spec.is_empty() => rt.block_on(callgrind(dir.path(), &spec, &sims)),
-        _ if std::env::var("E2E_TPUT_ONLY").is_ok_and(|v| !v.is_empty()) => {
-            let spec = std::env::var("E2E_TPUT_ONLY").unwrap_or_default();
-            rt.block_on(tput_only(dir.path(), &spec, &sims));
-        }
+    let mode = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+    match (mode("E2E_CALLGRIND"), mode("E2E_TPUT_ONLY")) {
+        (Some(spec), _) => rt.block_on(callgrind(dir.path(), &spec, &sims)),
+        (None, Some(spec)) => rt.block_on(tput_only(dir.path(), &spec, &sims)),
         _ if std::env::var("E2E_RSS").is_ok_and(|v| v == "1") => {
             rt.block_on(rss(dir.path(), &sims));
         }

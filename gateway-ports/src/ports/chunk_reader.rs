@@ -32,9 +32,6 @@ struct Template {
     prefix: Box<str>,
     /// The text after the content string (from its closing quote).
     suffix: Box<str>,
-    /// Where the content string ended in the chunk these bytes came from (it started at
-    /// `prefix.len()`).
-    content_end: usize,
     /// The reading of the chunk these bytes came from.
     frame: KeptFrame,
 }
@@ -48,11 +45,9 @@ struct Template {
 pub struct ChunkReader {
     template: Option<Template>,
     /// Content chunks that missed the template since the last hit (each but the last made a
-    /// new one).
+    /// new one). At [`MAX_MISSES`] this stream's chunks differ outside the content string (a
+    /// provider's random padding field), and every chunk is read in full without a template.
     misses: u8,
-    /// [`MAX_MISSES`] reached: this stream's chunks differ outside the content string (a
-    /// provider's random padding field), so every chunk is read in full without a template.
-    given_up: bool,
 }
 
 /// Consecutive content chunks that may each start a new template before the reader stops
@@ -71,7 +66,6 @@ impl fmt::Debug for ChunkReader {
                     .map(|t| t.prefix.len() + t.suffix.len()),
             )
             .field("misses", &self.misses)
-            .field("given_up", &self.given_up)
             .finish()
     }
 }
@@ -85,7 +79,7 @@ impl ChunkReader {
     /// Checks that `text` is exactly one JSON text and keeps it, like [`ChunkJson::parse`].
     /// Errors: the `serde_json` syntax error of a text that is not JSON.
     pub fn parse(&mut self, text: &str) -> Result<ChunkJson, serde_json::Error> {
-        if self.given_up {
+        if self.given_up() {
             return ChunkJson::parse(text);
         }
         if let Some(chunk) = self.reuse(text) {
@@ -100,15 +94,13 @@ impl ChunkReader {
             Some(Template {
                 prefix: text.get(..start)?.into(),
                 suffix: text.get(end..)?.into(),
-                content_end: end,
                 frame: frame.clone(),
             })
         });
         if next.is_some() {
             if self.template.is_some() {
                 self.misses += 1;
-                if self.misses >= MAX_MISSES {
-                    self.given_up = true;
+                if self.given_up() {
                     self.template = None;
                     return Ok(chunk);
                 }
@@ -118,15 +110,21 @@ impl ChunkReader {
         Ok(chunk)
     }
 
+    /// [`MAX_MISSES`] reached: no more templates for this stream.
+    fn given_up(&self) -> bool {
+        self.misses >= MAX_MISSES
+    }
+
     /// The chunk read from the template, when `text` fits it.
     fn reuse(&self, text: &str) -> Option<ChunkJson> {
         let t = self.template.as_ref()?;
         let (p, s) = (t.prefix.len(), t.suffix.len());
         let bytes = text.as_bytes();
-        if bytes.len() < p + s || !bytes.starts_with(t.prefix.as_bytes()) {
-            return None;
-        }
-        if !bytes.ends_with(t.suffix.as_bytes()) {
+        // Long enough that prefix and suffix do not overlap, and both match.
+        if bytes.len() < p + s
+            || !bytes.starts_with(t.prefix.as_bytes())
+            || !bytes.ends_with(t.suffix.as_bytes())
+        {
             return None;
         }
         let new_end = bytes.len() - s;
@@ -135,7 +133,7 @@ impl ChunkReader {
         if middle.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
             return None;
         }
-        let frame = t.frame.with_content_end(p, t.content_end, new_end);
+        let frame = t.frame.with_content_end(new_end)?;
         Some(ChunkJson::with_reading(text, frame))
     }
 }
@@ -223,7 +221,7 @@ mod tests {
                 ChunkJson::parse(&text).unwrap().kept_frame()
             );
             assert_eq!(
-                reader.given_up,
+                reader.given_up(),
                 i + 1 > usize::from(MAX_MISSES),
                 "chunk {i}"
             );
@@ -234,7 +232,7 @@ mod tests {
         for _ in 0..10 {
             reader.parse(&frame("y")).unwrap();
         }
-        assert!(!reader.given_up);
+        assert!(!reader.given_up());
         assert_eq!(reader.misses, 0);
         // a reasoning phase (empty content, varying reasoning) makes no template and counts no
         // miss, so the content phase after it still reuses readings
@@ -247,7 +245,7 @@ mod tests {
         for r in ["a", "bb", "ccc", "dddd", "eeeee"] {
             reader.parse(&reasoning(r)).unwrap();
         }
-        assert!(reader.template.is_none() && !reader.given_up);
+        assert!(reader.template.is_none() && !reader.given_up());
         reader.parse(&frame("first")).unwrap();
         assert!(reader.reuse(&frame("second")).is_some());
         assert!(

@@ -470,11 +470,11 @@ impl KeptFrame {
         }
     }
 
-    /// This frame (read from a text whose `content` string occupied `start..end` of it) as
-    /// the reading of a text whose bytes outside that string are the same and whose content
-    /// string now ends at `new_end`: ranges after the string move by the change of its length.
-    pub(crate) fn with_content_end(&self, start: usize, end: usize, new_end: usize) -> Self {
-        debug_assert_eq!(self.content_range(), Some((start, end)));
+    /// This frame as the reading of a text whose bytes outside its borrowed `content` string
+    /// are the same and whose content string now ends at `new_end`: ranges after the string
+    /// move by the change of its length. `None` when the content string was not borrowed.
+    pub(crate) fn with_content_end(&self, new_end: usize) -> Option<Self> {
+        let (start, end) = self.content_range()?;
         let moved = |span: &Option<Span>| match span {
             Some(Span::At { start: s, end: e }) if *s >= end => Some(Span::At {
                 start: s - end + new_end,
@@ -482,7 +482,7 @@ impl KeptFrame {
             }),
             other => other.clone(),
         };
-        Self {
+        Some(Self {
             id: moved(&self.id),
             model: moved(&self.model),
             choices: self.choices.as_ref().map(|pick| {
@@ -498,7 +498,7 @@ impl KeptFrame {
                 })
             }),
             usage: self.usage.clone(),
-        }
+        })
     }
 
     /// The frame again, borrowing from `text` (the text it was read from); `usage` is copied.
