@@ -33,13 +33,29 @@ fn limits() -> GlobalLimits {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Acquire { src: usize, est: u64 },
-    Settle { pick: usize, actual: u64 },
-    Release { pick: usize },
+    Acquire {
+        src: usize,
+        est: u64,
+    },
+    Settle {
+        pick: usize,
+        actual: u64,
+    },
+    Release {
+        pick: usize,
+    },
     /// `settle_and_release_now`: on Redis buffered and carried by the next script.
-    FastPath { pick: usize, actual: u64 },
-    SettleThenRelease { pick: usize, actual: u64 },
-    Advance { secs: u64 },
+    FastPath {
+        pick: usize,
+        actual: u64,
+    },
+    SettleThenRelease {
+        pick: usize,
+        actual: u64,
+    },
+    Advance {
+        secs: u64,
+    },
     /// Compare the usage figures. Not after every op: a stats read is a script too, and it
     /// would carry every buffered exit and age the window before the next acquire could.
     Check,
@@ -86,13 +102,7 @@ async fn same_usage(
 async fn run(ops: Vec<Op>, conn: &RedisConnection) -> Result<(), TestCaseError> {
     let scope = fresh_scope("model");
     conn.freeze_time(&scope).await.expect("freeze");
-    let red = RedisRateLimiter::new(
-        &scope,
-        &sources(),
-        limits(),
-        LEASE_S as f64,
-        conn.clone(),
-    );
+    let red = RedisRateLimiter::new(&scope, &sources(), limits(), LEASE_S as f64, conn.clone());
     let clock = Arc::new(FakeClock::new());
     let mem = MemoryRateLimiter::new("model", &sources(), limits(), LEASE_S as f64, clock.clone());
     // (memory permit, Redis permit), granted together; released ones stay (ops on them are
@@ -140,7 +150,10 @@ async fn run(ops: Vec<Op>, conn: &RedisConnection) -> Result<(), TestCaseError> 
             Op::FastPath { pick, actual } if !held.is_empty() => {
                 let (m, r) = &held[pick % held.len()];
                 prop_assert!(m.settle_and_release_now(actual));
-                prop_assert!(r.settle_and_release_now(actual), "write-behind on: buffered");
+                prop_assert!(
+                    r.settle_and_release_now(actual),
+                    "write-behind on: buffered"
+                );
             }
             Op::SettleThenRelease { pick, actual } if !held.is_empty() => {
                 let (m, r) = &held[pick % held.len()];
