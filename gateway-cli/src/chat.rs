@@ -350,7 +350,12 @@ async fn stream_out(stream: &mut ChatStream, json: bool) -> u8 {
     while let Some(event) = stream.next().await {
         match event {
             Ok(StreamEvent::Delta(delta)) => {
-                if json {
+                // A frame that added no text, reasoning or tool-call fragment (the finish or
+                // usage frame, kept for `pgw serve`'s raw chunks) is not an event to print.
+                let nothing_new = delta.content.is_empty()
+                    && delta.reasoning.is_empty()
+                    && delta.tool_calls.is_empty();
+                if json && !nothing_new {
                     let tools: Vec<Value> = delta
                         .tool_calls
                         .iter()

@@ -23,7 +23,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// Configuration flags of `chat`, `embed` and `doctor`.
 #[derive(Debug, Clone, Args)]
 pub struct ConfigArgs {
-    /// Scope to assemble (default `LLM` for chat and doctor, `EMBED` for embed).
+    /// Scope to assemble: the prefix of its keys (default `LLM` for chat, status and doctor,
+    /// `EMBED` for embed and `doctor --kind embedding`, `OCR` for ocr and `doctor --kind ocr`).
     #[arg(long)]
     pub scope: Option<String>,
     /// Read this file instead of `./.env` (it must exist).

@@ -12,7 +12,7 @@ pub const DEMO_MODEL: &str = "sim-model";
 /// Arguments of `pgw demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Number of governed calls.
+    /// Number of chat calls in the batch (sent once naively, once governed).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub calls: u32,
     /// Calls in flight at once.

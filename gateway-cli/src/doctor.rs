@@ -369,13 +369,15 @@ pub async fn run(args: DoctorArgs) -> u8 {
         print_json_report(&plan, all_ok, sources);
     } else {
         for p in &probes {
-            let mut detail = match (&p.status, &p.error) {
+            let detail = match (&p.status, &p.error) {
                 (Some(s), _) => format!("HTTP {s}"),
                 (None, Some(e)) => e.clone(),
                 (None, None) => String::new(),
             };
+            // What the answer said comes after the time, so the time reads with the status.
+            let mut said = String::new();
             if let Some(listed) = &p.listed {
-                detail.push_str(&format!(
+                said.push_str(&format!(
                     "; model {} is not listed; the server lists: {}",
                     p.model,
                     if listed.is_empty() {
@@ -386,17 +388,18 @@ pub async fn run(args: DoctorArgs) -> u8 {
                 ));
             }
             if let Some(reason) = &p.reason {
-                detail.push_str(&format!("; the server says: {reason}"));
+                said.push_str(&format!("; the server says: {reason}"));
             }
             out::stdout_line(&format!(
-                "{} {} ({}, model {}): {} → {} in {} ms",
+                "{} {} ({}, model {}): {} → {} in {} ms{}",
                 p.verdict(),
                 p.name,
                 p.base_url,
                 p.model,
                 p.probe.describe(),
                 detail,
-                p.latency_ms
+                p.latency_ms,
+                said
             ));
         }
     }

@@ -66,7 +66,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     // Spec: 05 R-54, R-55 (help text stays free of rule ids).
-    /// Run the main job: 200 governed calls over three in-process simulators, then the summary.
+    /// Run the main job: the same 200 chat calls over four local upstreams (healthy, hanging,
+    /// rate-limited, refusing), sent naively and then governed, side by side.
     Demo(demo::DemoArgs),
     // Spec: 05.
     /// One governed chat call to the sources of the environment, `.env` or the flags.
@@ -83,6 +84,12 @@ enum Command {
     Soak(soak::SoakArgs),
     /// Serve the configured scopes over the OpenAI HTTP API (chat completions, embeddings,
     /// models, health, metrics); prints the bound address first. See docs/serve.md.
+    ///
+    /// It needs the caller keys, `PGW_SERVE_KEYS=token=tenant,…` (or `PGW_SERVE_KEYS_FILE`),
+    /// and the sources of every served scope, read from the same keys as the library:
+    /// `LLM__<PROVIDER>__<N>__BASE_URL`, `…__API_KEY` and `…__MODEL` for the chat scope `LLM`
+    /// (`PGW_SERVE_CHAT_SCOPES` serves others), and `PGW_SERVE_EMBED_SCOPES` for embedding
+    /// scopes. To try it without a provider, point a source at `pgw sim`.
     Serve(serve::ServeArgs),
     // Spec: 05 R-53.
     /// Validate the configuration and probe every source with `GET /models`.

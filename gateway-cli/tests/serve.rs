@@ -325,6 +325,9 @@ async fn d33_embeddings_float_and_base64() {
     assert_eq!(v["data"].as_array().unwrap().len(), 2);
     assert_eq!(v["data"][1]["index"], 1);
     assert_eq!(v["data"][0]["embedding"].as_array().unwrap().len(), 4);
+    // The model that answered, as in a chat answer (not the alias the request named).
+    assert_ne!(v["model"], "text-embedding-3-small", "{v}");
+    assert!(!v["model"].as_str().unwrap().is_empty(), "{v}");
     let body = json!({"model": "embed", "input": "a", "encoding_format": "base64"});
     let v: Value = post(&serve, "/v1/embeddings", Some(TOKEN), &body)
         .await
@@ -341,6 +344,13 @@ async fn d33_embeddings_float_and_base64() {
     )
     .await;
     assert_eq!(r.status(), 404);
+    // It lists the embedding names only (the chat scope `llm` is not one of them).
+    let v: Value = r.json().await.unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with("served: embed, text-embedding-3-small"),
+        "{message}"
+    );
     // GET /v1/models lists scopes and aliases.
     let v: Value = client()
         .get(serve.url("/v1/models"))
@@ -428,6 +438,21 @@ async fn d33_bad_bodies_get_openai_shaped_errors() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "model_not_found");
     assert!(v["error"]["message"].as_str().unwrap().contains("llm"));
+    // No embedding scope configured: the 404 names the key that serves one.
+    let r = post(
+        &serve,
+        "/v1/embeddings",
+        Some(TOKEN),
+        &json!({"model": "embed", "input": "a"}),
+    )
+    .await;
+    assert_eq!(r.status(), 404);
+    let v: Value = r.json().await.unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("serves no embedding scope (set PGW_SERVE_EMBED_SCOPES"),
+        "{message}"
+    );
 }
 
 // covers: D33 (gateway errors: type, reason_code, retry_after_s, Retry-After)

@@ -112,6 +112,7 @@ impl AppState {
         attempts: Option<u32>,
         started: Instant,
     ) {
+        self.failures.failed(scope, error);
         let m = &self.metrics;
         m.add(
             "pgw_calls_total",

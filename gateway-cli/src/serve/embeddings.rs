@@ -55,6 +55,7 @@ async fn embeddings(
     );
     match result {
         Err(error) => {
+            state.failures.failed(&scope, &error);
             m.add(
                 "pgw_calls_total",
                 &[
@@ -115,9 +116,16 @@ async fn embeddings(
                     f64::from(s.hedges),
                 );
             }
+            // Like a chat answer, the body names the model that answered (the winning
+            // source's), not the scope or alias the request named.
+            let model = if response.model.is_empty() {
+                req.model.as_str()
+            } else {
+                response.model.as_str()
+            };
             Ok(json_response(
                 200,
-                &openai::embeddings_json(&response, &req.model, req.base64),
+                &openai::embeddings_json(&response, model, req.base64),
             ))
         }
     }

@@ -18,6 +18,7 @@
 mod chat;
 mod config;
 mod embeddings;
+mod failure_log;
 mod metrics;
 mod openai;
 mod respond;

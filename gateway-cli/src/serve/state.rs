@@ -19,6 +19,7 @@ use polygateway::{EmbeddingClient, GatewayClient, SourceConfig};
 use serde_json::{Value, json};
 
 use super::config::{CallerKey, ServeConfig};
+use super::failure_log::FailureLog;
 use super::metrics::Metrics;
 use super::openai::ApiError;
 
@@ -39,6 +40,8 @@ pub(super) struct AppState {
     /// when no per-key limit is set.
     pub(super) limiter: Option<Arc<dyn RateLimiter>>,
     pub(super) metrics: Metrics,
+    /// Failed calls, written to stderr at most once per scope, error type and interval.
+    pub(super) failures: FailureLog,
     pub(super) draining: AtomicBool,
     /// Prices of `PGW_PRICING_PATH` (the same shaper telemetry rows use); `None` without one.
     pub(super) pricing: Option<RowShaper>,
@@ -117,18 +120,45 @@ impl AppState {
         self.aliases.get(&m).cloned()
     }
 
+    /// The 404 for a `model` that names no served scope or alias of this route's kind
+    /// (`embedding` for `/v1/embeddings`, else chat). It lists only the names this route
+    /// serves, and when there are none it names the key that configures them.
     pub(super) fn model_not_found(&self, model: &str, kind: &str) -> ApiError {
-        let mut names: Vec<&str> = self.clients.keys().map(String::as_str).collect();
-        names.extend(self.aliases.keys().map(String::as_str));
+        let embedding = kind == "embedding";
+        let of_kind = |scope: &str| {
+            matches!(
+                (self.clients.get(scope), embedding),
+                (Some(Client::Embed(_)), true) | (Some(Client::Chat(_)), false)
+            )
+        };
+        let mut names: Vec<&str> = self
+            .clients
+            .keys()
+            .map(String::as_str)
+            .filter(|s| of_kind(s))
+            .collect();
+        names.extend(
+            self.aliases
+                .iter()
+                .filter(|(_, scope)| of_kind(scope))
+                .map(|(alias, _)| alias.as_str()),
+        );
+        let served = if names.is_empty() {
+            let key = if embedding {
+                "PGW_SERVE_EMBED_SCOPES"
+            } else {
+                "PGW_SERVE_CHAT_SCOPES"
+            };
+            format!("this server serves no {kind} scope (set {key} to serve one)")
+        } else {
+            format!("served: {}", names.join(", "))
+        };
         ApiError::plain(
             404,
             "invalid_request_error",
             "model_not_found",
             Some("model"),
-            format!(
-                "the model `{model}` is not a served {kind} scope or alias; served: {}",
-                names.join(", ")
-            ),
+            format!("the model `{model}` is not a served {kind} scope or alias; {served}"),
         )
     }
 
@@ -249,6 +279,7 @@ pub(super) fn build_state(
         keys: cfg.keys.clone(),
         limiter,
         metrics: Metrics::default(),
+        failures: FailureLog::default(),
         draining: AtomicBool::new(false),
         pricing,
         streams_open: AtomicI64::new(0),

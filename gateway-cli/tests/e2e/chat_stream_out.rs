@@ -42,6 +42,11 @@ fn d32_stream_out_json_prints_deltas_then_one_done() {
         .iter()
         .map(|d| {
             assert_eq!(d["event"], "delta");
+            // The finish and usage frames add nothing and print no event.
+            let carries = !d["content"].as_str().unwrap().is_empty()
+                || !d["reasoning"].as_str().unwrap().is_empty()
+                || !d["tool_calls"].as_array().unwrap().is_empty();
+            assert!(carries, "an empty delta event: {d}");
             d["content"].as_str().unwrap().to_owned()
         })
         .collect();

@@ -185,13 +185,15 @@ pub fn validate_source(
         );
     }
 
-    // B3 watchdog.
-    let watchdog = |field: &str| {
+    // B3 watchdog: both or neither, and 0 < inter_token < ttft < timeout_s. Each message says
+    // which value breaks it, so the user knows which key to change.
+    let watchdog = |field: &str, why: String| {
         err(
             "source.watchdog",
             field,
             format!(
-                "source {name}: watchdog invariant requires 0 < inter_token < ttft < timeout_s"
+                "source {name}: {why} (the watchdogs need 0 < inter_token_timeout_s < \
+                 ttft_timeout_s < timeout_s, or neither set)"
             ),
         )
     };
@@ -206,14 +208,39 @@ pub fn validate_source(
     }
     match (source.ttft_timeout_s, source.inter_token_timeout_s) {
         (None, None) => {}
-        (Some(_), None) => return Err(watchdog("ttft_timeout_s")),
-        (None, Some(_)) => return Err(watchdog("inter_token_timeout_s")),
+        (Some(_), None) => {
+            return Err(watchdog(
+                "ttft_timeout_s",
+                "ttft_timeout_s is set but inter_token_timeout_s is not".to_owned(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(watchdog(
+                "inter_token_timeout_s",
+                "inter_token_timeout_s is set but ttft_timeout_s is not".to_owned(),
+            ));
+        }
         (Some(ttft), Some(inter)) => {
-            if !positive_finite(inter) || inter >= ttft {
-                return Err(watchdog("inter_token_timeout_s"));
+            if !positive_finite(inter) {
+                return Err(watchdog(
+                    "inter_token_timeout_s",
+                    format!("inter_token_timeout_s ({inter}) is not a positive number of seconds"),
+                ));
+            }
+            if inter >= ttft {
+                return Err(watchdog(
+                    "inter_token_timeout_s",
+                    format!("inter_token_timeout_s ({inter}) is not below ttft_timeout_s ({ttft})"),
+                ));
             }
             if !positive_finite(ttft) || ttft >= source.timeout_s {
-                return Err(watchdog("ttft_timeout_s"));
+                return Err(watchdog(
+                    "ttft_timeout_s",
+                    format!(
+                        "ttft_timeout_s ({ttft}) is not below timeout_s ({})",
+                        source.timeout_s
+                    ),
+                ));
             }
         }
     }

@@ -51,13 +51,29 @@ pub(crate) fn normalize_source(source: &mut SourceConfig) {
     source.base_url.truncate(trimmed);
 }
 
-/// The no-sources message, naming the scope's real keys (e.g. `LLM__OPENAI__1__BASE_URL`).
-fn no_sources_message(scope: &str) -> String {
+/// The no-sources message, naming the scope's real keys (e.g. `LLM__OPENAI__1__BASE_URL`). An
+/// OCR source needs only its base URL (no key by default, model `monkeyocr`).
+fn no_sources_message(scope: &str, kind: ScopeKind) -> String {
     let upper = scope.to_ascii_uppercase();
+    let needed = if kind == ScopeKind::Ocr {
+        format!(
+            "set {upper}__MONKEY__1__BASE_URL (and {upper}__MONKEY__1__API_KEY if the \
+             server wants a key; the model defaults to monkeyocr)"
+        )
+    } else {
+        format!(
+            "set {upper}__OPENAI__1__BASE_URL, {upper}__OPENAI__1__API_KEY and \
+             {upper}__OPENAI__1__MODEL"
+        )
+    };
     format!(
-        "scope `{upper}` has no sources: set {upper}__OPENAI__1__BASE_URL, \
-         {upper}__OPENAI__1__API_KEY and {upper}__OPENAI__1__MODEL (any provider word works in \
-         place of OPENAI, and 1, 2, … number several sources of one provider)"
+        "scope `{upper}` has no sources: {needed} (any provider word works in place of \
+         {}, and 1, 2, … number several sources of one provider)",
+        if kind == ScopeKind::Ocr {
+            "MONKEY"
+        } else {
+            "OPENAI"
+        }
     )
 }
 
@@ -81,7 +97,7 @@ pub(super) fn validate_gateway(
         return Err(ConfigError::new(
             "settings.no_sources",
             at("sources"),
-            no_sources_message(&s.scope),
+            no_sources_message(&s.scope, kind),
         ));
     }
     let mut names = BTreeSet::new();

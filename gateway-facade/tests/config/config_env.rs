@@ -442,11 +442,24 @@ fn c_22_source_level_effort_keys() {
 fn stage_b_errors_on_the_env_path_name_the_key() {
     let e = env_err(&env_with(&[("LLM__QWEN__1__TTFT_TIMEOUT_S", "30")]));
     assert_err(&e, "source.watchdog", "LLM__QWEN__1__TTFT_TIMEOUT_S");
+    // The message says what is missing, not only the rule.
+    assert!(
+        e.message
+            .contains("ttft_timeout_s is set but inter_token_timeout_s is not"),
+        "{}",
+        e.message
+    );
     let e = env_err(&env_with(&[
         ("LLM__QWEN__1__TTFT_TIMEOUT_S", "30"),
         ("LLM__QWEN__1__INTER_TOKEN_TIMEOUT_S", "40"),
     ]));
     assert_err(&e, "source.watchdog", "LLM__QWEN__1__INTER_TOKEN_TIMEOUT_S");
+    assert!(
+        e.message
+            .contains("inter_token_timeout_s (40) is not below ttft_timeout_s (30)"),
+        "{}",
+        e.message
+    );
     let e = env_err(&env_with(&[(
         "LLM__QWEN__1__EXTRA_BODY",
         r#"{"stream": true}"#,
@@ -458,6 +471,22 @@ fn stage_b_errors_on_the_env_path_name_the_key() {
 fn r_44_zero_sources_is_an_error_on_the_env_path() {
     let e = env_err(&map(&[("PGW_TELEMETRY_BACKEND", "none")]));
     assert_eq!(e.code, "settings.no_sources");
+    assert!(
+        e.message.contains("LLM__OPENAI__1__API_KEY"),
+        "{}",
+        e.message
+    );
+    // An OCR scope needs only a base URL: the message does not ask for a key or a model.
+    let e =
+        polygateway::OcrSettings::from_env_map("OCR", &map(&[("PGW_TELEMETRY_BACKEND", "none")]))
+            .unwrap_err();
+    assert_eq!(e.code, "settings.no_sources");
+    assert!(
+        e.message.contains("set OCR__MONKEY__1__BASE_URL (and"),
+        "{}",
+        e.message
+    );
+    assert!(!e.message.contains("__MODEL"), "{}", e.message);
 }
 
 #[test]
