@@ -126,6 +126,16 @@ async fn post(serve: &Serve, path: &str, token: Option<&str>, body: &Value) -> r
 }
 
 /// The `data:` payloads of an SSE body, in order.
+/// The message of the `model_not_found` 404 that `/v1/embeddings` answers for `model`.
+async fn embeddings_404(serve: &Serve, model: &str) -> String {
+    let body = json!({"model": model, "input": "a"});
+    let r = post(serve, "/v1/embeddings", Some(TOKEN), &body).await;
+    assert_eq!(r.status(), 404);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "model_not_found", "{v}");
+    v["error"]["message"].as_str().unwrap().to_owned()
+}
+
 fn sse_data(body: &str) -> Vec<String> {
     body.split("\n\n")
         .filter_map(|frame| frame.strip_prefix("data: "))
@@ -335,18 +345,9 @@ async fn d33_embeddings_float_and_base64() {
         .await
         .unwrap();
     assert_eq!(v["data"][0]["embedding"].as_str().unwrap().len(), 24, "{v}"); // 4 × f32 = 16 bytes
-    // A chat model on the embeddings route is a 404 naming the model.
-    let r = post(
-        &serve,
-        "/v1/embeddings",
-        Some(TOKEN),
-        &json!({"model": "llm", "input": "a"}),
-    )
-    .await;
-    assert_eq!(r.status(), 404);
-    // It lists the embedding names only (the chat scope `llm` is not one of them).
-    let v: Value = r.json().await.unwrap();
-    let message = v["error"]["message"].as_str().unwrap();
+    // A chat model on the embeddings route is a 404 naming the model; it lists the embedding
+    // names only (the chat scope `llm` is not one of them).
+    let message = embeddings_404(&serve, "llm").await;
     assert!(
         message.ends_with("served: embed, text-embedding-3-small"),
         "{message}"
@@ -439,16 +440,7 @@ async fn d33_bad_bodies_get_openai_shaped_errors() {
     assert_eq!(v["error"]["code"], "model_not_found");
     assert!(v["error"]["message"].as_str().unwrap().contains("llm"));
     // No embedding scope configured: the 404 names the key that serves one.
-    let r = post(
-        &serve,
-        "/v1/embeddings",
-        Some(TOKEN),
-        &json!({"model": "embed", "input": "a"}),
-    )
-    .await;
-    assert_eq!(r.status(), 404);
-    let v: Value = r.json().await.unwrap();
-    let message = v["error"]["message"].as_str().unwrap();
+    let message = embeddings_404(&serve, "embed").await;
     assert!(
         message.contains("serves no embedding scope (set PGW_SERVE_EMBED_SCOPES"),
         "{message}"
