@@ -489,6 +489,111 @@ async fn d33_gateway_errors_carry_type_reason_and_retry_after() {
     );
 }
 
+// covers: D33, case 032 (a day-long upstream Retry-After: the server answers at once with the
+// hint instead of holding the request; the scope sets no RETRY__MAX_HINT_S)
+#[tokio::test(flavor = "multi_thread")]
+async fn d33_a_day_long_retry_after_is_answered_at_once_with_the_hint() {
+    let sim = SimProcess::start(&fixture("retry_after_day"));
+    let serve = Serve::start(&sim, None, &[]);
+    let started = tokio::time::Instant::now();
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        post(
+            &serve,
+            "/v1/chat/completions",
+            Some(TOKEN),
+            &chat_body(false),
+        ),
+    )
+    .await
+    .expect("the request is answered, not held for the hint");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let status = r.status().as_u16();
+    let retry_after = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let v: Value = r.json().await.unwrap();
+    assert!(status == 503 || status == 429, "{status} {v}");
+    assert_eq!(v["error"]["retry_after_s"].as_f64(), Some(86_400.0), "{v}");
+    assert_eq!(retry_after.as_deref(), Some("86400"), "{v}");
+}
+
+/// A raw HTTP/1.1 exchange with `serve`: sends `request`, then reads until the server closes
+/// the connection or `bound` passes; returns what it read.
+fn raw_exchange(serve: &Serve, request: &[u8], bound: std::time::Duration) -> String {
+    use std::io::{Read as _, Write as _};
+    let addr = serve.base.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(bound)).unwrap();
+    tcp.write_all(request).unwrap();
+    let mut got = Vec::new();
+    let _ = tcp.read_to_end(&mut got); // EOF, or the bound as an error
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+// covers: D33 (an unknown caller is refused from its headers, before its body is read: a client
+// that announces a body and never sends it gets its 401 at once, and no `100 Continue`)
+#[test]
+fn d33_unknown_caller_is_refused_before_its_body() {
+    let sim = SimProcess::start(&fixture("hello"));
+    let serve = Serve::start(&sim, None, &[]);
+    let bound = std::time::Duration::from_secs(20);
+    for headers in [
+        "Content-Length: 1000\r\n",
+        "Content-Length: 1000\r\nAuthorization: Bearer tok-wrong-0123456789\r\nExpect: 100-continue\r\n",
+    ] {
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n{{}}"
+        );
+        let started = tokio::time::Instant::now();
+        let got = raw_exchange(&serve, request.as_bytes(), bound);
+        assert!(got.starts_with("HTTP/1.1 401"), "{got:?}");
+        assert!(!got.contains("100 Continue"), "{got:?}");
+        assert!(got.contains("invalid_api_key"), "{got:?}");
+        assert!(started.elapsed() < bound, "answered, not held");
+    }
+}
+
+// covers: D33 (a client that stalls is not served forever: half a request line is closed, and a
+// body that stops arriving fails with a 400, after PGW_SERVE_CLIENT_TIMEOUT_S)
+#[test]
+fn d33_stalled_clients_are_closed_after_the_client_timeout() {
+    let sim = SimProcess::start(&fixture("hello"));
+    let serve = Serve::start(&sim, None, &[("PGW_SERVE_CLIENT_TIMEOUT_S", "1")]);
+    let bound = std::time::Duration::from_secs(20);
+    let started = tokio::time::Instant::now();
+    let got = raw_exchange(&serve, b"POST /v1/chat/compl", bound);
+    assert!(
+        started.elapsed() < bound,
+        "the half request line was closed: {got:?}"
+    );
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"model\":"
+    );
+    let started = tokio::time::Instant::now();
+    let got = raw_exchange(&serve, request.as_bytes(), bound);
+    assert!(got.starts_with("HTTP/1.1 400"), "{got:?}");
+    assert!(started.elapsed() < bound);
+}
+
+// covers: D33 (errors are OpenAI-shaped, a wrong method too)
+#[tokio::test(flavor = "multi_thread")]
+async fn d33_a_wrong_method_is_an_openai_shaped_405() {
+    let sim = SimProcess::start(&fixture("hello"));
+    let serve = Serve::start(&sim, None, &[]);
+    let r = client()
+        .get(serve.url("/v1/chat/completions"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "method_not_allowed", "{v}");
+}
+
 // covers: D33 (per-key limits reuse the rate limiter)
 #[tokio::test(flavor = "multi_thread")]
 async fn d33_per_key_rpm_limit_gives_429_with_retry_after() {

@@ -12,6 +12,9 @@
 //! - `PGW_SERVE_KEY_RPM`, `PGW_SERVE_KEY_MAX_CONCURRENCY` — per caller key (0 = unlimited).
 //! - `PGW_SERVE_MAX_BODY_BYTES` — largest request body (default 4 MiB).
 //! - `PGW_SERVE_DRAIN_S` — how long shutdown waits for in-flight calls (default 30).
+//! - `PGW_SERVE_CLIENT_TIMEOUT_S` — how long a client may take to send a request's headers, or
+//!   pause between two pieces of its body, and how long an idle keep-alive connection stays
+//!   open (default 30).
 //! - `PGW_SERVE_UPSTREAM_STREAM` — `always` (default: the upstream call always streams, so the
 //!   first-token watchdog and hedge work for non-stream clients too) or `client` (the upstream
 //!   call streams only when the client asked for a stream; lower latency for non-stream calls).
@@ -32,6 +35,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default drain time on shutdown, in seconds.
 pub const DEFAULT_DRAIN_S: f64 = 30.0;
+/// Default `PGW_SERVE_CLIENT_TIMEOUT_S`, in seconds (hyper's own header read timeout).
+pub const DEFAULT_CLIENT_TIMEOUT_S: f64 = 30.0;
 /// Longest tenant label, in characters (the library's `tenant_id` bound).
 const TENANT_MAX_CHARS: usize = 128;
 
@@ -67,6 +72,9 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Shutdown drain bound.
     pub drain: Duration,
+    /// A client's time to send a request's headers or the next piece of its body, and an idle
+    /// keep-alive connection's lifetime.
+    pub client_timeout: Duration,
     /// `true` (default): the upstream call always streams; `false`: only when the client
     /// streams.
     pub upstream_always_streams: bool,
@@ -278,6 +286,17 @@ impl ServeConfig {
                 "must be a non-negative number of seconds",
             )
         })?;
+        let client_timeout_s: f64 =
+            number(map, "PGW_SERVE_CLIENT_TIMEOUT_S", DEFAULT_CLIENT_TIMEOUT_S)?;
+        let client_timeout = Duration::try_from_secs_f64(client_timeout_s)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                err(
+                    "PGW_SERVE_CLIENT_TIMEOUT_S",
+                    "must be a positive number of seconds",
+                )
+            })?;
         let max_body_bytes = number(map, "PGW_SERVE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?;
         if max_body_bytes == 0 {
             return Err(err("PGW_SERVE_MAX_BODY_BYTES", "must be at least 1"));
@@ -312,6 +331,7 @@ impl ServeConfig {
             key_max_concurrency: number(map, "PGW_SERVE_KEY_MAX_CONCURRENCY", 0)?,
             max_body_bytes,
             drain,
+            client_timeout,
         })
     }
 }

@@ -19,6 +19,7 @@ mod chat;
 mod config;
 mod embeddings;
 mod failure_log;
+mod listen;
 mod metrics;
 mod openai;
 mod respond;
@@ -29,7 +30,6 @@ mod state;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::serve::ListenerExt as _;
 use clap::Args;
 
 use crate::envmap::{self, EnvFileChoice};
@@ -163,17 +163,8 @@ async fn serve(map: polygateway::EnvMap, cfg: ServeConfig) -> u8 {
         }
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let app = routes::router(Arc::clone(&state), cfg.max_body_bytes);
-    let mut graceful_rx = stop_rx.clone();
-    // Nagle's algorithm off on every accepted connection: a streamed answer is one write per
-    // frame, and a small write behind an unacknowledged one would otherwise wait for the
-    // client's delayed ACK (up to 40 ms). axum::serve leaves the option at the OS default.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = graceful_rx.wait_for(|stop| *stop).await;
-    });
+    let app = routes::router(Arc::clone(&state), cfg.max_body_bytes, cfg.client_timeout);
+    let server = listen::serve(listener, app, cfg.client_timeout, stop_rx.clone());
     let signal_state = Arc::clone(&state);
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -184,7 +175,7 @@ async fn serve(map: polygateway::EnvMap, cfg: ServeConfig) -> u8 {
     let drain = cfg.drain;
     let mut bound_rx = stop_rx;
     let served = tokio::select! {
-        r = server.into_future() => r.map_err(|e| e.to_string()),
+        () = server => Ok::<(), String>(()),
         _ = async move {
             let _ = bound_rx.wait_for(|stop| *stop).await;
             tokio::time::sleep(drain).await;

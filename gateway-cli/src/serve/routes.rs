@@ -3,14 +3,18 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use std::time::Duration;
+
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use polygateway::BreakerState;
 use serde_json::{Value, json};
+use tower_http::timeout::TimeoutBody;
 
 use super::chat::chat_route;
 use super::embeddings::embeddings_route;
@@ -96,6 +100,38 @@ async fn metrics_route(State(state): State<Arc<AppState>>) -> Response {
     r
 }
 
+/// In front of the POST routes: the caller key is checked from the headers **before** the body
+/// is read (an unknown caller gets its 401 at once and never has the server wait for, buffer or
+/// `100 Continue` its body), and the body then may pause at most `body_idle`
+/// (`PGW_SERVE_CLIENT_TIMEOUT_S`) between two pieces (a client that announced a body and
+/// stopped sending it fails with a 400 instead of holding the request).
+async fn caller_first(
+    State((state, body_idle)): State<(Arc<AppState>, Duration)>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if let Err(e) = state.authenticate(req.headers()) {
+        let response = e.into_response();
+        state.count(req.uri().path(), &response);
+        return response;
+    }
+    next.run(req.map(|body| Body::new(TimeoutBody::new(body_idle, body))))
+        .await
+}
+
+/// A known route asked with another method: the OpenAI-shaped 405 (axum's own has no body).
+async fn method_not_allowed_route() -> Response {
+    ApiError::plain(
+        405,
+        "invalid_request_error",
+        "method_not_allowed",
+        None,
+        "this route does not take this method (chat completions and embeddings take POST; \
+         models, healthz and metrics take GET)",
+    )
+    .into_response()
+}
+
 async fn fallback_route() -> Response {
     ApiError::plain(
         404,
@@ -107,14 +143,23 @@ async fn fallback_route() -> Response {
     .into_response()
 }
 
-/// The router over `state` (bodies limited to `max_body` bytes).
-pub(super) fn router(state: Arc<AppState>, max_body: usize) -> Router {
+/// The router over `state` (bodies limited to `max_body` bytes, pausing at most `body_idle`).
+pub(super) fn router(state: Arc<AppState>, max_body: usize, body_idle: Duration) -> Router {
+    let caller_first =
+        middleware::from_fn_with_state((Arc::clone(&state), body_idle), caller_first);
     Router::new()
-        .route("/v1/chat/completions", post(chat_route))
-        .route("/v1/embeddings", post(embeddings_route))
+        .route(
+            "/v1/chat/completions",
+            post(chat_route).route_layer(caller_first.clone()),
+        )
+        .route(
+            "/v1/embeddings",
+            post(embeddings_route).route_layer(caller_first),
+        )
         .route("/v1/models", get(models_route))
         .route("/healthz", get(healthz_route))
         .route("/metrics", get(metrics_route))
+        .method_not_allowed_fallback(method_not_allowed_route)
         .fallback(fallback_route)
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)

@@ -220,11 +220,30 @@ impl AppState {
     }
 }
 
+/// The longest upstream `Retry-After` a served call waits out when its scope sets no
+/// `{SCOPE}__RETRY__MAX_HINT_S`, in seconds. The library's own default is no cap (a 429 asking
+/// for a day would hold the request for a day); a server answers at once instead, with the
+/// hint as its own `Retry-After`, and the client decides.
+pub(super) const DEFAULT_MAX_HINT_S: &str = "60";
+
+/// `map` with `{SCOPE}__RETRY__MAX_HINT_S` = [`DEFAULT_MAX_HINT_S`] for every served scope that
+/// sets none.
+fn with_serve_defaults(map: &polygateway::EnvMap, cfg: &ServeConfig) -> polygateway::EnvMap {
+    let mut map = map.clone();
+    for scope in cfg.chat_scopes.iter().chain(&cfg.embed_scopes) {
+        let key = format!("{}__RETRY__MAX_HINT_S", scope.to_ascii_uppercase());
+        map.entry(key)
+            .or_insert_with(|| DEFAULT_MAX_HINT_S.to_owned());
+    }
+    map
+}
+
 /// The server state of `cfg` over the environment `map` (one client per served scope).
 pub(super) fn build_state(
     map: &polygateway::EnvMap,
     cfg: &ServeConfig,
 ) -> Result<AppState, polygateway::ConfigError> {
+    let map = &with_serve_defaults(map, cfg);
     let mut clients = BTreeMap::new();
     for scope in &cfg.chat_scopes {
         let client = GatewayClient::from_env_map(scope, map)?;
