@@ -7,6 +7,7 @@ which the SDK must never see.
 """
 
 import os
+import struct
 import sys
 
 from openai import OpenAI
@@ -78,7 +79,18 @@ emb = client.embeddings.create(model="embed", input=["a", "bb"])
 assert len(emb.data) == 2, emb
 assert len(emb.data[0].embedding) == 4, emb
 floats = client.embeddings.create(model="embed", input=["a", "bb"], encoding_format="float")
-assert [d.embedding for d in floats.data] == [d.embedding for d in emb.data], (floats, emb)
+
+
+def as_f32(values):
+    """Each value narrowed to the f32 it denotes (the float form is each f32's shortest text,
+    the base64 form its exact bytes: the same f32s either way)."""
+    return [struct.unpack("<f", struct.pack("<f", x))[0] for x in values]
+
+
+assert [as_f32(d.embedding) for d in floats.data] == [as_f32(d.embedding) for d in emb.data], (
+    floats,
+    emb,
+)
 
 # Models and errors surface as the SDK's typed exceptions.
 ids = sorted(m.id for m in client.models.list())

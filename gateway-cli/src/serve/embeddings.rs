@@ -12,7 +12,7 @@ use polygateway::EmbedRequest;
 use tokio::time::Instant;
 
 use super::openai::{self, ApiError};
-use super::respond::{body_error, json_response};
+use super::respond::{body_error, json_bytes_response};
 use super::state::{AppState, Client};
 
 pub(super) async fn embeddings_route(
@@ -123,10 +123,16 @@ async fn embeddings(
             } else {
                 response.model.as_str()
             };
-            Ok(json_response(
-                200,
-                &openai::embeddings_json(&response, model, req.base64),
-            ))
+            let body = openai::embeddings_body(&response, model, req.base64).map_err(|_| {
+                ApiError::plain(
+                    500,
+                    "server_error",
+                    "response_encoding",
+                    None,
+                    "the embeddings could not be written as JSON",
+                )
+            })?;
+            Ok(json_bytes_response(200, body))
         }
     }
 }

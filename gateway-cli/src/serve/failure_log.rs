@@ -31,8 +31,12 @@ impl FailureLog {
     /// none in the last [`INTERVAL`]. The line carries the error's type, reason and message
     /// (the same text the client got; no key or token is ever in it).
     pub(super) fn failed(&self, scope: &str, error: &GatewayError) {
+        self.failed_at(scope, error, Instant::now());
+    }
+
+    /// [`FailureLog::failed`] at `now`.
+    fn failed_at(&self, scope: &str, error: &GatewayError, now: Instant) {
         let kind = error.type_name();
-        let now = Instant::now();
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = seen.entry((scope.to_owned(), kind)).or_insert((None, 0));
         entry.1 += 1;
@@ -56,11 +60,12 @@ impl FailureLog {
 mod tests {
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn one_line_per_interval_counting_the_calls_between() {
+    #[test]
+    fn one_line_per_interval_counting_the_calls_between() {
         let log = FailureLog::default();
         let e = GatewayError::ClientClosed;
-        log.failed("llm", &e);
+        let t0 = Instant::now();
+        log.failed_at("llm", &e, t0);
         let key = ("llm".to_owned(), e.type_name());
         let count = |log: &FailureLog| {
             log.seen
@@ -70,11 +75,10 @@ mod tests {
                 .map(|v| v.1)
         };
         assert_eq!(count(&log), Some(0), "the first failure is written at once");
-        log.failed("llm", &e);
-        log.failed("llm", &e);
+        log.failed_at("llm", &e, t0 + Duration::from_secs(1));
+        log.failed_at("llm", &e, t0 + Duration::from_secs(9));
         assert_eq!(count(&log), Some(2), "held back within the interval");
-        tokio::time::advance(INTERVAL).await;
-        log.failed("llm", &e);
+        log.failed_at("llm", &e, t0 + INTERVAL);
         assert_eq!(
             count(&log),
             Some(0),
