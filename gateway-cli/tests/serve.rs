@@ -625,6 +625,7 @@ async fn d33_per_key_rpm_limit_gives_429_with_retry_after() {
     assert!((1..=60).contains(&retry_after), "{retry_after}");
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "rate_limit_exceeded");
+    assert_eq!(v["error"]["reason_code"], "key_rpm", "{v}");
     // The other key has its own budget.
     let r = post(
         &serve,

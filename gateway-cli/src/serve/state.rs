@@ -13,7 +13,7 @@ use gateway_core::memory::limiter::MemoryRateLimiter;
 use gateway_core::telemetry::pricing::PRICING_PATH_KEY;
 use gateway_core::telemetry::{RowShaper, load_pricing_with_warnings};
 use gateway_ports::{
-    Acquire, CallOperation, GlobalLimits, Permit, RateLimiter, Usage, UsageSource,
+    Acquire, CallOperation, GlobalLimits, LimitGate, Permit, RateLimiter, Usage, UsageSource,
 };
 use polygateway::{EmbeddingClient, GatewayClient, SourceConfig};
 use serde_json::{Value, json};
@@ -153,12 +153,16 @@ impl AppState {
         } else {
             format!("served: {}", names.join(", "))
         };
+        // A model name is echoed up to 200 characters: a megabyte of `model` is not a
+        // megabyte of answer.
+        let shown: String = model.chars().take(200).collect();
+        let more = if shown.len() < model.len() { "…" } else { "" };
         ApiError::plain(
             404,
             "invalid_request_error",
             "model_not_found",
             Some("model"),
-            format!("the model `{model}` is not a served {kind} scope or alias; {served}"),
+            format!("the model `{shown}{more}` is not a served {kind} scope or alias; {served}"),
         )
     }
 
@@ -170,21 +174,31 @@ impl AppState {
         match limiter.try_acquire(&key.bucket, 0).await {
             Ok(Acquire::Granted(permit)) => Ok(PermitGuard(Some(permit))),
             Ok(Acquire::Denied { gate, wait_hint_s }) => {
+                // Said to the caller, in the caller's terms: which of its key's limits, and when
+                // to come back (a full concurrency limit frees when one of its requests ends,
+                // which has no forecast: 1 s).
+                let (reason, message) = if gate == LimitGate::SourceConcurrency {
+                    (
+                        "key_concurrency",
+                        "too many requests of this API key are in flight; retry when one finishes",
+                    )
+                } else {
+                    (
+                        "key_rpm",
+                        "this API key has used its requests for this minute",
+                    )
+                };
+                let wait = wait_hint_s.unwrap_or(1.0);
                 let mut e = ApiError::plain(
                     429,
                     "rate_limit_error",
                     "rate_limit_exceeded",
                     None,
-                    format!(
-                        "this API key's limit is reached ({}); raise PGW_SERVE_KEY_RPM or PGW_SERVE_KEY_MAX_CONCURRENCY",
-                        gate.as_str()
-                    ),
+                    message,
                 );
-                e.body["error"]["reason_code"] = Value::from(gate.as_str());
-                if let Some(w) = wait_hint_s {
-                    e.body["error"]["retry_after_s"] = json!(w);
-                    e.retry_after_s = Some(w);
-                }
+                e.body["error"]["reason_code"] = Value::from(reason);
+                e.body["error"]["retry_after_s"] = json!(wait);
+                e.retry_after_s = Some(wait);
                 Err(e)
             }
             Err(_) => Err(ApiError::plain(
