@@ -125,7 +125,6 @@ async fn post(serve: &Serve, path: &str, token: Option<&str>, body: &Value) -> r
     req.send().await.unwrap()
 }
 
-/// The `data:` payloads of an SSE body, in order.
 /// The message of the `model_not_found` 404 that `/v1/embeddings` answers for `model`.
 async fn embeddings_404(serve: &Serve, model: &str) -> String {
     let body = json!({"model": model, "input": "a"});
@@ -136,6 +135,7 @@ async fn embeddings_404(serve: &Serve, model: &str) -> String {
     v["error"]["message"].as_str().unwrap().to_owned()
 }
 
+/// The `data:` payloads of an SSE body, in order.
 fn sse_data(body: &str) -> Vec<String> {
     body.split("\n\n")
         .filter_map(|frame| frame.strip_prefix("data: "))

@@ -37,6 +37,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub const DEFAULT_DRAIN_S: f64 = 30.0;
 /// Default `PGW_SERVE_CLIENT_TIMEOUT_S`, in seconds (hyper's own header read timeout).
 pub const DEFAULT_CLIENT_TIMEOUT_S: f64 = 30.0;
+/// Largest `PGW_SERVE_CLIENT_TIMEOUT_S`: one day.
+const MAX_CLIENT_TIMEOUT: Duration = Duration::from_secs(86_400);
 /// Longest tenant label, in characters (the library's `tenant_id` bound).
 const TENANT_MAX_CHARS: usize = 128;
 
@@ -288,13 +290,14 @@ impl ServeConfig {
         })?;
         let client_timeout_s: f64 =
             number(map, "PGW_SERVE_CLIENT_TIMEOUT_S", DEFAULT_CLIENT_TIMEOUT_S)?;
+        // At most a day: hyper adds it to `Instant::now()`, which a huge value overflows.
         let client_timeout = Duration::try_from_secs_f64(client_timeout_s)
             .ok()
-            .filter(|d| !d.is_zero())
+            .filter(|d| !d.is_zero() && *d <= MAX_CLIENT_TIMEOUT)
             .ok_or_else(|| {
                 err(
                     "PGW_SERVE_CLIENT_TIMEOUT_S",
-                    "must be a positive number of seconds",
+                    "must be a positive number of seconds, at most 86400 (one day)",
                 )
             })?;
         let max_body_bytes = number(map, "PGW_SERVE_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?;
@@ -381,6 +384,22 @@ mod tests {
         let c = ServeConfig::from_map(&m, Some("127.0.0.1:0")).unwrap();
         assert_eq!(c.aliases["gpt-4o"], "LLM");
         assert_eq!(c.embed_scopes, vec!["EMBED".to_owned()]);
+    }
+
+    #[test]
+    fn d33_client_timeout_is_positive_and_at_most_a_day() {
+        let keys = ("PGW_SERVE_KEYS", "tok-aaaaaaaa=acme");
+        let c = ServeConfig::from_map(&map(&[keys]), None).unwrap();
+        assert_eq!(c.client_timeout, Duration::from_secs(30));
+        let m = map(&[keys, ("PGW_SERVE_CLIENT_TIMEOUT_S", "0.5")]);
+        let c = ServeConfig::from_map(&m, None).unwrap();
+        assert_eq!(c.client_timeout, Duration::from_millis(500));
+        // A value hyper would overflow `Instant::now()` with is refused, naming the key.
+        for bad in ["0", "-1", "1e19", "86401", "NaN"] {
+            let m = map(&[keys, ("PGW_SERVE_CLIENT_TIMEOUT_S", bad)]);
+            let e = ServeConfig::from_map(&m, None).unwrap_err();
+            assert_eq!(e.origin, "PGW_SERVE_CLIENT_TIMEOUT_S", "{bad}");
+        }
     }
 
     #[test]

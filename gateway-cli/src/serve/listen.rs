@@ -17,8 +17,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 /// The pause after an accept error that is not about one connection (too many open files):
-/// accepting again at once would spin.
-const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// accepting again at once would spin, and a shorter pause would flood the log.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_secs(1);
 
 /// Serves `app` on `listener` until `stop` turns `true`; then stops accepting, asks every open
 /// connection to finish its in-flight request and close, and returns when all have closed.
@@ -33,17 +33,23 @@ pub(super) async fn serve(
     let (open_tx, open_rx) = watch::channel(());
     let mut accept_stop = stop.clone();
     loop {
-        let tcp = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
-                Err(e) if is_connection_error(&e) => continue,
-                Err(e) => {
-                    tracing::warn!(code = "serve.accept_failed", "accepting a connection failed: {e}");
-                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
-                    continue;
-                }
-            },
-            _ = accept_stop.wait_for(|stopping| *stopping) => break,
+        // The stop's `Ref` ends inside the select: nothing of it is held across an await.
+        let accepted = tokio::select! {
+            accepted = listener.accept() => Some(accepted),
+            _ = accept_stop.wait_for(|stopping| *stopping) => None,
+        };
+        let Some(accepted) = accepted else { break };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                tracing::warn!(
+                    code = "serve.accept_failed",
+                    "accepting a connection failed: {e}"
+                );
+                tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                continue;
+            }
         };
         // Nagle's algorithm off: a streamed answer is one write per frame, and a small write
         // behind an unacknowledged one would otherwise wait for the client's delayed ACK.
@@ -71,6 +77,9 @@ pub(super) async fn serve(
             drop(open);
         });
     }
+    // Stop listening before waiting: new clients are refused at once (a load balancer fails
+    // over) instead of completing handshakes into a backlog nobody accepts.
+    drop(listener);
     drop(open_rx);
     open_tx.closed().await;
 }
@@ -84,4 +93,80 @@ fn is_connection_error(e: &std::io::Error) -> bool {
             | std::io::ErrorKind::ConnectionAborted
             | std::io::ErrorKind::ConnectionReset
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::sync::oneshot;
+
+    /// Shutdown: the listener closes at once (new clients are refused) while an in-flight
+    /// request is still being answered, and `serve` returns only after that request finished.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shutdown_refuses_new_clients_and_finishes_the_in_flight_request() {
+        let (release_tx, release_rx) = oneshot::channel::<()>();
+        let release_rx = std::sync::Arc::new(tokio::sync::Mutex::new(Some(release_rx)));
+        let (entered_tx, entered_rx) = oneshot::channel::<()>();
+        let entered_tx = std::sync::Arc::new(std::sync::Mutex::new(Some(entered_tx)));
+        let app = Router::new().route(
+            "/slow",
+            get(move || {
+                let release_rx = std::sync::Arc::clone(&release_rx);
+                let entered_tx = std::sync::Arc::clone(&entered_tx);
+                async move {
+                    if let Some(tx) = entered_tx.lock().ok().and_then(|mut t| t.take()) {
+                        let _ = tx.send(());
+                    }
+                    if let Some(rx) = release_rx.lock().await.take() {
+                        let _ = rx.await;
+                    }
+                    "done"
+                }
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let server = tokio::spawn(serve(listener, app, Duration::from_secs(30), stop_rx));
+        let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        entered_rx.await.unwrap();
+        stop_tx.send(true).unwrap();
+        // The listener closes once the loop sees the stop; the request is still held.
+        let refused = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match tokio::net::TcpStream::connect(addr).await {
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break true,
+                    // A handshake the kernel completed into the backlog just before the close
+                    // is reset by it; the next attempt finds no listener.
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                        tokio::task::yield_now().await;
+                    }
+                    Err(_) => break false,
+                    Ok(_) => tokio::task::yield_now().await,
+                }
+            }
+        })
+        .await
+        .unwrap_or(false);
+        assert!(refused, "new clients are refused during the drain");
+        assert!(
+            !server.is_finished(),
+            "serve waits for the in-flight request"
+        );
+        release_tx.send(()).unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("done"), "{answer}");
+        tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .unwrap()
+            .unwrap();
+    }
 }

@@ -59,26 +59,57 @@ pub struct ServeArgs {
     pub set: Vec<String>,
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// SIGTERM and SIGINT, registered when made. `serve` makes them before it prints the bound
+/// address, so a signal sent by whoever read that address is always handled (a drain), never
+/// the default action, which would end the process and its in-flight calls at once.
+struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignals {
+    /// Registers the handlers now (on the current runtime).
+    fn register() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
             }
         }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    /// Resolves on the first SIGINT or SIGTERM.
+    async fn recv(self) {
+        #[cfg(unix)]
+        {
+            let Self { term, int } = self;
+            match (term, int) {
+                (Some(mut term), Some(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                }
+                (Some(mut only), None) | (None, Some(mut only)) => {
+                    let _ = only.recv().await;
+                }
+                (None, None) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -146,6 +177,7 @@ async fn serve(map: polygateway::EnvMap, cfg: ServeConfig) -> u8 {
         Ok(s) => Arc::new(s),
         Err(e) => return crate::config::report_config_error(&e, false),
     };
+    let signals = ShutdownSignals::register();
     let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -167,7 +199,7 @@ async fn serve(map: polygateway::EnvMap, cfg: ServeConfig) -> u8 {
     let server = listen::serve(listener, app, cfg.client_timeout, stop_rx.clone());
     let signal_state = Arc::clone(&state);
     tokio::spawn(async move {
-        shutdown_signal().await;
+        signals.recv().await;
         signal_state.draining.store(true, Ordering::Relaxed);
         out::stderr_line("pgw: shutting down; draining in-flight requests");
         let _ = stop_tx.send(true);

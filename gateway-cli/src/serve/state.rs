@@ -246,8 +246,11 @@ fn with_serve_defaults(map: &polygateway::EnvMap, cfg: &ServeConfig) -> polygate
     let mut map = map.clone();
     for scope in cfg.chat_scopes.iter().chain(&cfg.embed_scopes) {
         let key = format!("{}__RETRY__MAX_HINT_S", scope.to_ascii_uppercase());
-        map.entry(key)
-            .or_insert_with(|| DEFAULT_MAX_HINT_S.to_owned());
+        // An empty value is unset, as for every key: it gets the default too.
+        let value = map.entry(key).or_default();
+        if value.trim().is_empty() {
+            DEFAULT_MAX_HINT_S.clone_into(value);
+        }
     }
     map
 }
