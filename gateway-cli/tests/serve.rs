@@ -135,6 +135,18 @@ async fn embeddings_404(serve: &Serve, model: &str) -> String {
     v["error"]["message"].as_str().unwrap().to_owned()
 }
 
+/// A 503 or 429 answer: its `Retry-After` header and its JSON body.
+async fn unavailable(r: reqwest::Response) -> (Option<String>, Value) {
+    let status = r.status().as_u16();
+    let retry_after = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let v: Value = r.json().await.unwrap();
+    assert!(status == 503 || status == 429, "{status} {v}");
+    (retry_after, v)
+}
+
 /// The `data:` payloads of an SSE body, in order.
 fn sse_data(body: &str) -> Vec<String> {
     body.split("\n\n")
@@ -459,13 +471,7 @@ async fn d33_gateway_errors_carry_type_reason_and_retry_after() {
         &chat_body(false),
     )
     .await;
-    let status = r.status().as_u16();
-    let retry_after = r
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let v: Value = r.json().await.unwrap();
-    assert!(status == 503 || status == 429, "{status} {v}");
+    let (retry_after, v) = unavailable(r).await;
     assert!(v["error"]["type"].is_string(), "{v}");
     assert!(v["error"].get("reason_code").is_some(), "{v}");
     let hint = v["error"]["retry_after_s"].as_f64();
@@ -508,13 +514,7 @@ async fn d33_a_day_long_retry_after_is_answered_at_once_with_the_hint() {
     .await
     .expect("the request is answered, not held for the hint");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
-    let status = r.status().as_u16();
-    let retry_after = r
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let v: Value = r.json().await.unwrap();
-    assert!(status == 503 || status == 429, "{status} {v}");
+    let (retry_after, v) = unavailable(r).await;
     assert_eq!(v["error"]["retry_after_s"].as_f64(), Some(86_400.0), "{v}");
     assert_eq!(retry_after.as_deref(), Some("86400"), "{v}");
 }
