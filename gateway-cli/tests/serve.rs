@@ -425,6 +425,11 @@ async fn d33_bad_bodies_get_openai_shaped_errors() {
     assert_eq!(r.status(), 400);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["type"], "invalid_request_error");
+    // The message says why, not only where.
+    let deep = format!("{{\"a\":{}{}}}", "[".repeat(300), "]".repeat(300));
+    let v: Value = send_raw(deep).await.unwrap().json().await.unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("recursion limit exceeded"), "{message}");
     let r = post(
         &serve,
         "/v1/chat/completions",

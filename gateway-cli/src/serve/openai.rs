@@ -133,13 +133,12 @@ fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
             None,
             "the request body must be a JSON object",
         )),
+        // serde_json's message says what is wrong and where (`expected value at line 1 column
+        // 2`, `recursion limit exceeded …`, `invalid unicode code point …`); it quotes none of
+        // the body.
         Err(e) => Err(ApiError::invalid(
             None,
-            format!(
-                "the request body is not valid JSON (line {}, column {})",
-                e.line(),
-                e.column()
-            ),
+            format!("the request body is not valid JSON: {e}"),
         )),
     }
 }
