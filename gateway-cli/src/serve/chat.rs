@@ -4,25 +4,27 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::extract::{Extension, State};
+use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use gateway_ports::{CallOperation, GatewayError, LlmResponse};
 use polygateway::{ChatOptions, ChatRequest, ResponseMode};
 use tokio::time::Instant;
 
+use gateway_ports::vocab::ScopeKind;
+
 use super::openai::{self, ApiError};
 use super::respond::{body_error, json_bytes_response, now_s};
 use super::sse;
-use super::state::{AppState, Client};
+use super::state::{AppState, Caller, Client};
 
 pub(super) async fn chat_route(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let response = match chat(&state, &headers, body).await {
+    let response = match chat(&state, caller, body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     };
@@ -32,17 +34,17 @@ pub(super) async fn chat_route(
 
 async fn chat(
     state: &Arc<AppState>,
-    headers: &HeaderMap,
+    caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let key = state.authenticate(headers)?;
+    let key = state.caller_key(caller)?;
     let body = body.map_err(|r| body_error(&r, false))?;
     let req = openai::parse_chat(&body)?;
     let scope = state
         .scope_of(&req.model)
-        .ok_or_else(|| state.model_not_found(&req.model, "chat"))?;
+        .ok_or_else(|| state.model_not_found(&req.model, ScopeKind::Chat))?;
     let Some(Client::Chat(client)) = state.clients.get(&scope) else {
-        return Err(state.model_not_found(&req.model, "chat"));
+        return Err(state.model_not_found(&req.model, ScopeKind::Chat));
     };
     let permit = state.admit(key).await?;
     let mut request = ChatRequest::new(req.messages);

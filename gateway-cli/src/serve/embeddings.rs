@@ -3,24 +3,25 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
+use axum::extract::{Extension, State};
 use axum::response::{IntoResponse, Response};
 use gateway_ports::CallOperation;
 use polygateway::EmbedRequest;
 use tokio::time::Instant;
 
+use gateway_ports::vocab::ScopeKind;
+
 use super::openai::{self, ApiError};
 use super::respond::{body_error, json_bytes_response};
-use super::state::{AppState, Client};
+use super::state::{AppState, Caller, Client};
 
 pub(super) async fn embeddings_route(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let response = match embeddings(&state, &headers, body).await {
+    let response = match embeddings(&state, caller, body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     };
@@ -30,17 +31,17 @@ pub(super) async fn embeddings_route(
 
 async fn embeddings(
     state: &AppState,
-    headers: &HeaderMap,
+    caller: Caller,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let key = state.authenticate(headers)?;
+    let key = state.caller_key(caller)?;
     let body = body.map_err(|r| body_error(&r, false))?;
     let req = openai::parse_embed(&body)?;
     let scope = state
         .scope_of(&req.model)
-        .ok_or_else(|| state.model_not_found(&req.model, "embedding"))?;
+        .ok_or_else(|| state.model_not_found(&req.model, ScopeKind::Embedding))?;
     let Some(Client::Embed(client)) = state.clients.get(&scope) else {
-        return Err(state.model_not_found(&req.model, "embedding"));
+        return Err(state.model_not_found(&req.model, ScopeKind::Embedding));
     };
     let _permit = state.admit(key).await?;
     let mut request = EmbedRequest::new(req.texts);

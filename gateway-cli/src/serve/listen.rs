@@ -99,29 +99,26 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 mod tests {
     use super::*;
     use axum::routing::get;
+    use std::sync::Arc;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    use tokio::sync::oneshot;
+    use tokio::sync::Notify;
 
     /// Shutdown: the listener closes at once (new clients are refused) while an in-flight
     /// request is still being answered, and `serve` returns only after that request finished.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn shutdown_refuses_new_clients_and_finishes_the_in_flight_request() {
-        let (release_tx, release_rx) = oneshot::channel::<()>();
-        let release_rx = std::sync::Arc::new(tokio::sync::Mutex::new(Some(release_rx)));
-        let (entered_tx, entered_rx) = oneshot::channel::<()>();
-        let entered_tx = std::sync::Arc::new(std::sync::Mutex::new(Some(entered_tx)));
+        // `entered`: the handler holds the request; `release`: let it answer. A `Notify` keeps a
+        // notification that comes before its waiter, so neither side can miss the other.
+        let entered = Arc::new(Notify::new());
+        let release = Arc::new(Notify::new());
+        let (held, let_go) = (Arc::clone(&entered), Arc::clone(&release));
         let app = Router::new().route(
             "/slow",
             get(move || {
-                let release_rx = std::sync::Arc::clone(&release_rx);
-                let entered_tx = std::sync::Arc::clone(&entered_tx);
+                let (held, let_go) = (Arc::clone(&held), Arc::clone(&let_go));
                 async move {
-                    if let Some(tx) = entered_tx.lock().ok().and_then(|mut t| t.take()) {
-                        let _ = tx.send(());
-                    }
-                    if let Some(rx) = release_rx.lock().await.take() {
-                        let _ = rx.await;
-                    }
+                    held.notify_one();
+                    let_go.notified().await;
                     "done"
                 }
             }),
@@ -135,7 +132,7 @@ mod tests {
             .write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
             .await
             .unwrap();
-        entered_rx.await.unwrap();
+        entered.notified().await;
         stop_tx.send(true).unwrap();
         // The listener closes once the loop sees the stop; the request is still held.
         let refused = tokio::time::timeout(Duration::from_secs(10), async {
@@ -159,7 +156,7 @@ mod tests {
             !server.is_finished(),
             "serve waits for the in-flight request"
         );
-        release_tx.send(()).unwrap();
+        release.notify_one();
         let mut answer = String::new();
         client.read_to_string(&mut answer).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");

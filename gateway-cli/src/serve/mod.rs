@@ -206,16 +206,15 @@ async fn serve(map: polygateway::EnvMap, cfg: ServeConfig) -> u8 {
     });
     let drain = cfg.drain;
     let mut bound_rx = stop_rx;
-    let served = tokio::select! {
-        () = server => Ok::<(), String>(()),
+    tokio::select! {
+        () = server => {}
         _ = async move {
             let _ = bound_rx.wait_for(|stop| *stop).await;
             tokio::time::sleep(drain).await;
         } => {
             out::stderr_line("pgw: drain time over (PGW_SERVE_DRAIN_S); dropping the remaining requests");
-            Ok(())
         }
-    };
+    }
     // Closing flushes telemetry; bounded so a stuck backend never keeps the process alive.
     let close_all = async {
         for client in state.clients.values() {
@@ -231,11 +230,5 @@ async fn serve(map: polygateway::EnvMap, cfg: ServeConfig) -> u8 {
     if tokio::time::timeout(CLOSE_BOUND, close_all).await.is_err() {
         out::stderr_line("pgw: closing the clients took too long; exiting anyway");
     }
-    match served {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            out::stderr_line(&format!("pgw: server error: {e}"));
-            exit::INTERNAL
-        }
-    }
+    exit::OK
 }

@@ -102,18 +102,24 @@ async fn metrics_route(State(state): State<Arc<AppState>>) -> Response {
 
 /// In front of the POST routes: the caller key is checked from the headers **before** the body
 /// is read (an unknown caller gets its 401 at once and never has the server wait for, buffer or
-/// `100 Continue` its body), and the body then may pause at most `body_idle`
+/// `100 Continue` its body) and handed to the handler as a [`Caller`](super::state::Caller) extension (looked up
+/// once per request), and the body then may pause at most `body_idle`
 /// (`PGW_SERVE_CLIENT_TIMEOUT_S`) between two pieces (a client that announced a body and
 /// stopped sending it fails with a 400 instead of holding the request).
 async fn caller_first(
     State((state, body_idle)): State<(Arc<AppState>, Duration)>,
-    req: Request,
+    mut req: Request,
     next: Next,
 ) -> Response {
-    if let Err(e) = state.authenticate(req.headers()) {
-        let response = e.into_response();
-        state.count(req.uri().path(), &response);
-        return response;
+    match state.authenticate(req.headers()) {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+        }
+        Err(e) => {
+            let response = e.into_response();
+            state.count(req.uri().path(), &response);
+            return response;
+        }
     }
     next.run(req.map(|body| Body::new(TimeoutBody::new(body_idle, body))))
         .await

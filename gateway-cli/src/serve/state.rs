@@ -12,6 +12,7 @@ use gateway_core::clock::TokioClock;
 use gateway_core::memory::limiter::MemoryRateLimiter;
 use gateway_core::telemetry::pricing::PRICING_PATH_KEY;
 use gateway_core::telemetry::{RowShaper, load_pricing_with_warnings};
+use gateway_ports::vocab::ScopeKind;
 use gateway_ports::{
     Acquire, CallOperation, GlobalLimits, LimitGate, Permit, RateLimiter, Usage, UsageSource,
 };
@@ -76,9 +77,32 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The authenticated caller of a request: its key's position in [`AppState::keys`]. The POST
+/// routes' layer authenticates once, before the body is read, and hands this to the handler in
+/// the request's extensions, so the key is looked up once per request.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Caller(usize);
+
 impl AppState {
-    /// The caller key of `Authorization: Bearer …`, or the OpenAI-shaped 401.
-    pub(super) fn authenticate(&self, headers: &HeaderMap) -> Result<&CallerKey, ApiError> {
+    /// The caller key of `Caller`.
+    ///
+    /// # Errors
+    /// A 401 when the position names no key (not expected: `Caller` only comes from
+    /// [`AppState::authenticate`] on this state).
+    pub(super) fn caller_key(&self, caller: Caller) -> Result<&CallerKey, ApiError> {
+        self.keys.get(caller.0).ok_or_else(|| {
+            ApiError::plain(
+                401,
+                "invalid_request_error",
+                "invalid_api_key",
+                None,
+                "incorrect API key provided",
+            )
+        })
+    }
+
+    /// The caller of `Authorization: Bearer …`, or the OpenAI-shaped 401.
+    pub(super) fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         let unauthorized = |message: &str| {
             ApiError::plain(
                 401,
@@ -102,10 +126,11 @@ impl AppState {
             })
             .map(str::trim)
             .unwrap_or("");
+        // Every key is compared (no early exit): the time does not tell which key matched.
         let mut found = None;
-        for key in &self.keys {
+        for (i, key) in self.keys.iter().enumerate() {
             if same(key.token.expose_secret().as_bytes(), token.as_bytes()) {
-                found = Some(key);
+                found = Some(Caller(i));
             }
         }
         found.ok_or_else(|| unauthorized("incorrect API key provided"))
@@ -120,11 +145,12 @@ impl AppState {
         self.aliases.get(&m).cloned()
     }
 
-    /// The 404 for a `model` that names no served scope or alias of this route's kind
-    /// (`embedding` for `/v1/embeddings`, else chat). It lists only the names this route
-    /// serves, and when there are none it names the key that configures them.
-    pub(super) fn model_not_found(&self, model: &str, kind: &str) -> ApiError {
-        let embedding = kind == "embedding";
+    /// The 404 for a `model` that names no served scope or alias of this route's `kind`
+    /// (embedding for `/v1/embeddings`, chat for chat completions). It lists only the names
+    /// this route serves, and when there are none it names the key that configures them.
+    pub(super) fn model_not_found(&self, model: &str, kind: ScopeKind) -> ApiError {
+        let embedding = kind == ScopeKind::Embedding;
+        let kind = kind.as_str();
         let of_kind = |scope: &str| {
             matches!(
                 (self.clients.get(scope), embedding),

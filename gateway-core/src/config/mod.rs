@@ -221,11 +221,13 @@ pub fn validate_source(
             ));
         }
         (Some(ttft), Some(inter)) => {
-            if !positive_finite(inter) {
-                return Err(watchdog(
-                    "inter_token_timeout_s",
-                    format!("inter_token_timeout_s ({inter}) is not a positive number of seconds"),
-                ));
+            for (field, value) in [("inter_token_timeout_s", inter), ("ttft_timeout_s", ttft)] {
+                if !positive_finite(value) {
+                    return Err(watchdog(
+                        field,
+                        format!("{field} ({value}) is not a positive number of seconds"),
+                    ));
+                }
             }
             if inter >= ttft {
                 return Err(watchdog(
@@ -233,7 +235,7 @@ pub fn validate_source(
                     format!("inter_token_timeout_s ({inter}) is not below ttft_timeout_s ({ttft})"),
                 ));
             }
-            if !positive_finite(ttft) || ttft >= source.timeout_s {
+            if ttft >= source.timeout_s {
                 return Err(watchdog(
                     "ttft_timeout_s",
                     format!(

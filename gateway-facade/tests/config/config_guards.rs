@@ -106,6 +106,11 @@ fn guard_b3_watchdog() {
     struct_and_builder(vec![s], "source.watchdog", "sources[qwen_1].ttft_timeout_s");
     let s = source("qwen_1", f64::NAN);
     struct_and_builder(vec![s], "source.watchdog", "sources[qwen_1].timeout_s");
+    // A non-positive first-token timeout is named as such, not as an inter-token problem.
+    let mut s = source("qwen_1", 120.0);
+    s.ttft_timeout_s = Some(-1.0);
+    s.inter_token_timeout_s = Some(10.0);
+    struct_and_builder(vec![s], "source.watchdog", "sources[qwen_1].ttft_timeout_s");
 }
 
 #[test]
